@@ -1,0 +1,210 @@
+#pragma once
+
+/// Plain C++ forms of a scheduler RPC. net/ turns the BOINC XML into a `sched_request` and a
+/// `sched_reply` back into XML; no actor sees XML. Field names follow the BOINC protocol
+/// (docs and ../shared/reference/boinc-protocol.md) so the mapping stays obvious.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cobble {
+
+/// Processing resource types of the work-fetch design (CPU first, then coprocessors).
+enum class resource_type : std::uint8_t { cpu = 0, nvidia = 1, ati = 2, intel_gpu = 3 };
+
+/// Number of resource types.
+inline constexpr int n_resource_types = 4;
+
+/// The name BOINC uses for a resource type ("CPU", "NVIDIA", "ATI", "intel_gpu").
+const char* to_string(resource_type x);
+
+/// Parses a BOINC coprocessor type name (case-insensitive; "CUDA" means NVIDIA). Empty or
+/// "CPU" gives cpu; unknown names give nullopt.
+std::optional<resource_type> parse_resource_type(std::string_view name);
+
+/// What a client asks for, for one resource type.
+struct resource_request {
+  double req_secs = 0;        ///< Seconds of work wanted for this resource.
+  double req_instances = 0;   ///< Idle instances to fill.
+  double estimated_delay = 0; ///< Seconds until an instance frees up.
+
+  /// True when the client wants work of this type.
+  bool wants_work() const { return req_secs > 0 || req_instances > 0; }
+};
+
+/// One coprocessor block (`<coproc_cuda>`, `<coproc_ati>`, `<coproc_intel_gpu>`).
+struct coproc_description {
+  resource_type type = resource_type::nvidia;
+  int count = 0;
+  double peak_flops = 0;
+  resource_request request;
+};
+
+/// The host description a client sends in `<host_info>` and `<time_stats>`.
+struct host_description {
+  std::string host_cpid;
+  std::string domain_name;
+  int p_ncpus = 0;
+  std::string p_vendor;
+  std::string p_model;
+  double p_fpops = 0;
+  double p_iops = 0;
+  double p_membw = 0;
+  double m_nbytes = 0;
+  double m_swap = 0;
+  double d_total = 0;
+  double d_free = 0;
+  std::string os_name;
+  std::string os_version;
+  double on_frac = 0;
+  double active_frac = 0;
+  double gpu_active_frac = 0;
+};
+
+/// An app version the client offers (`<app_versions>`; anonymous platform).
+struct client_app_version {
+  std::string app_name;
+  int version_num = 0;
+  std::string platform;
+  std::string plan_class;
+  double avg_ncpus = 1;
+  double flops = 0;
+  resource_type coproc_type = resource_type::cpu; ///< cpu when there is no `<coproc>`.
+  double coproc_count = 0;
+};
+
+/// An uploaded output file as reported in `<result><file_info>`.
+struct reported_file {
+  std::string name;
+  double nbytes = 0;
+  std::string md5_cksum;
+};
+
+/// One completed job a client reports (`<result>` in the request).
+struct reported_result {
+  std::string name;
+  int state = 0;            ///< BOINC result state: 5 success, 3 compute error, 6 aborted, ...
+  int exit_status = 0;
+  double final_cpu_time = 0;
+  double final_elapsed_time = 0;
+  std::string platform;
+  int version_num = 0;
+  std::string plan_class;
+  int app_version_num = 0;
+  std::string stderr_out;
+  std::vector<reported_file> files;
+};
+
+/// A job the client holds but is not reporting (`<other_results>`).
+struct other_result {
+  std::string name;
+  int app_version_index = -1; ///< Index into `sched_request::app_versions`, -1 if absent.
+  std::string plan_class;
+};
+
+/// A scheduler request, as parsed from the client's XML.
+struct sched_request {
+  std::string authenticator;
+  std::uint64_t hostid = 0;
+  std::int64_t rpc_seqno = 0;
+  int core_client_major_version = 0;
+  int core_client_minor_version = 0;
+  int core_client_release = 0;
+  std::string platform_name;   ///< "anonymous" under app_info.xml.
+  bool dont_send_work = false;
+  double resource_share_fraction = 0;
+  double duration_correction_factor = 1;
+
+  double work_req_seconds = 0; ///< Legacy overall request (older clients).
+  resource_request cpu;        ///< cpu_req_secs, cpu_req_instances, estimated_delay.
+  std::vector<coproc_description> coprocs;
+
+  host_description host;
+  std::vector<reported_result> results;
+  std::vector<client_app_version> app_versions;
+  std::vector<other_result> other_results;
+
+  /// The request for one resource type (for cpu: the cpu_* fields, falling back to
+  /// work_req_seconds when a client sends only that).
+  resource_request request_for(resource_type t) const;
+};
+
+/// A text for the client's event log; `notice` makes it a notice.
+struct reply_message {
+  std::string text;
+  bool notice = false;
+};
+
+/// A reference from a workunit or result to a file, with the name the app opens.
+struct file_ref {
+  std::string file_name;
+  std::string open_name;
+  bool copy_file = true;
+  bool optional = false;
+};
+
+/// A file the client must know about: an input to download or an output to upload. URLs are
+/// added by net/ from the server's base URL, the project and the file name.
+struct file_description {
+  std::string name;
+  bool is_output = false;
+  double nbytes = 0;        ///< Inputs: exact size (0 = unchecked).
+  std::string md5_cksum;    ///< Inputs: checksum (empty = unchecked).
+  double max_nbytes = 0;    ///< Outputs: size limit.
+};
+
+/// A workunit as sent to the client.
+struct workunit_description {
+  std::string name;
+  std::string app_name;
+  std::string command_line;
+  double rsc_fpops_est = 0;
+  double rsc_fpops_bound = 0;
+  double rsc_memory_bound = 0;
+  double rsc_disk_bound = 0;
+  std::vector<file_ref> inputs;
+};
+
+/// A result (job instance) as sent to the client.
+struct result_description {
+  std::string name;
+  std::string wu_name;
+  double report_deadline = 0; ///< Unix time in seconds.
+  std::string platform;       ///< Echoes the client's app version; never "anonymous".
+  int version_num = 0;
+  std::string plan_class;
+  std::vector<file_ref> outputs;
+  bool report_immediately = false;
+};
+
+/// A scheduler reply, turned into XML by net/.
+struct sched_reply {
+  std::string project_name;
+  std::optional<std::uint64_t> hostid; ///< Only on first contact.
+  double request_delay = 0;
+  std::optional<double> next_rpc_delay;
+  std::vector<reply_message> messages;
+  bool project_is_down = false;
+  bool dont_use_dcf = true;
+
+  std::string user_name;
+  std::uint64_t userid = 0;
+  double user_total_credit = 0;
+  double user_expavg_credit = 0;
+  double host_total_credit = 0;
+  double host_expavg_credit = 0;
+
+  std::vector<file_description> files; ///< Inputs and outputs of the jobs sent.
+  std::vector<workunit_description> workunits;
+  std::vector<result_description> results;
+  std::vector<std::string> result_acks;
+  std::vector<std::string> result_aborts;
+
+  /// A reply to a request that could not be served: only a message and a request_delay, as
+  /// BOINC servers answer (HTTP 200).
+  static sched_reply error(std::string text, double delay);
+};
+
+} // namespace cobble

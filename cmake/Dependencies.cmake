@@ -1,0 +1,30 @@
+# Every dependency comes from a Debian 12 package; scripts/deps.sh installs them.
+
+find_package(Threads REQUIRED)
+
+# CAF 0.17.6 ships no CMake package config: import it by hand.
+find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
+find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
+find_library(CAF_IO_LIBRARY caf_io REQUIRED)
+if(NOT TARGET caf::core)
+  add_library(caf::core UNKNOWN IMPORTED)
+  set_target_properties(caf::core PROPERTIES
+    IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
+    INTERFACE_LINK_LIBRARIES Threads::Threads)
+  add_library(caf::io UNKNOWN IMPORTED)
+  set_target_properties(caf::io PROPERTIES
+    IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
+    INTERFACE_LINK_LIBRARIES caf::core)
+endif()
+
+find_package(RocksDB REQUIRED CONFIG)
+find_package(Boost 1.81 EXACT REQUIRED CONFIG)          # header-only: Beast, Asio, CRC
+find_package(yaml-cpp REQUIRED CONFIG)
+find_package(pugixml REQUIRED CONFIG)
+find_package(spdlog REQUIRED CONFIG)
+find_package(fmt REQUIRED CONFIG)
+find_package(CLI11 REQUIRED CONFIG)
+find_package(nlohmann_json 3.11 REQUIRED CONFIG)
+find_package(OpenSSL REQUIRED)                          # md5, random tokens
+find_package(Catch2 2 REQUIRED CONFIG)

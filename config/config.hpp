@@ -1,0 +1,130 @@
+#pragma once
+
+/// Cobble's configuration: one YAML file describing the server and its projects (see
+/// docs/configuration.md). With no file, the embedded demo project is used.
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cobble::config {
+
+/// When an acknowledged reply is on disk: `sync` before the reply, `async` eventually.
+enum class durability { sync, async };
+
+/// How the replicas of a workunit are compared.
+enum class validator_kind {
+  bitwise,    ///< Replicas agree when their output files have equal md5 and size.
+  accept_all, ///< Every successful replica is valid (tests, trusted hosts).
+};
+
+/// One app version of an app.
+struct app_version_config {
+  std::string platform = "x86_64-pc-linux-gnu";
+  int version_num = 100;
+  std::string plan_class;          ///< Empty for a plain CPU version.
+  double avg_ncpus = 1;
+  std::string coproc_type;         ///< Empty (CPU only), "NVIDIA", "ATI" or "intel_gpu".
+  double coproc_count = 0;         ///< GPUs used, when coproc_type is set.
+};
+
+/// One application of a project, with the replication policy of its workunits.
+struct app_config {
+  std::string name;
+  std::string user_friendly_name;
+  int min_quorum = 2;              ///< Valid results needed to pick a canonical one.
+  int target_nresults = 2;         ///< Replicas created at first.
+  int max_error_results = 3;       ///< More errors than this fails the workunit.
+  int max_total_results = 10;      ///< More results than this fails the workunit.
+  int max_success_results = 6;     ///< More successes without consensus fails it.
+  double delay_bound = 86400 * 7;  ///< Seconds from dispatch to report deadline.
+  int max_jobs_per_rpc = 10;       ///< Jobs of this app sent in one reply at most.
+  validator_kind validator = validator_kind::bitwise;
+  double rsc_fpops_est = 3.6e12;   ///< Defaults for work created without them.
+  double rsc_fpops_bound = 3.6e13;
+  double rsc_memory_bound = 1e8;
+  double rsc_disk_bound = 1e9;
+  double max_output_nbytes = 64e6; ///< max_nbytes of each output file.
+  std::vector<std::string> output_names = {"out.txt"}; ///< Open names of the outputs.
+  std::vector<app_version_config> versions;
+};
+
+/// A user account created at start when it does not exist yet (matched by name).
+struct user_config {
+  std::string name;
+  std::string email;
+  std::string authenticator;       ///< Empty: a random one is generated and stored.
+};
+
+/// One project hosted by the server.
+struct project_config {
+  std::string name;                ///< URL path component: the master URL is <url>/<name>/.
+  std::string long_name;           ///< Shown to volunteers.
+  double request_delay = 5;        ///< Minimum seconds between a client's RPCs.
+  std::optional<double> next_rpc_delay; ///< Ask clients to come back after this many seconds.
+  double deadline_check_interval = 10; ///< Seconds between deadline sweeps.
+  std::vector<app_config> apps;
+  std::vector<user_config> users;
+};
+
+/// The server process.
+struct server_config {
+  std::string listen_address = "127.0.0.1";
+  std::uint16_t port = 8080;       ///< 0 picks a free port (printed at start).
+  std::string public_url;          ///< Base URL clients use; empty: http://<listen>:<port>.
+  std::filesystem::path data_dir = "cobble-data";
+  durability mode = durability::sync;
+  int worker_threads = 2;          ///< HTTP threads; CAF uses its own scheduler threads.
+  std::string admin_token;         ///< Empty: generated and stored in <data_dir>/admin_token.
+  std::size_t body_limit = 4u << 20;           ///< Bytes of a scheduler or admin request.
+  std::size_t upload_limit = 256u << 20;       ///< Bytes of one upload request.
+  std::chrono::seconds read_timeout{30};       ///< A request must arrive within this.
+  std::uint64_t snapshot_every_events = 100000; ///< Snapshot after this many events...
+  std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first.
+  std::size_t snapshots_kept = 3;
+};
+
+/// Everything in one file.
+struct cobble_config {
+  std::string source = "<embedded demo>"; ///< File the configuration came from.
+  server_config server;
+  std::vector<project_config> projects;
+};
+
+/// A configuration that cannot be used. `what()` reads "FILE:LINE: KEY: message".
+class config_error : public std::runtime_error {
+public:
+  config_error(std::string file, int line, std::string key, std::string message);
+  const std::string& file() const { return file_; }
+  int line() const { return line_; }       ///< 1-based; 0 when the file could not be read.
+  const std::string& key() const { return key_; } ///< Dotted path, e.g. projects[0].apps[1].min_quorum
+  const std::string& message() const { return message_; }
+
+private:
+  std::string file_;
+  int line_;
+  std::string key_;
+  std::string message_;
+};
+
+/// Reads and validates a YAML file. Throws config_error.
+cobble_config load_file(const std::filesystem::path& file);
+
+/// Parses and validates YAML text; `source` names it in errors. Throws config_error.
+cobble_config load_string(std::string_view yaml, std::string_view source);
+
+/// The embedded demo project (one app, "testapp", for x86_64-pc-linux-gnu, one user "demo").
+cobble_config demo();
+
+/// The YAML text of the embedded demo (docs and `cobbled --print-config`).
+std::string_view demo_yaml();
+
+/// Checks cross-field rules (quorum <= target <= max_total, unique names, ...). Throws.
+void validate(const cobble_config& cfg);
+
+} // namespace cobble::config

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs, from Debian 12's archive, whatever Cobble needs that this machine lacks.
+# Safe to run again: packages already present are left alone.
+set -euo pipefail
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  libcaf-dev librocksdb-dev libboost1.81-dev libyaml-cpp-dev catch2 libpugixml-dev
+  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libssl-dev
+  boinc-client curl procps
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "deps: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+# The boinc-client package enables a system client on port 31416; our tests run their own.
+if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet boinc-client 2>/dev/null; then
+  systemctl stop boinc-client 2>/dev/null || true
+fi
