@@ -19,7 +19,7 @@ if(NOT TARGET caf::core)
 endif()
 
 find_package(RocksDB REQUIRED CONFIG)
-find_package(Boost 1.81 EXACT REQUIRED CONFIG)          # header-only: Beast, Asio, CRC
+find_package(Boost 1.81 REQUIRED CONFIG)          # header-only: Beast, Asio, CRC
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(pugixml REQUIRED CONFIG)
 find_package(spdlog REQUIRED CONFIG)
