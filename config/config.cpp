@@ -1,1 +1,862 @@
-// placeholder: being written
+#include "config/config.hpp"
+
+#include "config/units.hpp"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <initializer_list>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <tuple>
+#include <utility>
+
+namespace cobble::config {
+
+// -- config_error -------------------------------------------------------------
+
+namespace {
+
+std::string format_error(const std::string& file, int line, const std::string& key,
+                         const std::string& message) {
+  std::string out = file + ":" + std::to_string(line) + ": ";
+  if (!key.empty())
+    out += key + ": ";
+  return out + message;
+}
+
+} // namespace
+
+config_error::config_error(std::string file, int line, std::string key, std::string message)
+    : std::runtime_error(format_error(file, line, key, message)), file_(std::move(file)),
+      line_(line), key_(std::move(key)), message_(std::move(message)) {}
+
+namespace {
+
+// -- small helpers ------------------------------------------------------------
+
+constexpr std::string_view coproc_types[] = {"NVIDIA", "ATI", "intel_gpu"};
+
+int line_of(const YAML::Mark& mark) {
+  return mark.is_null() ? 0 : mark.line + 1;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool valid_name(std::string_view name) {
+  return !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
+  });
+}
+
+std::string join(std::initializer_list<std::string_view> words) {
+  std::string out;
+  for (auto w : words) {
+    if (!out.empty())
+      out += ", ";
+    out += w.empty() ? std::string("\"\"") : std::string(w);
+  }
+  return out;
+}
+
+std::string describe(const YAML::Node& node) {
+  switch (node.Type()) {
+  case YAML::NodeType::Map:
+    return "a mapping";
+  case YAML::NodeType::Sequence:
+    return "a list";
+  case YAML::NodeType::Scalar:
+    return "'" + node.Scalar() + "'";
+  default:
+    return "nothing";
+  }
+}
+
+/// Removes the last component of a dotted path: "a[0].b" -> "a[0]" -> "a" -> "".
+std::string parent_of(const std::string& path) {
+  auto cut = path.find_last_of(".[");
+  return cut == std::string::npos ? std::string{} : path.substr(0, cut);
+}
+
+// -- parsing ------------------------------------------------------------------
+
+/// State of one load: where the text came from and on which line each key path sits, so that
+/// the validation run after parsing can point at the offending line.
+class parser {
+public:
+  explicit parser(std::string source) : source_(std::move(source)) {}
+
+  const std::string& source() const { return source_; }
+
+  std::map<std::string, int>& lines() { return lines_; }
+
+  [[noreturn]] void fail(int line, const std::string& key, const std::string& message) const {
+    throw config_error(source_, line, key, message);
+  }
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& key,
+                         const std::string& message) const {
+    fail(line_at(node, key), key, message);
+  }
+
+  void remember(const std::string& key, int line) { lines_.emplace(key, line); }
+
+  /// The line of `node`, or of the key that names it when the node itself has no mark.
+  int line_at(const YAML::Node& node, const std::string& key) const {
+    if (node.IsDefined() && !node.IsNull()) {
+      if (int line = line_of(node.Mark()); line > 0)
+        return line;
+    }
+    for (auto k = key;; k = parent_of(k)) {
+      if (auto i = lines_.find(k); i != lines_.end())
+        return i->second;
+      if (k.empty())
+        return 1;
+    }
+  }
+
+private:
+  std::string source_;
+  std::map<std::string, int> lines_;
+};
+
+/// A YAML mapping whose keys are checked against the known ones: unknown and repeated keys
+/// are refused, so that typos never pass silently.
+class mapping {
+public:
+  mapping(parser& p, const YAML::Node& node, std::string path,
+          std::initializer_list<std::string_view> known)
+      : p_(p), path_(std::move(path)) {
+    if (!node.IsDefined() || node.IsNull())
+      return;
+    if (!node.IsMap())
+      p_.fail(node, path_, "expected a mapping, got " + describe(node));
+    std::set<std::string> seen;
+    for (const auto& kv : node) {
+      const auto& key_node = kv.first;
+      std::string key = key_node.IsScalar() ? key_node.Scalar() : describe(key_node);
+      auto full = child(key);
+      int line = line_of(key_node.Mark());
+      if (std::find(known.begin(), known.end(), key) == known.end())
+        p_.fail(line, full, "unknown key '" + key + "' (known keys: " + join(known) + ")");
+      if (!seen.insert(key).second)
+        p_.fail(line, full, "key given twice");
+      p_.remember(full, line);
+      if (!kv.second.IsNull())
+        entries_.emplace(key, kv.second);
+    }
+  }
+
+  /// The value under `key`; an undefined node when absent or null (null means "default").
+  YAML::Node get(const std::string& key) const {
+    auto i = entries_.find(key);
+    return i == entries_.end() ? YAML::Node(YAML::NodeType::Undefined) : i->second;
+  }
+
+  bool has(const std::string& key) const { return entries_.count(key) > 0; }
+
+  std::string child(const std::string& key) const {
+    return path_.empty() ? key : path_ + "." + key;
+  }
+
+  parser& p() const { return p_; }
+
+private:
+  parser& p_;
+  std::string path_;
+  std::map<std::string, YAML::Node> entries_;
+};
+
+// Readers for one scalar. Each leaves `out` alone when the key is absent.
+
+const YAML::Node* scalar(const mapping& m, const std::string& key, YAML::Node& holder,
+                         std::string_view expected) {
+  holder = m.get(key);
+  if (!holder.IsDefined())
+    return nullptr;
+  if (!holder.IsScalar())
+    m.p().fail(holder, m.child(key),
+               "expected " + std::string(expected) + ", got " + describe(holder));
+  return &holder;
+}
+
+void read(const mapping& m, const std::string& key, std::string& out) {
+  YAML::Node n;
+  if (auto s = scalar(m, key, n, "a string"))
+    out = s->Scalar();
+}
+
+void read(const mapping& m, const std::string& key, std::filesystem::path& out) {
+  YAML::Node n;
+  if (auto s = scalar(m, key, n, "a path"))
+    out = s->Scalar();
+}
+
+template <class Int>
+void read_integer(const mapping& m, const std::string& key, Int& out) {
+  YAML::Node n;
+  auto s = scalar(m, key, n, "an integer");
+  if (!s)
+    return;
+  const auto& text = s->Scalar();
+  long long value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec == std::errc::invalid_argument || end != text.data() + text.size())
+    m.p().fail(*s, m.child(key), "expected an integer, got '" + text + "'");
+  if (ec == std::errc::result_out_of_range || value < std::numeric_limits<Int>::min() ||
+      (value > 0 && static_cast<unsigned long long>(value) > std::numeric_limits<Int>::max()))
+    m.p().fail(*s, m.child(key), "value '" + text + "' is out of range");
+  out = static_cast<Int>(value);
+}
+
+void read(const mapping& m, const std::string& key, int& out) {
+  read_integer(m, key, out);
+}
+
+/// Unsigned counts: negative values are refused here, since they cannot be represented.
+void read(const mapping& m, const std::string& key, std::uint64_t& out) {
+  long long value = -1;
+  read_integer(m, key, value);
+  if (!m.has(key))
+    return;
+  if (value < 0)
+    m.p().fail(m.get(key), m.child(key), "must not be negative, got " + std::to_string(value));
+  out = static_cast<std::uint64_t>(value);
+}
+
+void read_number(const mapping& m, const std::string& key, double& out) {
+  YAML::Node n;
+  auto s = scalar(m, key, n, "a number");
+  if (!s)
+    return;
+  const auto& text = s->Scalar();
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() ||
+      !std::isfinite(value))
+    m.p().fail(*s, m.child(key), "expected a number, got '" + text + "'");
+  out = value;
+}
+
+void read_size(const mapping& m, const std::string& key, double& out) {
+  YAML::Node n;
+  auto s = scalar(m, key, n, "a size");
+  if (!s)
+    return;
+  auto value = parse_size(s->Scalar());
+  if (!value)
+    m.p().fail(*s, m.child(key),
+               "expected a size (bytes, or a number with K/M/G/KiB/MiB/GiB), got '" + s->Scalar() +
+                   "'");
+  out = *value;
+}
+
+void read_size(const mapping& m, const std::string& key, std::size_t& out) {
+  double value = 0;
+  read_size(m, key, value);
+  if (!m.has(key))
+    return;
+  auto key_path = m.child(key);
+  if (value < 0)
+    m.p().fail(m.get(key), key_path, "must not be negative, got '" + m.get(key).Scalar() + "'");
+  if (value != std::floor(value) ||
+      value >= static_cast<double>(std::numeric_limits<std::size_t>::max()))
+    m.p().fail(m.get(key), key_path,
+               "expected a whole number of bytes, got '" + m.get(key).Scalar() + "'");
+  out = static_cast<std::size_t>(value);
+}
+
+void read_duration(const mapping& m, const std::string& key, double& out) {
+  YAML::Node n;
+  auto s = scalar(m, key, n, "a duration");
+  if (!s)
+    return;
+  auto value = parse_duration(s->Scalar());
+  if (!value)
+    m.p().fail(*s, m.child(key),
+               "expected a duration (seconds, or a number with s/m/h/d), got '" + s->Scalar() +
+                   "'");
+  out = *value;
+}
+
+void read_duration(const mapping& m, const std::string& key, std::optional<double>& out) {
+  double value = 0;
+  read_duration(m, key, value);
+  if (m.has(key))
+    out = value;
+}
+
+void read_duration(const mapping& m, const std::string& key, std::chrono::seconds& out) {
+  double value = 0;
+  read_duration(m, key, value);
+  if (!m.has(key))
+    return;
+  if (value != std::floor(value) || std::abs(value) > 1e15)
+    m.p().fail(m.get(key), m.child(key),
+               "expected a whole number of seconds, got '" + m.get(key).Scalar() + "'");
+  out = std::chrono::seconds{static_cast<std::chrono::seconds::rep>(value)};
+}
+
+template <class Enum>
+void read_enum(const mapping& m, const std::string& key, Enum& out,
+               std::initializer_list<std::pair<std::string_view, Enum>> values) {
+  YAML::Node n;
+  auto s = scalar(m, key, n, "a string");
+  if (!s)
+    return;
+  for (const auto& [name, value] : values)
+    if (s->Scalar() == name) {
+      out = value;
+      return;
+    }
+  std::string allowed;
+  for (const auto& [name, value] : values)
+    allowed += (allowed.empty() ? "" : ", ") + std::string(name);
+  m.p().fail(*s, m.child(key), "unknown value '" + s->Scalar() + "' (allowed: " + allowed + ")");
+}
+
+/// Visits the items of the list under `key`, each with its path "key[i]".
+template <class F>
+void for_each_item(const mapping& m, const std::string& key, F&& f) {
+  auto list = m.get(key);
+  if (!list.IsDefined())
+    return;
+  auto path = m.child(key);
+  if (!list.IsSequence())
+    m.p().fail(list, path, "expected a list, got " + describe(list));
+  std::size_t i = 0;
+  for (const auto& item : list) {
+    auto item_path = path + "[" + std::to_string(i++) + "]";
+    int line = line_of(item.Mark());
+    if (line > 0)
+      m.p().remember(item_path, line);
+    f(item, item_path);
+  }
+}
+
+void read_strings(const mapping& m, const std::string& key, std::vector<std::string>& out) {
+  if (!m.has(key))
+    return;
+  out.clear();
+  for_each_item(m, key, [&](const YAML::Node& item, const std::string& path) {
+    if (!item.IsScalar())
+      m.p().fail(item, path, "expected a string, got " + describe(item));
+    out.push_back(item.Scalar());
+  });
+}
+
+// -- sections -----------------------------------------------------------------
+
+void parse_listen(parser& p, const YAML::Node& node, const std::string& key, server_config& out) {
+  const auto& text = node.Scalar();
+  auto bad = [&](const std::string& why) {
+    p.fail(node, key, "expected host:port, got '" + text + "' (" + why + ")");
+  };
+  auto colon = text.rfind(':');
+  if (colon == std::string::npos)
+    bad("no port");
+  auto host = text.substr(0, colon);
+  auto port = text.substr(colon + 1);
+  if (!host.empty() && host.front() == '[') {
+    if (host.size() < 3 || host.back() != ']')
+      bad("unbalanced brackets");
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string::npos) {
+    bad("write IPv6 addresses in brackets, e.g. [::1]:8080");
+  }
+  if (host.empty())
+    bad("empty host");
+  unsigned long value = 0;
+  auto [end, ec] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (port.empty() || ec == std::errc::invalid_argument || end != port.data() + port.size())
+    bad("port is not a number");
+  if (ec == std::errc::result_out_of_range || value > 65535)
+    p.fail(node, key, "port " + port + " is out of range (0-65535)");
+  out.listen_address = host;
+  out.port = static_cast<std::uint16_t>(value);
+}
+
+void parse_server(parser& p, const YAML::Node& node, server_config& out) {
+  mapping m(p, node, "server",
+            {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
+             "worker_threads", "admin_token", "body_limit", "upload_limit", "read_timeout",
+             "snapshot_every_events", "snapshot_interval", "snapshots_kept"});
+  if (m.has("listen")) {
+    for (const char* other : {"listen_address", "port"})
+      if (m.has(other))
+        p.fail(p.line_at(m.get(other), m.child(other)), m.child(other),
+               "give either listen or listen_address/port, not both");
+    YAML::Node n;
+    if (auto s = scalar(m, "listen", n, "host:port"))
+      parse_listen(p, *s, m.child("listen"), out);
+  }
+  read(m, "listen_address", out.listen_address);
+  if (m.has("port")) {
+    long long port = 0;
+    read_integer(m, "port", port);
+    if (port < 0 || port > 65535)
+      p.fail(m.get("port"), m.child("port"),
+             "port " + std::to_string(port) + " is out of range (0-65535)");
+    out.port = static_cast<std::uint16_t>(port);
+  }
+  read(m, "public_url", out.public_url);
+  read(m, "data_dir", out.data_dir);
+  read_enum(m, "durability", out.mode, {{"sync", durability::sync}, {"async", durability::async}});
+  read(m, "worker_threads", out.worker_threads);
+  read(m, "admin_token", out.admin_token);
+  read_size(m, "body_limit", out.body_limit);
+  read_size(m, "upload_limit", out.upload_limit);
+  read_duration(m, "read_timeout", out.read_timeout);
+  read(m, "snapshot_every_events", out.snapshot_every_events);
+  read_duration(m, "snapshot_interval", out.snapshot_interval);
+  std::uint64_t kept = out.snapshots_kept;
+  read(m, "snapshots_kept", kept);
+  out.snapshots_kept = static_cast<std::size_t>(kept);
+}
+
+void parse_version(parser& p, const YAML::Node& node, const std::string& path,
+                   app_version_config& out) {
+  mapping m(p, node, path,
+            {"platform", "version_num", "plan_class", "avg_ncpus", "coproc_type", "coproc_count"});
+  read(m, "platform", out.platform);
+  read(m, "version_num", out.version_num);
+  read(m, "plan_class", out.plan_class);
+  read_number(m, "avg_ncpus", out.avg_ncpus);
+  YAML::Node n;
+  if (auto s = scalar(m, "coproc_type", n, "a string")) {
+    auto wanted = lower(s->Scalar());
+    out.coproc_type.clear();
+    if (!wanted.empty()) {
+      auto i = std::find_if(std::begin(coproc_types), std::end(coproc_types),
+                            [&](std::string_view t) { return lower(t) == wanted; });
+      if (i == std::end(coproc_types))
+        p.fail(*s, m.child("coproc_type"),
+               "unknown value '" + s->Scalar() +
+                   "' (allowed: \"\", NVIDIA, ATI, intel_gpu; case does not matter)");
+      out.coproc_type = std::string(*i);
+    }
+  }
+  read_number(m, "coproc_count", out.coproc_count);
+}
+
+void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_config& out) {
+  mapping m(p, node, path,
+            {"name", "user_friendly_name", "min_quorum", "target_nresults", "max_error_results",
+             "max_total_results", "max_success_results", "delay_bound", "max_jobs_per_rpc",
+             "validator", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound",
+             "max_output_nbytes", "output_names", "versions"});
+  if (!m.has("name"))
+    p.fail(node, path + ".name", "every app needs a name");
+  read(m, "name", out.name);
+  read(m, "user_friendly_name", out.user_friendly_name);
+  read(m, "min_quorum", out.min_quorum);
+  read(m, "target_nresults", out.target_nresults);
+  read(m, "max_error_results", out.max_error_results);
+  read(m, "max_total_results", out.max_total_results);
+  read(m, "max_success_results", out.max_success_results);
+  read_duration(m, "delay_bound", out.delay_bound);
+  read(m, "max_jobs_per_rpc", out.max_jobs_per_rpc);
+  read_enum(m, "validator", out.validator,
+            {{"bitwise", validator_kind::bitwise}, {"accept_all", validator_kind::accept_all}});
+  read_number(m, "rsc_fpops_est", out.rsc_fpops_est);
+  read_number(m, "rsc_fpops_bound", out.rsc_fpops_bound);
+  read_size(m, "rsc_memory_bound", out.rsc_memory_bound);
+  read_size(m, "rsc_disk_bound", out.rsc_disk_bound);
+  read_size(m, "max_output_nbytes", out.max_output_nbytes);
+  read_strings(m, "output_names", out.output_names);
+  for_each_item(m, "versions", [&](const YAML::Node& item, const std::string& item_path) {
+    parse_version(p, item, item_path, out.versions.emplace_back());
+  });
+}
+
+void parse_user(parser& p, const YAML::Node& node, const std::string& path, user_config& out) {
+  mapping m(p, node, path, {"name", "email", "authenticator"});
+  read(m, "name", out.name);
+  read(m, "email", out.email);
+  read(m, "authenticator", out.authenticator);
+}
+
+void parse_project(parser& p, const YAML::Node& node, const std::string& path,
+                   project_config& out) {
+  mapping m(p, node, path,
+            {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
+             "users", "apps"});
+  if (!m.has("name"))
+    p.fail(node, path + ".name", "every project needs a name");
+  read(m, "name", out.name);
+  read(m, "long_name", out.long_name);
+  read_duration(m, "request_delay", out.request_delay);
+  read_duration(m, "next_rpc_delay", out.next_rpc_delay);
+  read_duration(m, "deadline_check_interval", out.deadline_check_interval);
+  for_each_item(m, "users", [&](const YAML::Node& item, const std::string& item_path) {
+    parse_user(p, item, item_path, out.users.emplace_back());
+  });
+  for_each_item(m, "apps", [&](const YAML::Node& item, const std::string& item_path) {
+    parse_app(p, item, item_path, out.apps.emplace_back());
+  });
+}
+
+// -- validation ---------------------------------------------------------------
+
+/// Cross-field and range rules, shared by validate() (configurations built in code) and the
+/// loaders (which know the line of each key).
+class checker {
+public:
+  checker(const cobble_config& cfg, const std::map<std::string, int>* lines)
+      : cfg_(cfg), lines_(lines) {}
+
+  void run() {
+    check_server(cfg_.server);
+    if (cfg_.projects.empty())
+      fail("projects", "at least one project is required");
+    std::set<std::string> names;
+    for (std::size_t i = 0; i < cfg_.projects.size(); ++i) {
+      auto path = "projects[" + std::to_string(i) + "]";
+      const auto& project = cfg_.projects[i];
+      check_project(project, path);
+      if (!names.insert(project.name).second)
+        fail(path + ".name", "duplicate project name '" + project.name + "'");
+    }
+  }
+
+private:
+  /// Fails at `key`; when `key` was not written in the file but `alt` was, at `alt` instead.
+  [[noreturn]] void fail(const std::string& key, const std::string& message,
+                         const std::string& alt = {}) const {
+    if (!lines_)
+      throw config_error(cfg_.source, 0, key, message);
+    auto chosen = key;
+    if (!lines_->count(key) && !alt.empty() && lines_->count(alt))
+      chosen = alt;
+    for (auto k = chosen;; k = parent_of(k)) {
+      if (auto i = lines_->find(k); i != lines_->end())
+        throw config_error(cfg_.source, i->second, chosen, message);
+      if (k.empty())
+        throw config_error(cfg_.source, 1, chosen, message);
+    }
+  }
+
+  template <class T>
+  void positive(const std::string& key, T value) const {
+    if (!(value > 0) || !std::isfinite(static_cast<double>(value)))
+      fail(key, "must be positive, got " + format_number(static_cast<double>(value)));
+  }
+
+  template <class T>
+  void not_negative(const std::string& key, T value) const {
+    if (!(value >= 0) || !std::isfinite(static_cast<double>(value)))
+      fail(key, "must not be negative, got " + format_number(static_cast<double>(value)));
+  }
+
+  void check_server(const server_config& s) const {
+    if (s.listen_address.empty())
+      fail("server.listen_address", "must not be empty", "server.listen");
+    const auto& url = s.public_url;
+    if (!url.empty() && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
+      fail("server.public_url", "must start with http:// or https://, got '" + url + "'");
+    if (s.data_dir.empty())
+      fail("server.data_dir", "must not be empty");
+    positive("server.worker_threads", s.worker_threads);
+    positive("server.body_limit", s.body_limit);
+    positive("server.upload_limit", s.upload_limit);
+    positive("server.read_timeout", s.read_timeout.count());
+    positive("server.snapshot_every_events", s.snapshot_every_events);
+    positive("server.snapshot_interval", s.snapshot_interval.count());
+    positive("server.snapshots_kept", s.snapshots_kept);
+  }
+
+  void check_project(const project_config& p, const std::string& path) const {
+    if (!valid_name(p.name))
+      fail(path + ".name",
+           "invalid name '" + p.name + "': use lower-case letters, digits, '_' and '-' only");
+    not_negative(path + ".request_delay", p.request_delay);
+    if (p.next_rpc_delay)
+      not_negative(path + ".next_rpc_delay", *p.next_rpc_delay);
+    positive(path + ".deadline_check_interval", p.deadline_check_interval);
+    std::set<std::string> users;
+    for (std::size_t i = 0; i < p.users.size(); ++i) {
+      auto user_path = path + ".users[" + std::to_string(i) + "]";
+      if (p.users[i].name.empty())
+        fail(user_path + ".name", "every user needs a name");
+      if (!users.insert(p.users[i].name).second)
+        fail(user_path + ".name", "duplicate user name '" + p.users[i].name + "'");
+    }
+    std::set<std::string> apps;
+    for (std::size_t i = 0; i < p.apps.size(); ++i) {
+      auto app_path = path + ".apps[" + std::to_string(i) + "]";
+      check_app(p.apps[i], app_path);
+      if (!apps.insert(p.apps[i].name).second)
+        fail(app_path + ".name", "duplicate app name '" + p.apps[i].name + "'");
+    }
+  }
+
+  void check_app(const app_config& a, const std::string& path) const {
+    auto key = [&](const char* field) { return path + "." + field; };
+    if (!valid_name(a.name))
+      fail(key("name"),
+           "invalid name '" + a.name + "': use lower-case letters, digits, '_' and '-' only");
+    if (a.min_quorum < 1)
+      fail(key("min_quorum"), "must be at least 1, got " + std::to_string(a.min_quorum));
+    if (a.min_quorum > a.target_nresults)
+      fail(key("min_quorum"),
+           "min_quorum (" + std::to_string(a.min_quorum) + ") exceeds target_nresults (" +
+               std::to_string(a.target_nresults) + ")",
+           key("target_nresults"));
+    if (a.target_nresults > a.max_total_results)
+      fail(key("target_nresults"),
+           "target_nresults (" + std::to_string(a.target_nresults) +
+               ") exceeds max_total_results (" + std::to_string(a.max_total_results) + ")",
+           key("max_total_results"));
+    not_negative(key("max_error_results"), a.max_error_results);
+    if (a.max_success_results < a.min_quorum)
+      fail(key("max_success_results"),
+           "max_success_results (" + std::to_string(a.max_success_results) +
+               ") is below min_quorum (" + std::to_string(a.min_quorum) +
+               "): no quorum could ever form",
+           key("min_quorum"));
+    positive(key("delay_bound"), a.delay_bound);
+    positive(key("max_jobs_per_rpc"), a.max_jobs_per_rpc);
+    positive(key("rsc_fpops_est"), a.rsc_fpops_est);
+    positive(key("rsc_fpops_bound"), a.rsc_fpops_bound);
+    if (a.rsc_fpops_bound < a.rsc_fpops_est)
+      fail(key("rsc_fpops_bound"), "rsc_fpops_bound is below rsc_fpops_est", key("rsc_fpops_est"));
+    positive(key("rsc_memory_bound"), a.rsc_memory_bound);
+    positive(key("rsc_disk_bound"), a.rsc_disk_bound);
+    positive(key("max_output_nbytes"), a.max_output_nbytes);
+    if (a.output_names.empty())
+      fail(key("output_names"), "at least one output file name is required");
+    std::set<std::string> outputs;
+    for (std::size_t i = 0; i < a.output_names.size(); ++i) {
+      const auto& name = a.output_names[i];
+      auto out_path = path + ".output_names[" + std::to_string(i) + "]";
+      if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+        fail(out_path, "invalid output file name '" + name + "'");
+      if (!outputs.insert(name).second)
+        fail(out_path, "duplicate output file name '" + name + "'");
+    }
+    if (a.versions.empty())
+      fail(key("versions"), "at least one app version is required");
+    std::set<std::tuple<std::string, std::string, int>> versions;
+    for (std::size_t i = 0; i < a.versions.size(); ++i) {
+      const auto& v = a.versions[i];
+      auto v_path = path + ".versions[" + std::to_string(i) + "]";
+      check_version(v, v_path);
+      if (!versions.emplace(v.platform, v.plan_class, v.version_num).second)
+        fail(v_path, "duplicate app version (same platform, plan_class and version_num)");
+    }
+  }
+
+  void check_version(const app_version_config& v, const std::string& path) const {
+    if (v.platform.empty())
+      fail(path + ".platform", "must not be empty");
+    not_negative(path + ".version_num", v.version_num);
+    positive(path + ".avg_ncpus", v.avg_ncpus);
+    not_negative(path + ".coproc_count", v.coproc_count);
+    if (!v.coproc_type.empty() && std::find(std::begin(coproc_types), std::end(coproc_types),
+                                            v.coproc_type) == std::end(coproc_types))
+      fail(path + ".coproc_type",
+           "unknown value '" + v.coproc_type + "' (allowed: \"\", NVIDIA, ATI, intel_gpu)");
+    if (v.coproc_count > 0 && v.coproc_type.empty())
+      fail(path + ".coproc_count", "coproc_count is set but coproc_type is empty");
+    if (!v.coproc_type.empty() && !(v.coproc_count > 0))
+      fail(path + ".coproc_count", "coproc_type " + v.coproc_type + " needs coproc_count > 0",
+           path + ".coproc_type");
+  }
+
+  const cobble_config& cfg_;
+  const std::map<std::string, int>* lines_;
+};
+
+// -- demo ---------------------------------------------------------------------
+
+constexpr std::string_view demo_text =
+    R"(# Cobble's embedded demo configuration: one project, one app, one user.
+server:
+  listen: 127.0.0.1:8080
+  data_dir: cobble-data
+projects:
+  - name: demo
+    long_name: Cobble demo project
+    users:
+      - {name: demo, email: demo@example.org}
+    apps:
+      - name: testapp
+        user_friendly_name: Cobble test app
+        min_quorum: 2
+        target_nresults: 2
+        validator: bitwise
+        versions:
+          - {platform: x86_64-pc-linux-gnu, version_num: 100}
+)";
+
+} // namespace
+
+// -- public API ---------------------------------------------------------------
+
+cobble_config load_string(std::string_view yaml, std::string_view source) {
+  parser p{std::string(source)};
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(yaml));
+  } catch (const YAML::Exception& e) {
+    throw config_error(p.source(), std::max(1, line_of(e.mark)), "", "YAML syntax error: " + e.msg);
+  }
+  cobble_config cfg;
+  cfg.source = p.source();
+  p.remember("", std::max(1, root.IsDefined() ? line_of(root.Mark()) : 1));
+  try {
+    mapping top(p, root, "", {"server", "projects"});
+    parse_server(p, top.get("server"), cfg.server);
+    for_each_item(top, "projects", [&](const YAML::Node& item, const std::string& path) {
+      parse_project(p, item, path, cfg.projects.emplace_back());
+    });
+  } catch (const YAML::Exception& e) {
+    // Should not happen (every access is checked), but never let yaml-cpp's exceptions leak.
+    throw config_error(p.source(), std::max(1, line_of(e.mark)), "", e.msg);
+  }
+  checker(cfg, &p.lines()).run();
+  return cfg;
+}
+
+cobble_config load_file(const std::filesystem::path& file) {
+  auto name = file.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec))
+    throw config_error(name, 0, "", "cannot read: is a directory");
+  std::ifstream in(file, std::ios::binary);
+  if (!in)
+    throw config_error(name, 0, "", "cannot read: " + std::generic_category().message(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad())
+    throw config_error(name, 0, "", "cannot read: I/O error");
+  return load_string(text.str(), name);
+}
+
+void validate(const cobble_config& cfg) {
+  checker(cfg, nullptr).run();
+}
+
+std::string_view demo_yaml() {
+  return demo_text;
+}
+
+cobble_config demo() {
+  cobble_config cfg;
+  cfg.server.listen_address = "127.0.0.1";
+  cfg.server.port = 8080;
+  cfg.server.data_dir = "cobble-data";
+  auto& project = cfg.projects.emplace_back();
+  project.name = "demo";
+  project.long_name = "Cobble demo project";
+  project.users.push_back({"demo", "demo@example.org", ""});
+  auto& app = project.apps.emplace_back();
+  app.name = "testapp";
+  app.user_friendly_name = "Cobble test app";
+  app.min_quorum = 2;
+  app.target_nresults = 2;
+  app.validator = validator_kind::bitwise;
+  auto& version = app.versions.emplace_back();
+  version.platform = "x86_64-pc-linux-gnu";
+  version.version_num = 100;
+  validate(cfg);
+  return cfg;
+}
+
+std::string to_yaml(const cobble_config& cfg) {
+  YAML::Emitter out;
+  auto str = [&](const char* key, const std::string& value) {
+    out << YAML::Key << key << YAML::Value << YAML::DoubleQuoted << value;
+  };
+  auto raw = [&](const char* key, const std::string& value) {
+    out << YAML::Key << key << YAML::Value << value;
+  };
+  const auto& s = cfg.server;
+  out << YAML::BeginMap << YAML::Key << "server" << YAML::Value << YAML::BeginMap;
+  auto host = s.listen_address.find(':') == std::string::npos ? s.listen_address
+                                                              : "[" + s.listen_address + "]";
+  str("listen", host + ":" + std::to_string(s.port));
+  str("public_url", s.public_url);
+  str("data_dir", s.data_dir.string());
+  raw("durability", s.mode == durability::sync ? "sync" : "async");
+  raw("worker_threads", std::to_string(s.worker_threads));
+  str("admin_token", s.admin_token);
+  raw("body_limit", format_size(static_cast<double>(s.body_limit)));
+  raw("upload_limit", format_size(static_cast<double>(s.upload_limit)));
+  raw("read_timeout", format_duration(static_cast<double>(s.read_timeout.count())));
+  raw("snapshot_every_events", std::to_string(s.snapshot_every_events));
+  raw("snapshot_interval", format_duration(static_cast<double>(s.snapshot_interval.count())));
+  raw("snapshots_kept", std::to_string(s.snapshots_kept));
+  out << YAML::EndMap;
+  out << YAML::Key << "projects" << YAML::Value << YAML::BeginSeq;
+  for (const auto& p : cfg.projects) {
+    out << YAML::BeginMap;
+    str("name", p.name);
+    str("long_name", p.long_name);
+    raw("request_delay", format_duration(p.request_delay));
+    if (p.next_rpc_delay)
+      raw("next_rpc_delay", format_duration(*p.next_rpc_delay));
+    raw("deadline_check_interval", format_duration(p.deadline_check_interval));
+    out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq;
+    for (const auto& u : p.users) {
+      out << YAML::Flow << YAML::BeginMap;
+      str("name", u.name);
+      str("email", u.email);
+      str("authenticator", u.authenticator);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    out << YAML::Key << "apps" << YAML::Value << YAML::BeginSeq;
+    for (const auto& a : p.apps) {
+      out << YAML::BeginMap;
+      str("name", a.name);
+      str("user_friendly_name", a.user_friendly_name);
+      raw("min_quorum", std::to_string(a.min_quorum));
+      raw("target_nresults", std::to_string(a.target_nresults));
+      raw("max_error_results", std::to_string(a.max_error_results));
+      raw("max_total_results", std::to_string(a.max_total_results));
+      raw("max_success_results", std::to_string(a.max_success_results));
+      raw("delay_bound", format_duration(a.delay_bound));
+      raw("max_jobs_per_rpc", std::to_string(a.max_jobs_per_rpc));
+      raw("validator", a.validator == validator_kind::bitwise ? "bitwise" : "accept_all");
+      raw("rsc_fpops_est", format_number(a.rsc_fpops_est));
+      raw("rsc_fpops_bound", format_number(a.rsc_fpops_bound));
+      raw("rsc_memory_bound", format_size(a.rsc_memory_bound));
+      raw("rsc_disk_bound", format_size(a.rsc_disk_bound));
+      raw("max_output_nbytes", format_size(a.max_output_nbytes));
+      out << YAML::Key << "output_names" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& name : a.output_names)
+        out << YAML::DoubleQuoted << name;
+      out << YAML::EndSeq;
+      out << YAML::Key << "versions" << YAML::Value << YAML::BeginSeq;
+      for (const auto& v : a.versions) {
+        out << YAML::Flow << YAML::BeginMap;
+        str("platform", v.platform);
+        raw("version_num", std::to_string(v.version_num));
+        str("plan_class", v.plan_class);
+        raw("avg_ncpus", format_number(v.avg_ncpus));
+        str("coproc_type", v.coproc_type);
+        raw("coproc_count", format_number(v.coproc_count));
+        out << YAML::EndMap;
+      }
+      out << YAML::EndSeq << YAML::EndMap;
+    }
+    out << YAML::EndSeq << YAML::EndMap;
+  }
+  out << YAML::EndSeq << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+} // namespace cobble::config

@@ -31,6 +31,9 @@ struct app_version_config {
   double avg_ncpus = 1;
   std::string coproc_type;         ///< Empty (CPU only), "NVIDIA", "ATI" or "intel_gpu".
   double coproc_count = 0;         ///< GPUs used, when coproc_type is set.
+
+  /// Field-by-field equality (tests, reload detection).
+  bool operator==(const app_version_config&) const = default;
 };
 
 /// One application of a project, with the replication policy of its workunits.
@@ -52,6 +55,9 @@ struct app_config {
   double max_output_nbytes = 64e6; ///< max_nbytes of each output file.
   std::vector<std::string> output_names = {"out.txt"}; ///< Open names of the outputs.
   std::vector<app_version_config> versions;
+
+  /// Field-by-field equality.
+  bool operator==(const app_config&) const = default;
 };
 
 /// A user account created at start when it does not exist yet (matched by name).
@@ -59,6 +65,9 @@ struct user_config {
   std::string name;
   std::string email;
   std::string authenticator;       ///< Empty: a random one is generated and stored.
+
+  /// Field-by-field equality.
+  bool operator==(const user_config&) const = default;
 };
 
 /// One project hosted by the server.
@@ -70,6 +79,9 @@ struct project_config {
   double deadline_check_interval = 10; ///< Seconds between deadline sweeps.
   std::vector<app_config> apps;
   std::vector<user_config> users;
+
+  /// Field-by-field equality.
+  bool operator==(const project_config&) const = default;
 };
 
 /// The server process.
@@ -87,6 +99,9 @@ struct server_config {
   std::uint64_t snapshot_every_events = 100000; ///< Snapshot after this many events...
   std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first.
   std::size_t snapshots_kept = 3;
+
+  /// Field-by-field equality.
+  bool operator==(const server_config&) const = default;
 };
 
 /// Everything in one file.
@@ -94,15 +109,22 @@ struct cobble_config {
   std::string source = "<embedded demo>"; ///< File the configuration came from.
   server_config server;
   std::vector<project_config> projects;
+
+  /// Field-by-field equality, `source` included.
+  bool operator==(const cobble_config&) const = default;
 };
 
-/// A configuration that cannot be used. `what()` reads "FILE:LINE: KEY: message".
+/// A configuration that cannot be used. `what()` reads "FILE:LINE: KEY: message" (or
+/// "FILE:LINE: message" when no key applies: YAML syntax errors, unreadable files).
 class config_error : public std::runtime_error {
 public:
+  /// Builds the error; `line` is 1-based, 0 when no line applies.
   config_error(std::string file, int line, std::string key, std::string message);
+  /// Name of the file (or `source`) the configuration came from.
   const std::string& file() const { return file_; }
   int line() const { return line_; }       ///< 1-based; 0 when the file could not be read.
   const std::string& key() const { return key_; } ///< Dotted path, e.g. projects[0].apps[1].min_quorum
+  /// The message alone, without location.
   const std::string& message() const { return message_; }
 
 private:
@@ -126,5 +148,9 @@ std::string_view demo_yaml();
 
 /// Checks cross-field rules (quorum <= target <= max_total, unique names, ...). Throws.
 void validate(const cobble_config& cfg);
+
+/// Writes `cfg` as YAML, every key spelled out, such that load_string() reads it back to an
+/// equal configuration (`cobbled --print-config` of a loaded file).
+std::string to_yaml(const cobble_config& cfg);
 
 } // namespace cobble::config

@@ -11,6 +11,7 @@
 /// The reader never throws and never reads past its input: every getter checks the length and,
 /// on a short or malformed input, sets a sticky failure flag and returns a zero value.
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -158,6 +159,10 @@ struct is_map<std::map<K, V, C, A>> : std::true_type {};
 template <class K, class V, class H, class E, class A>
 struct is_map<std::unordered_map<K, V, H, E, A>> : std::true_type {};
 template <class T>
+struct is_unordered : std::false_type {};
+template <class K, class V, class H, class E, class A>
+struct is_unordered<std::unordered_map<K, V, H, E, A>> : std::true_type {};
+template <class T>
 struct is_set : std::false_type {};
 template <class T, class C, class A>
 struct is_set<std::set<T, C, A>> : std::true_type {};
@@ -202,9 +207,23 @@ struct encoder {
         put(e);
     } else if constexpr (is_map<T>::value) {
       w.put_varint(x.size());
-      for (const auto& [k, v] : x) {
-        put(k);
-        put(v);
+      if constexpr (is_unordered<T>::value) {
+        // Hash maps are written in key order so that equal maps encode to equal bytes.
+        std::vector<const typename T::value_type*> sorted;
+        sorted.reserve(x.size());
+        for (const auto& kv : x)
+          sorted.push_back(&kv);
+        std::sort(sorted.begin(), sorted.end(),
+                  [](auto* a, auto* b) { return a->first < b->first; });
+        for (auto* kv : sorted) {
+          put(kv->first);
+          put(kv->second);
+        }
+      } else {
+        for (const auto& [k, v] : x) {
+          put(k);
+          put(v);
+        }
       }
     } else {
       inspect_fields(*this, const_cast<T&>(x));

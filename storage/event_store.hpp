@@ -6,7 +6,12 @@
 /// `events` (one key per event, by Cobble's own u64 sequence number) and `snapshots`
 /// (chunked snapshot blobs with a manifest). It is not an actor: the log actor in actors/
 /// owns one and calls it from its own (detached) thread. It is safe to read from other threads
-/// while one thread appends.
+/// while one thread appends (writes are serialized internally as well).
+///
+/// Errors are `caf::error`s of category "storage" (storage/error.hpp); their context names the
+/// directory, the operation and the event or snapshot seq, and RocksDB's message if any.
+
+#include "storage/error.hpp"
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -43,33 +48,42 @@ struct event_record {
 
 /// One stored snapshot: the state of every actor after applying events 1..seq.
 struct snapshot_info {
-  std::uint64_t seq = 0;
-  std::uint64_t bytes = 0;
+  std::uint64_t seq = 0;   ///< The last event the snapshot includes.
+  std::uint64_t bytes = 0; ///< Size of the blob.
 };
 
-/// Counters for /metrics and the benchmarks.
+/// Counters for /metrics and the benchmarks. `batches` and `syncs` count appends only, so that
+/// events_appended / syncs is the group-commit factor; snapshot writes (always synced) are
+/// counted in `snapshots_written` alone.
 struct store_stats {
   std::uint64_t events_appended = 0;
-  std::uint64_t batches = 0;  ///< One WriteBatch each.
-  std::uint64_t syncs = 0;    ///< Batches written with sync = true.
-  std::uint64_t bytes_appended = 0;
+  std::uint64_t batches = 0;  ///< Successful append() calls, one WriteBatch each.
+  std::uint64_t syncs = 0;    ///< Of those, the ones written with sync = true.
+  std::uint64_t bytes_appended = 0; ///< Key and value bytes handed to RocksDB by append().
   std::uint64_t snapshots_written = 0;
 };
 
 /// Options for opening a store.
 struct store_options {
-  durability mode = durability::sync;
-  bool read_only = false;      ///< Open for the offline tools while the server may run.
-  bool create_if_missing = true;
+  durability mode = durability::sync; ///< Whether append() waits for fsync.
+  /// Open for the offline tools while the server may run. This is a RocksDB *secondary*
+  /// instance (DB::OpenAsSecondary): unlike DB::OpenForReadOnly, which RocksDB 7.8 documents as
+  /// undefined behaviour while a writer has the DB open, it is safe next to a running server.
+  /// It sees the log as of open() (including writes still only in the WAL); refresh() catches
+  /// up. Writes return ec::invalid_argument. The directory must already exist.
+  bool read_only = false;
+  bool create_if_missing = true; ///< Create the directory and an empty store if absent.
   std::size_t snapshot_chunk_bytes = 4u << 20; ///< Snapshots are split into chunks this large.
 };
 
+/// One open event log (see the file comment).
 class event_store {
 public:
   /// Opens (or creates) the store in `dir`. Errors carry the path and RocksDB's message.
   static caf::expected<std::unique_ptr<event_store>> open(const std::filesystem::path& dir,
                                                           store_options opts = {});
 
+  /// Closes the column families and the DB (and, in async mode, syncs the WAL first).
   ~event_store();
   event_store(const event_store&) = delete;
   event_store& operator=(const event_store&) = delete;
@@ -79,7 +93,8 @@ public:
 
   /// Assigns sequence numbers last_seq()+1.. to the records (overwriting their `seq`) and
   /// writes them all in one WriteBatch with one sync (in sync mode). On error nothing of the
-  /// batch is visible and last_seq() is unchanged; the caller must treat it as fatal.
+  /// batch is visible, last_seq() and the records are unchanged; the caller must treat it as
+  /// fatal. An empty batch writes nothing.
   caf::error append(std::span<event_record> batch);
 
   /// Calls `f` for every event with from <= seq <= to, in order, until it returns false.
@@ -88,7 +103,7 @@ public:
   caf::error scan(std::uint64_t from, std::uint64_t to,
                   const std::function<bool(const event_record&)>& f) const;
 
-  /// Reads one event.
+  /// Reads one event: ec::not_found if absent, ec::corruption if it fails its checksum.
   caf::expected<event_record> read(std::uint64_t seq) const;
 
   /// Stores a snapshot taken after event `seq` (chunked; the manifest is written last, in the
@@ -99,14 +114,23 @@ public:
   /// their checksum is an error naming its seq.
   caf::expected<std::optional<std::pair<std::uint64_t, std::string>>> latest_snapshot() const;
 
-  /// Reads the snapshot taken at exactly `seq`.
+  /// Reads the snapshot taken at exactly `seq` (ec::not_found if there is none), verified like
+  /// latest_snapshot().
   caf::expected<std::string> read_snapshot(std::uint64_t seq) const;
 
-  /// Every complete snapshot, oldest first.
+  /// Every complete snapshot (one whose manifest was written), oldest first. Chunks are not
+  /// verified here; reading the snapshot does that.
+  caf::expected<std::vector<snapshot_info>> list_snapshots() const;
+
+  /// Like list_snapshots(), but an empty list on error: prefer list_snapshots().
   std::vector<snapshot_info> snapshots() const;
 
   /// Deletes all but the newest `keep` snapshots. Events are never deleted here.
   caf::error prune_snapshots(std::size_t keep);
+
+  /// For a read-only store: catches up with the writer (new events and snapshots become
+  /// visible, last_seq() advances). A no-op for a writable store.
+  caf::error refresh();
 
   /// Counters since open.
   store_stats stats() const;

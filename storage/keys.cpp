@@ -1,1 +1,188 @@
-// placeholder: being written
+#include "storage/keys.hpp"
+
+#include "storage/codec.hpp"
+
+#include <boost/crc.hpp>
+
+namespace cobble::storage {
+
+namespace {
+
+/// True when `key` has exactly `size` bytes and starts with `prefix`.
+bool check_key(std::string_view key, std::size_t size, key_prefix prefix) {
+  return key.size() == size && static_cast<std::uint8_t>(key[0]) == static_cast<std::uint8_t>(prefix);
+}
+
+std::string with_prefix(key_prefix prefix, std::size_t size) {
+  std::string out;
+  out.reserve(size);
+  out.push_back(static_cast<char>(prefix));
+  return out;
+}
+
+} // namespace
+
+std::uint32_t crc32(std::string_view bytes) {
+  boost::crc_32_type crc;
+  crc.process_bytes(bytes.data(), bytes.size());
+  return crc.checksum();
+}
+
+// -- keys ---------------------------------------------------------------------
+
+std::string format_version_key::encode() {
+  return with_prefix(key_prefix::format_version, size);
+}
+
+bool format_version_key::matches(std::string_view key) {
+  return check_key(key, size, key_prefix::format_version);
+}
+
+std::string event_key::encode() const {
+  auto out = with_prefix(key_prefix::event, size);
+  writer{out}.put_u64(seq);
+  return out;
+}
+
+std::optional<event_key> event_key::decode(std::string_view key) {
+  if (!check_key(key, size, key_prefix::event))
+    return std::nullopt;
+  reader r{key.substr(1)};
+  return event_key{r.get_u64()};
+}
+
+std::string snapshot_chunk_key::encode() const {
+  auto out = seq_prefix(seq);
+  writer{out}.put_u32(chunk);
+  return out;
+}
+
+std::string snapshot_chunk_key::seq_prefix(std::uint64_t seq) {
+  auto out = with_prefix(key_prefix::snapshot_chunk, size);
+  writer{out}.put_u64(seq);
+  return out;
+}
+
+std::optional<snapshot_chunk_key> snapshot_chunk_key::decode(std::string_view key) {
+  if (!check_key(key, size, key_prefix::snapshot_chunk))
+    return std::nullopt;
+  reader r{key.substr(1)};
+  snapshot_chunk_key result;
+  result.seq = r.get_u64();
+  result.chunk = r.get_u32();
+  return result;
+}
+
+std::string snapshot_manifest_key::encode() const {
+  auto out = with_prefix(key_prefix::snapshot_manifest, size);
+  writer{out}.put_u64(seq);
+  return out;
+}
+
+std::optional<snapshot_manifest_key> snapshot_manifest_key::decode(std::string_view key) {
+  if (!check_key(key, size, key_prefix::snapshot_manifest))
+    return std::nullopt;
+  reader r{key.substr(1)};
+  return snapshot_manifest_key{r.get_u64()};
+}
+
+// -- values -------------------------------------------------------------------
+
+std::string format_version_value::encode(std::uint32_t version) {
+  std::string out;
+  writer{out}.put_u32(version);
+  return out;
+}
+
+std::optional<std::uint32_t> format_version_value::decode(std::string_view value) {
+  if (value.size() != size)
+    return std::nullopt;
+  reader r{value};
+  return r.get_u32();
+}
+
+std::string snapshot_manifest::encode() const {
+  std::string out;
+  out.reserve(size);
+  writer w{out};
+  w.put_u8(version);
+  w.put_u32(chunks);
+  w.put_u64(bytes);
+  w.put_u32(crc);
+  return out;
+}
+
+std::optional<snapshot_manifest> snapshot_manifest::decode(std::string_view value) {
+  if (value.size() != size)
+    return std::nullopt;
+  reader r{value};
+  if (r.get_u8() != version)
+    return std::nullopt;
+  snapshot_manifest result;
+  result.chunks = r.get_u32();
+  result.bytes = r.get_u64();
+  result.crc = r.get_u32();
+  return result;
+}
+
+const char* to_string(event_value_error x) {
+  switch (x) {
+    case event_value_error::none:
+      return "no error";
+    case event_value_error::truncated:
+      return "truncated record";
+    case event_value_error::unknown_version:
+      return "unknown record format version";
+    case event_value_error::checksum_mismatch:
+      return "checksum mismatch";
+  }
+  return "unknown event value error";
+}
+
+std::string event_value::encode(const event_record& x) {
+  std::string out;
+  out.reserve(header_size + x.payload.size());
+  writer w{out};
+  w.put_u8(version);
+  w.put_u64(static_cast<std::uint64_t>(x.time_us));
+  w.put_u16(x.kind);
+  w.put_u8(x.entity_kind);
+  w.put_u16(x.project);
+  w.put_u64(x.entity_id);
+  w.put_u32(crc32(x.payload));
+  w.put_raw(x.payload);
+  return out;
+}
+
+std::optional<event_record> event_value::decode(std::uint64_t seq, std::string_view value,
+                                                event_value_error* why) {
+  auto fail = [why](event_value_error e) -> std::optional<event_record> {
+    if (why)
+      *why = e;
+    return std::nullopt;
+  };
+  if (value.size() < header_size)
+    return fail(event_value_error::truncated);
+  reader r{value};
+  if (r.get_u8() != version)
+    return fail(event_value_error::unknown_version);
+  event_record x;
+  x.seq = seq;
+  x.time_us = static_cast<std::int64_t>(r.get_u64());
+  x.kind = r.get_u16();
+  x.entity_kind = r.get_u8();
+  x.project = r.get_u16();
+  x.entity_id = r.get_u64();
+  auto crc = r.get_u32();
+  auto payload = r.get_raw(r.remaining());
+  if (r.failed())
+    return fail(event_value_error::truncated);
+  if (crc32(payload) != crc)
+    return fail(event_value_error::checksum_mismatch);
+  x.payload.assign(payload.data(), payload.size());
+  if (why)
+    *why = event_value_error::none;
+  return x;
+}
+
+} // namespace cobble::storage

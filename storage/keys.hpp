@@ -1,0 +1,176 @@
+#pragma once
+
+/// The RocksDB layout of Cobble's event log: every key and every value the storage layer writes.
+/// This module is the single source of truth for it; nothing else builds keys or values by hand.
+///
+/// Rules:
+/// - Every key starts with a one-byte `key_prefix`, so a column family may hold several kinds
+///   of keys and a future kind never collides with an old one.
+/// - Every integer is fixed-width big-endian, so RocksDB's bytewise order is numeric order
+///   (event 255 sorts before event 256).
+/// - Decoders check the exact length and the prefix and return std::nullopt on any mismatch;
+///   they never read past their input.
+///
+/// Column families and keys:
+///
+/// | CF          | key                                            | value                      |
+/// |-------------|------------------------------------------------|----------------------------|
+/// | `default`   | format_version: [0x01]                         | [BE u32 format version]    |
+/// | `events`    | event: [0x10][BE u64 seq]                      | event value (below)        |
+/// | `snapshots` | snapshot chunk: [0x20][BE u64 seq][BE u32 idx] | raw bytes of chunk idx     |
+/// | `snapshots` | snapshot manifest: [0x21][BE u64 seq]          | manifest value (below)     |
+///
+/// Event value (record format version 1, 26-byte header then the payload):
+///   [u8 record format version = 1][BE i64 time_us][BE u16 kind][u8 entity_kind]
+///   [BE u16 project][BE u64 entity_id][BE u32 crc32 of payload][payload bytes]
+/// The seq is not repeated in the value: it is the key.
+///
+/// Snapshot manifest value (version 1, 17 bytes):
+///   [u8 manifest version = 1][BE u32 chunk count][BE u64 total bytes][BE u32 crc32 of the blob]
+/// The manifest is written last in the same WriteBatch as the chunks, so a snapshot is either
+/// whole (manifest present, chunks 0..count-1 present) or absent.
+///
+/// Checksums are CRC-32 (the IEEE 802.3 polynomial, boost::crc_32_type).
+
+#include "storage/event_store.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cobble::storage {
+
+// -- layout constants ---------------------------------------------------------
+
+/// Version of the whole on-disk layout, stored under `format_version_key`. A store refuses to
+/// open a directory with any other version.
+inline constexpr std::uint32_t current_format_version = 1;
+
+/// Name of the column family of metadata (the format version).
+inline constexpr const char* default_cf_name = "default";
+/// Column family of the events, one key per event.
+inline constexpr const char* events_cf_name = "events";
+/// Column family of the snapshot chunks and manifests.
+inline constexpr const char* snapshots_cf_name = "snapshots";
+
+/// The first byte of every key. Values are never reused, even if a key kind is retired.
+enum class key_prefix : std::uint8_t {
+  format_version = 0x01,    ///< CF default: the layout version.
+  event = 0x10,             ///< CF events: one event.
+  snapshot_chunk = 0x20,    ///< CF snapshots: one chunk of a snapshot blob.
+  snapshot_manifest = 0x21, ///< CF snapshots: the manifest that makes a snapshot whole.
+};
+
+/// CRC-32 of `bytes` (boost::crc_32_type), used for event payloads and snapshot blobs.
+std::uint32_t crc32(std::string_view bytes);
+
+// -- keys ---------------------------------------------------------------------
+
+/// Key of the layout version in CF `default`: just the prefix byte.
+struct format_version_key {
+  /// Encoded length.
+  static constexpr std::size_t size = 1;
+  /// The encoded key.
+  static std::string encode();
+  /// True when `key` is exactly this key.
+  static bool matches(std::string_view key);
+};
+
+/// Key of one event in CF `events`: [prefix][BE u64 seq].
+struct event_key {
+  /// Encoded length.
+  static constexpr std::size_t size = 9;
+  std::uint64_t seq = 0; ///< Cobble's sequence number of the event.
+
+  /// The encoded key.
+  std::string encode() const;
+  /// Parses a key; nullopt unless it has exactly the right length and prefix.
+  static std::optional<event_key> decode(std::string_view key);
+};
+
+/// Key of one chunk of a snapshot in CF `snapshots`: [prefix][BE u64 seq][BE u32 chunk].
+struct snapshot_chunk_key {
+  /// Encoded length.
+  static constexpr std::size_t size = 13;
+  std::uint64_t seq = 0;   ///< The seq the snapshot was taken at.
+  std::uint32_t chunk = 0; ///< Index of the chunk, 0-based.
+
+  /// The encoded key.
+  std::string encode() const;
+  /// The first 9 bytes shared by every chunk key of snapshot `seq`: seeking there finds chunk 0.
+  static std::string seq_prefix(std::uint64_t seq);
+  /// Parses a key; nullopt unless it has exactly the right length and prefix.
+  static std::optional<snapshot_chunk_key> decode(std::string_view key);
+};
+
+/// Key of the manifest of a snapshot in CF `snapshots`: [prefix][BE u64 seq].
+struct snapshot_manifest_key {
+  /// Encoded length.
+  static constexpr std::size_t size = 9;
+  std::uint64_t seq = 0; ///< The seq the snapshot was taken at.
+
+  /// The encoded key.
+  std::string encode() const;
+  /// Parses a key; nullopt unless it has exactly the right length and prefix.
+  static std::optional<snapshot_manifest_key> decode(std::string_view key);
+};
+
+// -- values -------------------------------------------------------------------
+
+/// Value under `format_version_key`: [BE u32 version].
+struct format_version_value {
+  /// Encoded length.
+  static constexpr std::size_t size = 4;
+  /// The encoded value.
+  static std::string encode(std::uint32_t version);
+  /// Parses a value; nullopt unless it is exactly 4 bytes.
+  static std::optional<std::uint32_t> decode(std::string_view value);
+};
+
+/// Value under `snapshot_manifest_key`: what a complete snapshot consists of.
+struct snapshot_manifest {
+  /// Version byte the manifest starts with.
+  static constexpr std::uint8_t version = 1;
+  /// Encoded length.
+  static constexpr std::size_t size = 17;
+  std::uint32_t chunks = 0; ///< Number of chunks, indices 0..chunks-1.
+  std::uint64_t bytes = 0;  ///< Length of the whole blob.
+  std::uint32_t crc = 0;    ///< crc32() of the whole blob.
+
+  /// The encoded value.
+  std::string encode() const;
+  /// Parses a value; nullopt on a wrong length or an unknown version.
+  static std::optional<snapshot_manifest> decode(std::string_view value);
+
+  friend bool operator==(const snapshot_manifest&, const snapshot_manifest&) = default;
+};
+
+/// Why an event value failed to decode; the storage layer turns it into a corruption error.
+enum class event_value_error : std::uint8_t {
+  none,              ///< Decoded fine.
+  truncated,         ///< Shorter than the fixed header.
+  unknown_version,   ///< The record format version byte is not one this build knows.
+  checksum_mismatch, ///< The payload does not match its stored crc32.
+};
+
+/// A short description of `x`, e.g. "checksum mismatch".
+const char* to_string(event_value_error x);
+
+/// The value of one event in CF `events` (layout in the file comment).
+struct event_value {
+  /// The record format version this build writes and reads.
+  static constexpr std::uint8_t version = 1;
+  /// Length of the fixed header in front of the payload.
+  static constexpr std::size_t header_size = 26;
+
+  /// Encodes everything of `x` except its seq (which is the key) into a value.
+  static std::string encode(const event_record& x);
+  /// Decodes a value read under the key of event `seq`. On failure returns nullopt and, if
+  /// `why` is given, stores the reason there.
+  static std::optional<event_record> decode(std::uint64_t seq, std::string_view value,
+                                            event_value_error* why = nullptr);
+};
+
+} // namespace cobble::storage

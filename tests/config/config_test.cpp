@@ -1,0 +1,323 @@
+#include "config/config.hpp"
+
+#include "temp_dir.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <string>
+
+using namespace cobble::config;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr std::string_view minimal = R"(
+projects:
+  - name: p
+    apps:
+      - name: a
+        versions: [{}]
+)";
+
+constexpr std::string_view full = R"(# every key, none at its default
+server:
+  listen: 0.0.0.0:9090
+  public_url: https://boinc.example.org
+  data_dir: /var/lib/cobble
+  durability: async
+  worker_threads: 8
+  admin_token: s3cret
+  body_limit: 8MiB
+  upload_limit: 1G
+  read_timeout: 2m
+  snapshot_every_events: 5000
+  snapshot_interval: 1h
+  snapshots_kept: 5
+projects:
+  - name: primes
+    long_name: Prime search
+    request_delay: 7
+    next_rpc_delay: 1.5m
+    deadline_check_interval: 0.5s
+    users:
+      - {name: alice, email: alice@example.org, authenticator: abc123}
+      - name: bob
+    apps:
+      - name: sieve
+        user_friendly_name: Sieve
+        min_quorum: 3
+        target_nresults: 4
+        max_error_results: 5
+        max_total_results: 12
+        max_success_results: 8
+        delay_bound: 2d
+        max_jobs_per_rpc: 3
+        validator: accept_all
+        rsc_fpops_est: 1e13
+        rsc_fpops_bound: 1e14
+        rsc_memory_bound: 512MiB
+        rsc_disk_bound: 2e9
+        max_output_nbytes: 16MiB
+        output_names: [primes.txt, log.txt]
+        versions:
+          - {platform: x86_64-pc-linux-gnu, version_num: 101, plan_class: "", avg_ncpus: 1, coproc_type: "", coproc_count: 0}
+          - platform: x86_64-pc-linux-gnu
+            version_num: 101
+            plan_class: cuda
+            avg_ncpus: 0.25
+            coproc_type: nvidia
+            coproc_count: 1
+      - name: check
+        versions:
+          - {platform: windows_x86_64, version_num: 7}
+  - name: other
+)";
+
+void check_equal(const app_version_config& a, const app_version_config& b) {
+  CHECK(a.platform == b.platform);
+  CHECK(a.version_num == b.version_num);
+  CHECK(a.plan_class == b.plan_class);
+  CHECK(a.avg_ncpus == b.avg_ncpus);
+  CHECK(a.coproc_type == b.coproc_type);
+  CHECK(a.coproc_count == b.coproc_count);
+}
+
+void check_equal(const app_config& a, const app_config& b) {
+  CHECK(a.name == b.name);
+  CHECK(a.user_friendly_name == b.user_friendly_name);
+  CHECK(a.min_quorum == b.min_quorum);
+  CHECK(a.target_nresults == b.target_nresults);
+  CHECK(a.max_error_results == b.max_error_results);
+  CHECK(a.max_total_results == b.max_total_results);
+  CHECK(a.max_success_results == b.max_success_results);
+  CHECK(a.delay_bound == b.delay_bound);
+  CHECK(a.max_jobs_per_rpc == b.max_jobs_per_rpc);
+  CHECK(a.validator == b.validator);
+  CHECK(a.rsc_fpops_est == b.rsc_fpops_est);
+  CHECK(a.rsc_fpops_bound == b.rsc_fpops_bound);
+  CHECK(a.rsc_memory_bound == b.rsc_memory_bound);
+  CHECK(a.rsc_disk_bound == b.rsc_disk_bound);
+  CHECK(a.max_output_nbytes == b.max_output_nbytes);
+  CHECK(a.output_names == b.output_names);
+  REQUIRE(a.versions.size() == b.versions.size());
+  for (std::size_t i = 0; i < a.versions.size(); ++i)
+    check_equal(a.versions[i], b.versions[i]);
+}
+
+void check_equal(const cobble_config& a, const cobble_config& b) {
+  CHECK(a.source == b.source);
+  const auto& s = a.server;
+  const auto& t = b.server;
+  CHECK(s.listen_address == t.listen_address);
+  CHECK(s.port == t.port);
+  CHECK(s.public_url == t.public_url);
+  CHECK(s.data_dir == t.data_dir);
+  CHECK(s.mode == t.mode);
+  CHECK(s.worker_threads == t.worker_threads);
+  CHECK(s.admin_token == t.admin_token);
+  CHECK(s.body_limit == t.body_limit);
+  CHECK(s.upload_limit == t.upload_limit);
+  CHECK(s.read_timeout == t.read_timeout);
+  CHECK(s.snapshot_every_events == t.snapshot_every_events);
+  CHECK(s.snapshot_interval == t.snapshot_interval);
+  CHECK(s.snapshots_kept == t.snapshots_kept);
+  REQUIRE(a.projects.size() == b.projects.size());
+  for (std::size_t i = 0; i < a.projects.size(); ++i) {
+    const auto& p = a.projects[i];
+    const auto& q = b.projects[i];
+    CHECK(p.name == q.name);
+    CHECK(p.long_name == q.long_name);
+    CHECK(p.request_delay == q.request_delay);
+    CHECK(p.next_rpc_delay == q.next_rpc_delay);
+    CHECK(p.deadline_check_interval == q.deadline_check_interval);
+    REQUIRE(p.users.size() == q.users.size());
+    for (std::size_t j = 0; j < p.users.size(); ++j) {
+      CHECK(p.users[j].name == q.users[j].name);
+      CHECK(p.users[j].email == q.users[j].email);
+      CHECK(p.users[j].authenticator == q.users[j].authenticator);
+    }
+    REQUIRE(p.apps.size() == q.apps.size());
+    for (std::size_t j = 0; j < p.apps.size(); ++j)
+      check_equal(p.apps[j], q.apps[j]);
+  }
+  CHECK(a == b);
+}
+
+} // namespace
+
+TEST_CASE("absent keys take the defaults of config.hpp", "[config]") {
+  auto cfg = load_string(minimal, "minimal.yaml");
+  CHECK(cfg.source == "minimal.yaml");
+  CHECK(cfg.server == server_config{});
+  REQUIRE(cfg.projects.size() == 1);
+  project_config project;
+  project.name = "p";
+  app_config app;
+  app.name = "a";
+  app.versions.emplace_back();
+  project.apps.push_back(app);
+  check_equal(cfg, cobble_config{"minimal.yaml", server_config{}, {project}});
+  CHECK_FALSE(cfg.projects[0].next_rpc_delay.has_value());
+}
+
+TEST_CASE("null values mean the default", "[config]") {
+  auto cfg = load_string(R"(
+server:
+  port:
+  public_url: ~
+projects:
+  - name: p
+    next_rpc_delay:
+    apps: [{name: a, versions: [{platform: ~}]}]
+)",
+                         "nulls.yaml");
+  CHECK(cfg.server == server_config{});
+  CHECK_FALSE(cfg.projects[0].next_rpc_delay.has_value());
+  CHECK(cfg.projects[0].apps[0].versions[0] == app_version_config{});
+}
+
+TEST_CASE("a full file is read field by field", "[config]") {
+  cobble::test::temp_dir dir;
+  auto file = dir.write("cobble.yaml", full);
+  auto cfg = load_file(file);
+  CHECK(cfg.source == file.string());
+
+  const auto& s = cfg.server;
+  CHECK(s.listen_address == "0.0.0.0");
+  CHECK(s.port == 9090);
+  CHECK(s.public_url == "https://boinc.example.org");
+  CHECK(s.data_dir == "/var/lib/cobble");
+  CHECK(s.mode == durability::async);
+  CHECK(s.worker_threads == 8);
+  CHECK(s.admin_token == "s3cret");
+  CHECK(s.body_limit == 8u << 20);
+  CHECK(s.upload_limit == 1000000000u);
+  CHECK(s.read_timeout == 120s);
+  CHECK(s.snapshot_every_events == 5000);
+  CHECK(s.snapshot_interval == 3600s);
+  CHECK(s.snapshots_kept == 5);
+
+  REQUIRE(cfg.projects.size() == 2);
+  const auto& p = cfg.projects[0];
+  CHECK(p.name == "primes");
+  CHECK(p.long_name == "Prime search");
+  CHECK(p.request_delay == 7);
+  CHECK(p.next_rpc_delay == 90.0);
+  CHECK(p.deadline_check_interval == 0.5);
+  REQUIRE(p.users.size() == 2);
+  CHECK(p.users[0] == user_config{"alice", "alice@example.org", "abc123"});
+  CHECK(p.users[1] == user_config{"bob", "", ""});
+
+  REQUIRE(p.apps.size() == 2);
+  const auto& a = p.apps[0];
+  CHECK(a.name == "sieve");
+  CHECK(a.user_friendly_name == "Sieve");
+  CHECK(a.min_quorum == 3);
+  CHECK(a.target_nresults == 4);
+  CHECK(a.max_error_results == 5);
+  CHECK(a.max_total_results == 12);
+  CHECK(a.max_success_results == 8);
+  CHECK(a.delay_bound == 2 * 86400);
+  CHECK(a.max_jobs_per_rpc == 3);
+  CHECK(a.validator == validator_kind::accept_all);
+  CHECK(a.rsc_fpops_est == 1e13);
+  CHECK(a.rsc_fpops_bound == 1e14);
+  CHECK(a.rsc_memory_bound == 512.0 * 1024 * 1024);
+  CHECK(a.rsc_disk_bound == 2e9);
+  CHECK(a.max_output_nbytes == 16.0 * 1024 * 1024);
+  CHECK(a.output_names == std::vector<std::string>{"primes.txt", "log.txt"});
+  REQUIRE(a.versions.size() == 2);
+  CHECK(a.versions[0] == app_version_config{"x86_64-pc-linux-gnu", 101, "", 1, "", 0});
+  CHECK(a.versions[1] == app_version_config{"x86_64-pc-linux-gnu", 101, "cuda", 0.25, "NVIDIA", 1});
+  CHECK(p.apps[1].name == "check");
+  CHECK(p.apps[1].versions[0].platform == "windows_x86_64");
+  CHECK(p.apps[1].versions[0].version_num == 7);
+
+  CHECK(cfg.projects[1].name == "other");
+  CHECK(cfg.projects[1].apps.empty());
+}
+
+TEST_CASE("listen_address and port are an alternative to listen", "[config]") {
+  auto cfg = load_string(R"(
+server: {listen_address: "::1", port: 0}
+projects: [{name: p}]
+)",
+                         "split.yaml");
+  CHECK(cfg.server.listen_address == "::1");
+  CHECK(cfg.server.port == 0);
+  auto v6 = load_string("server: {listen: '[::1]:443'}\nprojects: [{name: p}]\n", "v6.yaml");
+  CHECK(v6.server.listen_address == "::1");
+  CHECK(v6.server.port == 443);
+}
+
+TEST_CASE("to_yaml round trips", "[config]") {
+  for (auto text : {full, minimal, demo_yaml()}) {
+    auto cfg = load_string(text, "in.yaml");
+    auto again = load_string(to_yaml(cfg), "in.yaml");
+    check_equal(again, cfg);
+  }
+  auto v6 = load_string("server: {listen: '[::1]:0'}\nprojects: [{name: p}]\n", "v6.yaml");
+  CHECK(load_string(to_yaml(v6), "v6.yaml") == v6);
+}
+
+TEST_CASE("the embedded demo equals its YAML text", "[config]") {
+  auto cfg = demo();
+  CHECK(cfg.source == "<embedded demo>");
+  CHECK(cfg.server.listen_address == "127.0.0.1");
+  CHECK(cfg.server.port == 8080);
+  CHECK(cfg.server.data_dir == "cobble-data");
+  REQUIRE(cfg.projects.size() == 1);
+  const auto& p = cfg.projects[0];
+  CHECK(p.name == "demo");
+  CHECK(p.long_name == "Cobble demo project");
+  CHECK_FALSE(p.next_rpc_delay.has_value());
+  REQUIRE(p.users.size() == 1);
+  CHECK(p.users[0].name == "demo");
+  REQUIRE(p.apps.size() == 1);
+  const auto& a = p.apps[0];
+  CHECK(a.name == "testapp");
+  CHECK(a.min_quorum == 2);
+  CHECK(a.target_nresults == 2);
+  CHECK(a.validator == validator_kind::bitwise);
+  REQUIRE(a.versions.size() == 1);
+  CHECK(a.versions[0].platform == "x86_64-pc-linux-gnu");
+  CHECK(a.versions[0].version_num == 100);
+
+  check_equal(cfg, load_string(demo_yaml(), "<embedded demo>"));
+}
+
+TEST_CASE("validate accepts the demo and configurations built in code", "[config]") {
+  CHECK_NOTHROW(validate(demo()));
+  auto cfg = demo();
+  cfg.projects[0].apps[0].versions.push_back({"x86_64-pc-linux-gnu", 100, "cuda", 0.1, "ATI", 1});
+  CHECK_NOTHROW(validate(cfg));
+}
+
+TEST_CASE("the full layout in docs/configuration.md loads and shows the defaults", "[config]") {
+  std::ifstream in(std::filesystem::path(COBBLE_SOURCE_DIR) / "docs" / "configuration.md");
+  REQUIRE(in);
+  std::string line, yaml;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line == "```yaml") {
+      inside = true;
+    } else if (inside && line == "```") {
+      break;
+    } else if (inside) {
+      yaml += line + "\n";
+    }
+  }
+  REQUIRE_FALSE(yaml.empty());
+  auto cfg = load_string(yaml, "configuration.md");
+  cobble_config expected;
+  expected.source = "configuration.md";
+  auto& p = expected.projects.emplace_back();
+  p.name = "demo";
+  p.next_rpc_delay = 30;
+  p.users.push_back({"demo", "demo@example.org", ""});
+  auto& a = p.apps.emplace_back();
+  a.name = "testapp";
+  a.versions.emplace_back();
+  check_equal(cfg, expected);
+}

@@ -1,0 +1,463 @@
+#include "storage/event_store.hpp"
+
+#include "storage/error.hpp"
+#include "storage/keys.hpp"
+#include "temp_dir.hpp"
+
+#include <rocksdb/db.h>
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+
+using namespace cobble::storage;
+using cobble::storage::test::temp_dir;
+
+namespace {
+
+event_record make_event(std::uint16_t kind, std::uint64_t entity, std::string payload) {
+  event_record x;
+  x.time_us = 1'700'000'000'000'000 + entity;
+  x.kind = kind;
+  x.entity_kind = 2;
+  x.project = 1;
+  x.entity_id = entity;
+  x.payload = std::move(payload);
+  return x;
+}
+
+std::vector<event_record> make_batch(std::size_t n, std::uint64_t first_entity = 1) {
+  std::vector<event_record> xs;
+  for (std::size_t i = 0; i < n; ++i)
+    xs.push_back(make_event(static_cast<std::uint16_t>(i % 5), first_entity + i,
+                            std::string("\x01payload\0", 9) + std::to_string(first_entity + i)));
+  return xs;
+}
+
+std::unique_ptr<event_store> open_store(const std::filesystem::path& dir,
+                                        store_options opts = {}) {
+  auto st = event_store::open(dir, opts);
+  if (!st)
+    FAIL("open failed: " << describe(st.error()));
+  return std::move(*st);
+}
+
+std::vector<event_record> scan_all(const event_store& st, std::uint64_t from = 0,
+                                   std::uint64_t to = UINT64_MAX) {
+  std::vector<event_record> out;
+  auto err = st.scan(from, to, [&](const event_record& x) {
+    out.push_back(x);
+    return true;
+  });
+  if (err)
+    FAIL("scan failed: " << describe(err));
+  return out;
+}
+
+/// Direct RocksDB access to a closed store, for damaging it on purpose.
+class raw_db {
+public:
+  explicit raw_db(const std::filesystem::path& dir) {
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs{{default_cf_name, {}},
+                                                     {events_cf_name, {}},
+                                                     {snapshots_cf_name, {}}};
+    rocksdb::DBOptions opts;
+    rocksdb::DB* raw = nullptr;
+    auto s = rocksdb::DB::Open(opts, dir.string(), cfs, &handles_, &raw);
+    REQUIRE(s.ok());
+    db_.reset(raw);
+  }
+  ~raw_db() {
+    for (auto* h : handles_)
+      static_cast<void>(db_->DestroyColumnFamilyHandle(h));
+    static_cast<void>(db_->Close());
+  }
+  rocksdb::ColumnFamilyHandle* cf(std::size_t i) { return handles_[i]; }
+  void put(std::size_t cf_index, const std::string& key, const std::string& value) {
+    REQUIRE(db_->Put({}, cf(cf_index), key, value).ok());
+  }
+  void del(std::size_t cf_index, const std::string& key) {
+    REQUIRE(db_->Delete({}, cf(cf_index), key).ok());
+  }
+  bool has(std::size_t cf_index, const std::string& key) {
+    std::string value;
+    return db_->Get({}, cf(cf_index), key, &value).ok();
+  }
+
+private:
+  std::unique_ptr<rocksdb::DB> db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+};
+
+constexpr std::size_t default_cf = 0;
+constexpr std::size_t events_cf = 1;
+constexpr std::size_t snapshots_cf = 2;
+
+std::string blob_of(std::size_t n) {
+  std::string blob;
+  for (std::size_t i = 0; i < n; ++i)
+    blob.push_back(static_cast<char>(i * 7)); // includes NULs
+  return blob;
+}
+
+} // namespace
+
+TEST_CASE("append assigns seqs and scan returns them in order", "[storage][event_store]") {
+  temp_dir dir;
+  auto st = open_store(dir.path());
+  CHECK(st->last_seq() == 0);
+  CHECK(scan_all(*st).empty());
+  auto a = make_batch(3, 1);
+  REQUIRE_FALSE(st->append(a));
+  CHECK(a[0].seq == 1);
+  CHECK(a[2].seq == 3);
+  auto b = make_batch(4, 10);
+  REQUIRE_FALSE(st->append(b));
+  CHECK(b[0].seq == 4);
+  CHECK(st->last_seq() == 7);
+  std::vector<event_record> none;
+  REQUIRE_FALSE(st->append(none));
+  CHECK(st->last_seq() == 7);
+
+  auto all = scan_all(*st);
+  REQUIRE(all.size() == 7);
+  for (std::size_t i = 0; i < 3; ++i)
+    CHECK(all[i] == a[i]);
+  for (std::size_t i = 0; i < 4; ++i)
+    CHECK(all[3 + i] == b[i]);
+
+  auto range = scan_all(*st, 3, 5);
+  REQUIRE(range.size() == 3);
+  CHECK(range.front().seq == 3);
+  CHECK(range.back().seq == 5);
+  CHECK(scan_all(*st, 7, 100).size() == 1);
+  CHECK(scan_all(*st, 8, 100).empty());
+  CHECK(scan_all(*st, 5, 4).empty());
+
+  std::size_t seen = 0;
+  REQUIRE_FALSE(st->scan(1, 7, [&](const event_record&) { return ++seen < 2; }));
+  CHECK(seen == 2);
+
+  auto one = st->read(4);
+  REQUIRE(one);
+  CHECK(*one == b[0]);
+  auto missing = st->read(8);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error() == ec::not_found);
+}
+
+TEST_CASE("reopen keeps last_seq and contents, and numbering continues",
+          "[storage][event_store]") {
+  temp_dir dir;
+  std::vector<event_record> expected;
+  {
+    auto st = open_store(dir.path());
+    for (int round = 0; round < 3; ++round) {
+      auto batch = make_batch(5, round * 100);
+      REQUIRE_FALSE(st->append(batch));
+      expected.insert(expected.end(), batch.begin(), batch.end());
+    }
+  }
+  {
+    auto st = open_store(dir.path(), {.mode = durability::async});
+    CHECK(st->last_seq() == 15);
+    CHECK(scan_all(*st) == expected);
+    auto batch = make_batch(2, 1000);
+    REQUIRE_FALSE(st->append(batch));
+    CHECK(batch[0].seq == 16);
+    expected.insert(expected.end(), batch.begin(), batch.end());
+  }
+  auto st = open_store(dir.path());
+  CHECK(st->last_seq() == 17);
+  CHECK(scan_all(*st) == expected);
+}
+
+TEST_CASE("a corrupted event value makes scan and read fail naming its seq",
+          "[storage][event_store]") {
+  temp_dir dir;
+  {
+    auto st = open_store(dir.path());
+    auto batch = make_batch(10);
+    REQUIRE_FALSE(st->append(batch));
+  }
+  {
+    raw_db raw{dir.path()};
+    auto good = make_event(1, 6, "\x01original");
+    auto value = event_value::encode(good);
+    value.back() ^= 0x01; // one flipped bit in the payload
+    raw.put(events_cf, event_key{6}.encode(), value);
+  }
+  auto st = open_store(dir.path());
+  std::vector<std::uint64_t> seen;
+  auto err = st->scan(1, 10, [&](const event_record& x) {
+    seen.push_back(x.seq);
+    return true;
+  });
+  REQUIRE(err);
+  CHECK(err == ec::corruption);
+  CHECK_THAT(describe(err), Catch::Contains("event 6: checksum mismatch"));
+  CHECK(seen == std::vector<std::uint64_t>{1, 2, 3, 4, 5});
+  CHECK(scan_all(*st, 1, 5).size() == 5); // the range before it is fine
+  CHECK(scan_all(*st, 7, 10).size() == 4);
+  auto one = st->read(6);
+  REQUIRE_FALSE(one);
+  CHECK(one.error() == ec::corruption);
+  CHECK_THAT(describe(one.error()), Catch::Contains("event 6"));
+}
+
+TEST_CASE("a truncated event value is corruption too", "[storage][event_store]") {
+  temp_dir dir;
+  {
+    auto st = open_store(dir.path());
+    auto batch = make_batch(3);
+    REQUIRE_FALSE(st->append(batch));
+  }
+  {
+    raw_db raw{dir.path()};
+    raw.put(events_cf, event_key{2}.encode(), "\x01short");
+  }
+  auto st = open_store(dir.path());
+  auto err = st->scan(0, 3, [](const event_record&) { return true; });
+  CHECK(err == ec::corruption);
+  CHECK_THAT(describe(err), Catch::Contains("event 2: truncated"));
+}
+
+TEST_CASE("a gap in the sequence is corruption naming the missing seq",
+          "[storage][event_store]") {
+  temp_dir dir;
+  {
+    auto st = open_store(dir.path());
+    auto batch = make_batch(8);
+    REQUIRE_FALSE(st->append(batch));
+  }
+  {
+    raw_db raw{dir.path()};
+    raw.del(events_cf, event_key{4}.encode());
+    raw.del(events_cf, event_key{5}.encode());
+  }
+  auto st = open_store(dir.path());
+  CHECK(st->last_seq() == 8);
+  auto err = st->scan(1, 8, [](const event_record&) { return true; });
+  REQUIRE(err);
+  CHECK(err == ec::corruption);
+  CHECK_THAT(describe(err), Catch::Contains("event 4: missing"));
+  err = st->scan(5, 8, [](const event_record&) { return true; });
+  CHECK_THAT(describe(err), Catch::Contains("event 5: missing"));
+  CHECK(scan_all(*st, 6, 8).size() == 3);
+}
+
+TEST_CASE("snapshots round-trip across several chunks", "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 7;
+  auto blob = blob_of(50); // 8 chunks, the last one short
+  {
+    auto st = open_store(dir.path(), opts);
+    auto none = st->latest_snapshot();
+    REQUIRE(none);
+    CHECK_FALSE(none->has_value());
+    REQUIRE_FALSE(st->write_snapshot(12, blob));
+    auto back = st->read_snapshot(12);
+    REQUIRE(back);
+    CHECK(*back == blob);
+    CHECK(st->stats().snapshots_written == 1);
+    auto missing = st->read_snapshot(11);
+    REQUIRE_FALSE(missing);
+    CHECK(missing.error() == ec::not_found);
+  }
+  {
+    raw_db raw{dir.path()};
+    CHECK(raw.has(snapshots_cf, snapshot_chunk_key{12, 7}.encode()));
+    CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{12, 8}.encode()));
+  }
+  auto st = open_store(dir.path(), opts);
+  auto back = st->read_snapshot(12);
+  REQUIRE(back);
+  CHECK(*back == blob);
+  auto list = st->list_snapshots();
+  REQUIRE(list);
+  REQUIRE(list->size() == 1);
+  CHECK((*list)[0].seq == 12);
+  CHECK((*list)[0].bytes == 50);
+
+  SECTION("an empty blob is a valid snapshot") {
+    REQUIRE_FALSE(st->write_snapshot(13, ""));
+    auto empty = st->read_snapshot(13);
+    REQUIRE(empty);
+    CHECK(empty->empty());
+  }
+  SECTION("rewriting a snapshot with fewer chunks leaves no stale chunk") {
+    REQUIRE_FALSE(st->write_snapshot(12, "short"));
+    auto again = st->read_snapshot(12);
+    REQUIRE(again);
+    CHECK(*again == "short");
+  }
+}
+
+TEST_CASE("latest_snapshot picks the newest and prune keeps N", "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 4;
+  {
+    auto st = open_store(dir.path(), opts);
+    for (std::uint64_t seq : {5, 300, 20, 256})
+      REQUIRE_FALSE(st->write_snapshot(seq, "state at " + std::to_string(seq)));
+    auto latest = st->latest_snapshot();
+    REQUIRE(latest);
+    REQUIRE(latest->has_value());
+    CHECK((*latest)->first == 300);
+    CHECK((*latest)->second == "state at 300");
+    auto all = st->snapshots();
+    REQUIRE(all.size() == 4);
+    CHECK(all[0].seq == 5);
+    CHECK(all[1].seq == 20);
+    CHECK(all[2].seq == 256);
+    CHECK(all[3].seq == 300);
+
+    REQUIRE_FALSE(st->prune_snapshots(2));
+    all = st->snapshots();
+    REQUIRE(all.size() == 2);
+    CHECK(all[0].seq == 256);
+    CHECK(all[1].seq == 300);
+    CHECK(st->read_snapshot(20).error() == ec::not_found);
+    REQUIRE_FALSE(st->prune_snapshots(5)); // nothing to do
+    CHECK(st->snapshots().size() == 2);
+    latest = st->latest_snapshot();
+    REQUIRE(latest);
+    CHECK((*latest)->first == 300);
+  }
+  raw_db raw{dir.path()};
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{20, 0}.encode()));
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_manifest_key{20}.encode()));
+  CHECK(raw.has(snapshots_cf, snapshot_chunk_key{256, 0}.encode()));
+}
+
+TEST_CASE("a snapshot with a missing or damaged chunk is corrupt", "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 8;
+  {
+    auto st = open_store(dir.path(), opts);
+    REQUIRE_FALSE(st->write_snapshot(40, blob_of(30)));
+    REQUIRE_FALSE(st->write_snapshot(41, blob_of(30)));
+  }
+  {
+    raw_db raw{dir.path()};
+    raw.del(snapshots_cf, snapshot_chunk_key{41, 1}.encode());
+    raw.put(snapshots_cf, snapshot_chunk_key{40, 2}.encode(), std::string(8, 'x'));
+  }
+  auto st = open_store(dir.path(), opts);
+  auto latest = st->latest_snapshot();
+  REQUIRE_FALSE(latest);
+  CHECK(latest.error() == ec::corruption);
+  CHECK_THAT(describe(latest.error()), Catch::Contains("snapshot 41: chunk 1 of 4 missing"));
+  auto older = st->read_snapshot(40);
+  REQUIRE_FALSE(older);
+  CHECK(older.error() == ec::corruption);
+  CHECK_THAT(describe(older.error()), Catch::Contains("snapshot 40: checksum mismatch"));
+}
+
+TEST_CASE("read-only open sees the data while the writer is open", "[storage][event_store]") {
+  temp_dir dir;
+  auto writer = open_store(dir.path());
+  auto batch = make_batch(4);
+  REQUIRE_FALSE(writer->append(batch));
+  REQUIRE_FALSE(writer->write_snapshot(4, "snap"));
+
+  store_options ro;
+  ro.read_only = true;
+  auto reader = open_store(dir.path(), ro);
+  CHECK(reader->last_seq() == 4);
+  CHECK(scan_all(*reader) == batch);
+  auto latest = reader->latest_snapshot();
+  REQUIRE(latest);
+  REQUIRE(latest->has_value());
+  CHECK((*latest)->second == "snap");
+
+  auto more = make_batch(2, 50);
+  CHECK(reader->append(more) == ec::invalid_argument);
+  CHECK(reader->write_snapshot(9, "x") == ec::invalid_argument);
+  CHECK(reader->prune_snapshots(0) == ec::invalid_argument);
+
+  REQUIRE_FALSE(writer->append(more));
+  CHECK(reader->last_seq() == 4); // a consistent view as of open
+  REQUIRE_FALSE(reader->refresh());
+  CHECK(reader->last_seq() == 6);
+  CHECK(scan_all(*reader, 5).size() == 2);
+}
+
+TEST_CASE("read-only open works after the writer closed, and fails on a missing store",
+          "[storage][event_store]") {
+  temp_dir dir;
+  {
+    auto writer = open_store(dir.path());
+    auto batch = make_batch(3);
+    REQUIRE_FALSE(writer->append(batch));
+  }
+  store_options ro;
+  ro.read_only = true;
+  auto reader = open_store(dir.path(), ro);
+  CHECK(scan_all(*reader).size() == 3);
+
+  temp_dir nowhere;
+  auto none = event_store::open(nowhere.path(), ro);
+  REQUIRE_FALSE(none);
+  CHECK_THAT(describe(none.error()), Catch::Contains(nowhere.path().string()));
+  CHECK_FALSE(std::filesystem::exists(nowhere.path()));
+}
+
+TEST_CASE("stats count one batch and one sync per append in sync mode",
+          "[storage][event_store]") {
+  temp_dir dir;
+  auto st = open_store(dir.path());
+  for (int i = 0; i < 3; ++i) {
+    auto batch = make_batch(4);
+    REQUIRE_FALSE(st->append(batch));
+  }
+  auto s = st->stats();
+  CHECK(s.batches == 3);
+  CHECK(s.syncs == 3);
+  CHECK(s.events_appended == 12);
+  CHECK(s.bytes_appended > 12 * (event_key::size + event_value::header_size));
+  CHECK(s.snapshots_written == 0);
+  REQUIRE_FALSE(st->write_snapshot(12, "s"));
+  CHECK(st->stats().snapshots_written == 1);
+  CHECK(st->stats().syncs == 3); // snapshots are not appends
+}
+
+TEST_CASE("async mode appends without syncing", "[storage][event_store]") {
+  temp_dir dir;
+  auto st = open_store(dir.path(), {.mode = durability::async});
+  auto batch = make_batch(2);
+  REQUIRE_FALSE(st->append(batch));
+  auto s = st->stats();
+  CHECK(s.batches == 1);
+  CHECK(s.syncs == 0);
+  CHECK(s.events_appended == 2);
+}
+
+TEST_CASE("an unknown format version is refused", "[storage][event_store]") {
+  temp_dir dir;
+  {
+    auto st = open_store(dir.path());
+    CHECK(st->path() == dir.path());
+  }
+  {
+    raw_db raw{dir.path()};
+    CHECK(raw.has(default_cf, format_version_key::encode()));
+    raw.put(default_cf, format_version_key::encode(), format_version_value::encode(99));
+  }
+  auto st = event_store::open(dir.path());
+  REQUIRE_FALSE(st);
+  CHECK(st.error() == ec::unsupported_format);
+  CHECK_THAT(describe(st.error()), Catch::Contains("format version 99"));
+}
+
+TEST_CASE("open refuses a zero chunk size", "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 0;
+  auto st = event_store::open(dir.path(), opts);
+  REQUIRE_FALSE(st);
+  CHECK(st.error() == ec::invalid_argument);
+}

@@ -1,0 +1,129 @@
+#include "storage/keys.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <limits>
+
+using namespace cobble::storage;
+
+TEST_CASE("event keys round-trip and sort numerically", "[storage][keys]") {
+  const std::uint64_t seqs[] = {0, 1, 255, 256, 65535, 65536, 1ull << 32,
+                                std::numeric_limits<std::uint64_t>::max()};
+  std::string previous;
+  for (auto seq : seqs) {
+    auto key = event_key{seq}.encode();
+    REQUIRE(key.size() == event_key::size);
+    CHECK(static_cast<std::uint8_t>(key[0]) == static_cast<std::uint8_t>(key_prefix::event));
+    auto back = event_key::decode(key);
+    REQUIRE(back);
+    CHECK(back->seq == seq);
+    if (!previous.empty())
+      CHECK(previous < key); // bytewise, as RocksDB's default comparator
+    previous = key;
+  }
+  CHECK(event_key{256}.encode() == std::string("\x10\0\0\0\0\0\0\x01\0", 9));
+}
+
+TEST_CASE("snapshot keys round-trip and sort by seq then chunk", "[storage][keys]") {
+  snapshot_chunk_key a{255, 7};
+  snapshot_chunk_key b{256, 0};
+  snapshot_chunk_key c{256, 256};
+  CHECK(a.encode() < b.encode());
+  CHECK(b.encode() < c.encode());
+  auto back = snapshot_chunk_key::decode(c.encode());
+  REQUIRE(back);
+  CHECK(back->seq == 256);
+  CHECK(back->chunk == 256);
+  CHECK(c.encode().substr(0, 9) == snapshot_chunk_key::seq_prefix(256));
+  auto m = snapshot_manifest_key::decode(snapshot_manifest_key{65536}.encode());
+  REQUIRE(m);
+  CHECK(m->seq == 65536);
+  // Every manifest sorts after every chunk.
+  CHECK(snapshot_chunk_key{std::numeric_limits<std::uint64_t>::max(), 0xffffffff}.encode()
+        < snapshot_manifest_key{0}.encode());
+}
+
+TEST_CASE("key decoders reject wrong lengths and prefixes", "[storage][keys]") {
+  auto key = event_key{42}.encode();
+  CHECK_FALSE(event_key::decode(""));
+  CHECK_FALSE(event_key::decode(key.substr(0, 8)));
+  CHECK_FALSE(event_key::decode(key + "x"));
+  CHECK_FALSE(event_key::decode(snapshot_manifest_key{42}.encode())); // same length, other prefix
+  auto chunk = snapshot_chunk_key{1, 2}.encode();
+  CHECK_FALSE(snapshot_chunk_key::decode(chunk.substr(0, 12)));
+  CHECK_FALSE(snapshot_chunk_key::decode(snapshot_chunk_key::seq_prefix(1)));
+  CHECK_FALSE(snapshot_manifest_key::decode(event_key{42}.encode()));
+  CHECK_FALSE(snapshot_manifest_key::decode(std::string(1, '\x21')));
+  CHECK(format_version_key::matches(format_version_key::encode()));
+  CHECK_FALSE(format_version_key::matches(std::string("\x01\x00", 2)));
+}
+
+TEST_CASE("format version and manifest values round-trip", "[storage][keys]") {
+  auto v = format_version_value::decode(format_version_value::encode(current_format_version));
+  REQUIRE(v);
+  CHECK(*v == current_format_version);
+  CHECK_FALSE(format_version_value::decode("abc"));
+  snapshot_manifest m{3, 12345678901ull, 0xdeadbeef};
+  auto encoded = m.encode();
+  CHECK(encoded.size() == snapshot_manifest::size);
+  auto back = snapshot_manifest::decode(encoded);
+  REQUIRE(back);
+  CHECK(*back == m);
+  CHECK_FALSE(snapshot_manifest::decode(encoded.substr(0, 16)));
+  encoded[0] = 2; // unknown manifest version
+  CHECK_FALSE(snapshot_manifest::decode(encoded));
+}
+
+TEST_CASE("event values round-trip and detect damage", "[storage][keys]") {
+  event_record x;
+  x.time_us = -1234567;
+  x.kind = 0xbeef;
+  x.entity_kind = 3;
+  x.project = 513;
+  x.entity_id = 0x0102030405060708ull;
+  x.payload = std::string("\x01pay\0load", 9);
+  auto value = event_value::encode(x);
+  REQUIRE(value.size() == event_value::header_size + x.payload.size());
+  // The documented layout, byte for byte.
+  CHECK(value[0] == 1);
+  CHECK(value.substr(9, 2) == "\xbe\xef");
+  CHECK(static_cast<std::uint8_t>(value[11]) == 3);
+  CHECK(value.substr(12, 2) == std::string("\x02\x01", 2));
+  CHECK(value.substr(14, 8) == "\x01\x02\x03\x04\x05\x06\x07\x08");
+  CHECK(value.substr(26) == x.payload);
+
+  event_value_error why = event_value_error::checksum_mismatch;
+  auto back = event_value::decode(77, value, &why);
+  REQUIRE(back);
+  CHECK(why == event_value_error::none);
+  x.seq = 77;
+  CHECK(*back == x);
+
+  SECTION("a flipped payload bit fails the checksum") {
+    value.back() ^= 0x10;
+    CHECK_FALSE(event_value::decode(77, value, &why));
+    CHECK(why == event_value_error::checksum_mismatch);
+  }
+  SECTION("a short value is truncated") {
+    CHECK_FALSE(event_value::decode(77, value.substr(0, 25), &why));
+    CHECK(why == event_value_error::truncated);
+    CHECK_FALSE(event_value::decode(77, "", &why));
+    CHECK(why == event_value_error::truncated);
+  }
+  SECTION("an unknown record version is refused") {
+    value[0] = 2;
+    CHECK_FALSE(event_value::decode(77, value, &why));
+    CHECK(why == event_value_error::unknown_version);
+  }
+  SECTION("an empty payload is fine") {
+    x.payload.clear();
+    auto y = event_value::decode(77, event_value::encode(x));
+    REQUIRE(y);
+    CHECK(*y == x);
+  }
+}
+
+TEST_CASE("crc32 is the standard CRC-32", "[storage][keys]") {
+  CHECK(crc32("123456789") == 0xcbf43926u);
+  CHECK(crc32("") == 0u);
+}
