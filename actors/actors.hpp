@@ -1,0 +1,78 @@
+#pragma once
+
+/// Every typed actor interface of Cobble, one alias per component, each signature commented.
+
+#include "actors/atoms.hpp"
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace cobble {
+
+/// Receives durable events, in seq order, of the kinds it subscribed to.
+using subscriber_actor = caf::typed_actor<
+  // A batch of durable events.
+  caf::reacts_to<atom::deliver, event_batch_ptr>>;
+
+/// The event log: group commit into RocksDB, delivery, snapshots.
+using log_actor = caf::typed_actor<
+  // Appends events (seq 0) decided and already applied by the sender; fire and forget.
+  // A failed append stops the process (fail-stop).
+  caf::reacts_to<atom::append, event_batch_ptr>,
+  // Answers with the last seq once every event appended before this message is durable.
+  caf::replies_to<atom::sync>::with<std::uint64_t>,
+  // Delivers future durable events of these kinds (empty: all) to the subscriber, except
+  // events the subscriber appended itself.
+  caf::reacts_to<atom::subscribe, std::vector<std::uint16_t>, subscriber_actor>,
+  // Takes a snapshot now; answers with its seq.
+  caf::replies_to<atom::snapshot>::with<std::uint64_t>,
+  // Counters for /metrics.
+  caf::replies_to<atom::status>::with<log_status_ptr>,
+  // Internal: commits what is pending (the log sends it to itself; appends that arrive
+  // meanwhile join the next commit).
+  caf::reacts_to<atom::flush>>;
+
+/// One host: its description, host_app_version statistics and results in progress.
+using host_actor = caf::typed_actor<
+  // Handles the host's scheduler RPC (reports, work request); answers when durable.
+  caf::replies_to<atom::rpc, rpc_context_ptr, sched_request_ptr>::with<sched_reply_ptr>,
+  // The project found these results past their deadline; the host times out those it
+  // still holds.
+  caf::reacts_to<atom::timeout, result_names_ptr>,
+  // A copy of the host's state (admin API, tests).
+  caf::replies_to<atom::state>::with<host_state_ptr>>;
+
+/// One project: accounts, apps, workunits and results, job cache, validation, assimilation.
+using project_actor = subscriber_actor::extend<
+  // A scheduler RPC from the edge: authenticates, registers or finds the host, and
+  // delegates to its host actor.
+  caf::replies_to<atom::rpc, sched_request_ptr>::with<sched_reply_ptr>,
+  // A host actor asks for jobs; the dispatch events are appended before the answer.
+  caf::replies_to<atom::get_jobs, job_request_ptr>::with<job_grant_ptr>,
+  // Creates a batch of workunits (admin API); answers when durable.
+  caf::replies_to<atom::create, work_batch_ptr>::with<work_created_ptr>,
+  // Creates a user account (admin API); answers with its id and authenticator when durable.
+  caf::replies_to<atom::create, std::string, std::string>::with<id_type, std::string>,
+  // The project's status.
+  caf::replies_to<atom::status>::with<project_summary_ptr>,
+  // One workunit by name or numeric id.
+  caf::replies_to<atom::workunit, std::string>::with<workunit_view_ptr>,
+  // Workunits by id, from offset, at most limit.
+  caf::replies_to<atom::list, atom::workunit, std::uint64_t, std::uint64_t>::with<
+    workunit_list_ptr>,
+  // One host with its state.
+  caf::replies_to<atom::host, id_type>::with<host_view_ptr>,
+  // Hosts by id, from offset, at most limit.
+  caf::replies_to<atom::list, atom::host, std::uint64_t, std::uint64_t>::with<host_list_ptr>,
+  // Periodic deadline sweep.
+  caf::reacts_to<atom::tick>>;
+
+/// One app version: statistics over its validated results.
+using app_version_actor = subscriber_actor::extend<
+  // A copy of the statistics.
+  caf::replies_to<atom::state>::with<std::uint64_t, std::uint64_t, double>>;
+
+} // namespace cobble

@@ -1,0 +1,87 @@
+#pragma once
+
+/// The one type-ID block of Cobble: every atom, and the in-process message types.
+///
+/// Message payloads that are large or only live inside one process travel as shared pointers
+/// to const (no copies, no serialization). Scaling out across nodes (planned, see
+/// ARCHITECTURE.md) will give them inspect() overloads and register them here.
+
+#include "actors/events.hpp"
+#include "actors/rpc.hpp"
+
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/type_id.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace cobble {
+
+/// Events in seq order (a durable batch, or events to append).
+using event_batch_ptr = std::shared_ptr<const std::vector<event>>;
+using sched_request_ptr = std::shared_ptr<const sched_request>;
+using sched_reply_ptr = std::shared_ptr<const sched_reply>;
+
+struct rpc_context;
+struct job_request;
+struct job_grant;
+struct work_batch;
+struct work_created;
+struct project_summary;
+struct workunit_view;
+struct host_view;
+struct log_status;
+struct host_state;
+
+using rpc_context_ptr = std::shared_ptr<const rpc_context>;
+using job_request_ptr = std::shared_ptr<const job_request>;
+using job_grant_ptr = std::shared_ptr<const job_grant>;
+using work_batch_ptr = std::shared_ptr<const work_batch>;
+using work_created_ptr = std::shared_ptr<const work_created>;
+using project_summary_ptr = std::shared_ptr<const project_summary>;
+using workunit_view_ptr = std::shared_ptr<const workunit_view>;
+using workunit_list_ptr = std::shared_ptr<const std::vector<workunit_view>>;
+using host_view_ptr = std::shared_ptr<const host_view>;
+using host_list_ptr = std::shared_ptr<const std::vector<host_view>>;
+using log_status_ptr = std::shared_ptr<const log_status>;
+using host_state_ptr = std::shared_ptr<host_state>;
+using result_names_ptr = std::shared_ptr<const std::vector<std::string>>;
+
+} // namespace cobble
+
+CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
+  CAF_ADD_ATOM(cobble, cobble::atom, append, "append")
+  CAF_ADD_ATOM(cobble, cobble::atom, sync, "sync")
+  CAF_ADD_ATOM(cobble, cobble::atom, deliver, "deliver")
+  CAF_ADD_ATOM(cobble, cobble::atom, subscribe, "subscribe")
+  CAF_ADD_ATOM(cobble, cobble::atom, flush, "flush")
+  CAF_ADD_ATOM(cobble, cobble::atom, snapshot, "snapshot")
+  CAF_ADD_ATOM(cobble, cobble::atom, status, "status")
+  CAF_ADD_ATOM(cobble, cobble::atom, rpc, "rpc")
+  CAF_ADD_ATOM(cobble, cobble::atom, get_jobs, "get_jobs")
+  CAF_ADD_ATOM(cobble, cobble::atom, create, "create")
+  CAF_ADD_ATOM(cobble, cobble::atom, workunit, "workunit")
+  CAF_ADD_ATOM(cobble, cobble::atom, list, "list")
+  CAF_ADD_ATOM(cobble, cobble::atom, host, "host")
+  CAF_ADD_ATOM(cobble, cobble::atom, tick, "tick")
+  CAF_ADD_ATOM(cobble, cobble::atom, timeout, "timeout")
+  CAF_ADD_ATOM(cobble, cobble::atom, state, "state")
+  CAF_ADD_ATOM(cobble, cobble::atom, start, "start")
+CAF_END_TYPE_ID_BLOCK(cobble)
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sched_request_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sched_reply_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::rpc_context_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::job_request_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::job_grant_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::work_batch_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::work_created_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::project_summary_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::workunit_view_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::workunit_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_view_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::log_status_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_state_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_names_ptr)

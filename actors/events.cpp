@@ -1,0 +1,236 @@
+#include "actors/events.hpp"
+
+#include "storage/codec.hpp"
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace cobble {
+
+namespace {
+
+template <class... Ts>
+struct overload : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+overload(Ts...) -> overload<Ts...>;
+
+// Decodes the alternative whose kind matches, by walking the variant's alternatives.
+template <std::size_t I = 0>
+bool decode_payload(std::uint16_t kind, storage::decoder& dec, payload& out) {
+  if constexpr (I < std::variant_size_v<payload>) {
+    using T = std::variant_alternative_t<I, payload>;
+    if (T::kind == kind) {
+      T x{};
+      dec.get(x);
+      out = std::move(x);
+      return true;
+    }
+    return decode_payload<I + 1>(kind, dec, out);
+  } else {
+    return false;
+  }
+}
+
+template <std::size_t I = 0>
+const char* name_of_kind(std::uint16_t kind) {
+  static constexpr const char* names[] = {
+    "project_configured", "user_created",      "host_registered",  "host_described",
+    "workunit_created",   "results_created",   "result_dispatched", "result_reported",
+    "result_timed_out",   "workunit_validated", "workunit_assimilated", "workunit_failed"};
+  static_assert(std::size(names) == std::variant_size_v<payload>);
+  if (kind >= 1 && kind <= std::size(names))
+    return names[kind - 1];
+  return "unknown";
+}
+
+// Kinds are the variant's order + 1; this keeps them from drifting apart.
+template <std::size_t... Is>
+constexpr bool kinds_match(std::index_sequence<Is...>) {
+  return ((std::variant_alternative_t<Is, payload>::kind == Is + 1) && ...);
+}
+static_assert(kinds_match(std::make_index_sequence<std::variant_size_v<payload>>{}),
+              "event kinds must equal their position in the payload variant + 1");
+
+} // namespace
+
+time_us seconds_to_us(double s) {
+  if (!(s == s))
+    return 0;
+  double us = s * 1e6;
+  if (us >= static_cast<double>(std::numeric_limits<time_us>::max()))
+    return std::numeric_limits<time_us>::max();
+  if (us <= static_cast<double>(std::numeric_limits<time_us>::min()))
+    return std::numeric_limits<time_us>::min();
+  return static_cast<time_us>(us);
+}
+
+const char* to_string(entity_kind x) {
+  switch (x) {
+    case entity_kind::project:
+      return "project";
+    case entity_kind::user:
+      return "user";
+    case entity_kind::host:
+      return "host";
+    case entity_kind::workunit:
+      return "wu";
+  }
+  return "?";
+}
+
+std::uint16_t kind_of(const payload& p) {
+  return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::kind; }, p);
+}
+
+const char* kind_name(std::uint16_t kind) {
+  return name_of_kind(kind);
+}
+
+std::pair<entity_kind, id_type> entity_of(const payload& p) {
+  using ek = entity_kind;
+  return std::visit(
+    overload{
+      [](const ev::project_configured&) { return std::pair{ek::project, id_type{0}}; },
+      [](const ev::user_created& x) { return std::pair{ek::user, x.id}; },
+      [](const ev::host_registered& x) { return std::pair{ek::host, x.id}; },
+      [](const ev::host_described& x) { return std::pair{ek::host, x.id}; },
+      [](const ev::workunit_created& x) { return std::pair{ek::workunit, x.id}; },
+      [](const ev::results_created& x) { return std::pair{ek::workunit, x.wu}; },
+      [](const ev::result_dispatched& x) { return std::pair{ek::workunit, x.result.wu}; },
+      [](const ev::result_reported& x) { return std::pair{ek::workunit, x.result.wu}; },
+      [](const ev::result_timed_out& x) { return std::pair{ek::workunit, x.result.wu}; },
+      [](const ev::workunit_validated& x) { return std::pair{ek::workunit, x.wu}; },
+      [](const ev::workunit_assimilated& x) { return std::pair{ek::workunit, x.wu}; },
+      [](const ev::workunit_failed& x) { return std::pair{ek::workunit, x.wu}; },
+    },
+    p);
+}
+
+std::optional<id_type> host_of(const payload& p) {
+  if (auto x = std::get_if<ev::host_registered>(&p))
+    return x->id;
+  if (auto x = std::get_if<ev::host_described>(&p))
+    return x->id;
+  if (auto x = std::get_if<ev::result_dispatched>(&p))
+    return x->host;
+  if (auto x = std::get_if<ev::result_reported>(&p))
+    return x->host;
+  if (auto x = std::get_if<ev::result_timed_out>(&p))
+    return x->host;
+  return std::nullopt;
+}
+
+std::optional<result_ref> result_of(const payload& p) {
+  if (auto x = std::get_if<ev::result_dispatched>(&p))
+    return x->result;
+  if (auto x = std::get_if<ev::result_reported>(&p))
+    return x->result;
+  if (auto x = std::get_if<ev::result_timed_out>(&p))
+    return x->result;
+  return std::nullopt;
+}
+
+bool touches(const event& e, entity_kind kind, id_type id) {
+  auto [k, i] = entity_of(e.data);
+  if (k == kind && i == id)
+    return true;
+  if (kind == entity_kind::host) {
+    auto h = host_of(e.data);
+    if (h && *h == id)
+      return true;
+    if (auto x = std::get_if<ev::workunit_validated>(&e.data))
+      for (const auto& v : x->verdicts)
+        if (v.host == id)
+          return true;
+  }
+  if (kind == entity_kind::user)
+    if (auto x = std::get_if<ev::host_registered>(&e.data))
+      return x->user == id;
+  return false;
+}
+
+storage::event_record to_record(const event& e) {
+  storage::event_record r;
+  r.seq = e.seq;
+  r.time_us = e.time;
+  r.kind = kind_of(e.data);
+  auto [k, id] = entity_of(e.data);
+  r.entity_kind = static_cast<std::uint8_t>(k);
+  r.entity_id = id;
+  r.project = e.project;
+  storage::writer w{r.payload};
+  w.put_u8(current_payload_version);
+  storage::encoder enc{w};
+  std::visit([&](const auto& x) { enc.put(x); }, e.data);
+  return r;
+}
+
+std::optional<event> from_record(const storage::event_record& r) {
+  storage::reader rd{r.payload};
+  auto version = rd.get_u8();
+  if (rd.failed() || version == 0 || version > current_payload_version)
+    return std::nullopt;
+  event e;
+  e.seq = r.seq;
+  e.time = r.time_us;
+  e.project = r.project;
+  storage::decoder dec{rd};
+  if (!decode_payload(r.kind, dec, e.data) || rd.failed() || !rd.at_end())
+    return std::nullopt;
+  return e;
+}
+
+std::string describe(const event& e) {
+  auto [k, id] = entity_of(e.data);
+  std::string head = fmt::format("#{} {:.3f} p{} {} {}:{}", e.seq, us_to_seconds(e.time),
+                                 e.project, kind_name(kind_of(e.data)), to_string(k), id);
+  std::string detail = std::visit(
+    overload{
+      [](const ev::project_configured& x) {
+        return fmt::format("name={} apps={}", x.name, x.apps.size());
+      },
+      [](const ev::user_created& x) { return fmt::format("name={}", x.name); },
+      [](const ev::host_registered& x) {
+        return fmt::format("user={} ncpus={} fpops={:g}", x.user, x.info.p_ncpus,
+                           x.info.p_fpops);
+      },
+      [](const ev::host_described& x) {
+        return fmt::format("ncpus={} fpops={:g}", x.info.p_ncpus, x.info.p_fpops);
+      },
+      [](const ev::workunit_created& x) {
+        return fmt::format("name={} app={} results={} by={}", x.name, x.app, x.n_results,
+                           x.submitter);
+      },
+      [](const ev::results_created& x) {
+        return fmt::format("count={} reason={}", x.count, x.reason);
+      },
+      [](const ev::result_dispatched& x) {
+        return fmt::format("result={} host={} deadline={:.0f} version={}", x.result.index,
+                           x.host, us_to_seconds(x.deadline), x.version.app_version_id);
+      },
+      [](const ev::result_reported& x) {
+        return fmt::format("result={} host={} success={} exit={} elapsed={:g}{}",
+                           x.result.index, x.host, x.report.success, x.report.exit_status,
+                           x.report.elapsed, x.report.flags ? " FLAGGED" : "");
+      },
+      [](const ev::result_timed_out& x) {
+        return fmt::format("result={} host={}", x.result.index, x.host);
+      },
+      [](const ev::workunit_validated& x) {
+        std::string v;
+        for (const auto& d : x.verdicts)
+          v += fmt::format(" {}:{}", d.index, d.valid ? "valid" : "invalid");
+        return fmt::format("canonical={}{}",
+                           x.canonical ? std::to_string(*x.canonical) : std::string{"-"}, v);
+      },
+      [](const ev::workunit_assimilated& x) { return fmt::format("canonical={}", x.canonical); },
+      [](const ev::workunit_failed& x) { return fmt::format("reason={}", x.reason); },
+    },
+    e.data);
+  return head + " " + detail;
+}
+
+} // namespace cobble

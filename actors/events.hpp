@@ -1,0 +1,372 @@
+#pragma once
+
+/// Every change of state in Cobble is one of these events (see docs/event-log.md).
+///
+/// An event is `{seq, time, project, payload}`. The payload is one of the structs below; its
+/// kind number is fixed forever (`kind` members) and its encoding is versioned: the first
+/// payload byte is the format version, then the fields in `inspect_fields` order. A new field
+/// goes at the end and bumps `current_payload_version`; decoders accept every older version.
+
+#include "actors/types.hpp"
+#include "storage/event_store.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace cobble {
+
+/// Payload format version written today.
+inline constexpr std::uint8_t current_payload_version = 1;
+
+/// Entity kinds in event headers (what `cobble log replay --entity KIND:ID` filters on).
+enum class entity_kind : std::uint8_t { project = 1, user = 2, host = 3, workunit = 4 };
+
+const char* to_string(entity_kind x);
+
+/// An app version a project offers (from the configuration).
+struct app_version_rec {
+  std::uint32_t id = 0;          ///< Project-wide app version id, from 1.
+  std::string platform;
+  int version_num = 0;
+  std::string plan_class;
+  double avg_ncpus = 1;
+  std::uint8_t resource = 0;     ///< resource_type: 0 CPU, 1 NVIDIA, 2 ATI, 3 intel_gpu.
+  double coproc_count = 0;
+  friend bool operator==(const app_version_rec&, const app_version_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, app_version_rec& x) {
+  f(x.id, x.platform, x.version_num, x.plan_class, x.avg_ncpus, x.resource, x.coproc_count);
+}
+
+/// An app and its replication policy (from the configuration).
+struct app_rec {
+  std::uint32_t id = 0;          ///< Index + 1 in the project's app list.
+  std::string name;
+  std::string user_friendly_name;
+  int min_quorum = 2;
+  int target_nresults = 2;
+  int max_error_results = 3;
+  int max_total_results = 10;
+  int max_success_results = 6;
+  double delay_bound = 604800;   ///< Seconds.
+  int max_jobs_per_rpc = 10;
+  std::uint8_t validator = 0;    ///< 0 bitwise, 1 accept_all.
+  double rsc_fpops_est = 0;
+  double rsc_fpops_bound = 0;
+  double rsc_memory_bound = 0;
+  double rsc_disk_bound = 0;
+  double max_output_nbytes = 0;
+  std::vector<std::string> output_names;
+  std::vector<app_version_rec> versions;
+  friend bool operator==(const app_rec&, const app_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, app_rec& x) {
+  f(x.id, x.name, x.user_friendly_name, x.min_quorum, x.target_nresults, x.max_error_results,
+    x.max_total_results, x.max_success_results, x.delay_bound, x.max_jobs_per_rpc, x.validator,
+    x.rsc_fpops_est, x.rsc_fpops_bound, x.rsc_memory_bound, x.rsc_disk_bound,
+    x.max_output_nbytes, x.output_names, x.versions);
+}
+
+/// What the server keeps of a host's self-description.
+struct host_info_rec {
+  std::string host_cpid;
+  std::string domain_name;
+  int p_ncpus = 0;
+  std::string p_vendor;
+  std::string p_model;
+  double p_fpops = 0;
+  double p_iops = 0;
+  double m_nbytes = 0;
+  double d_free = 0;
+  std::string os_name;
+  std::string os_version;
+  std::vector<std::pair<std::uint8_t, int>> coprocs; ///< (resource type, count)
+  std::vector<double> coproc_peak_flops;              ///< Parallel to coprocs.
+  friend bool operator==(const host_info_rec&, const host_info_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, host_info_rec& x) {
+  f(x.host_cpid, x.domain_name, x.p_ncpus, x.p_vendor, x.p_model, x.p_fpops, x.p_iops,
+    x.m_nbytes, x.d_free, x.os_name, x.os_version, x.coprocs, x.coproc_peak_flops);
+}
+
+/// The parameters of a workunit.
+struct wu_params {
+  std::string command_line;
+  double rsc_fpops_est = 0;
+  double rsc_fpops_bound = 0;
+  double rsc_memory_bound = 0;
+  double rsc_disk_bound = 0;
+  double delay_bound = 0;       ///< Seconds.
+  int min_quorum = 0;
+  int target_nresults = 0;
+  int max_error_results = 0;
+  int max_total_results = 0;
+  int max_success_results = 0;
+  std::vector<file_rec> inputs; ///< name = stored file name (content-addressed), md5, size.
+  std::vector<std::string> input_open_names; ///< Parallel to inputs.
+  friend bool operator==(const wu_params&, const wu_params&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, wu_params& x) {
+  f(x.command_line, x.rsc_fpops_est, x.rsc_fpops_bound, x.rsc_memory_bound, x.rsc_disk_bound,
+    x.delay_bound, x.min_quorum, x.target_nresults, x.max_error_results, x.max_total_results,
+    x.max_success_results, x.inputs, x.input_open_names);
+}
+
+/// The app version a result was sent with, echoed to the client exactly.
+struct version_echo {
+  std::uint32_t app_version_id = 0; ///< The project's version it maps to.
+  std::string platform;
+  int version_num = 0;
+  std::string plan_class;
+  friend bool operator==(const version_echo&, const version_echo&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, version_echo& x) {
+  f(x.app_version_id, x.platform, x.version_num, x.plan_class);
+}
+
+/// Flags on a report whose numbers are not plausible (stored as reported).
+enum report_flags : std::uint8_t {
+  flag_bad_elapsed = 1, ///< Elapsed time negative, NaN, infinite or over a year.
+  flag_bad_cpu = 2,     ///< CPU time negative, NaN, infinite or over a year per CPU.
+};
+
+/// What a host reported about one result.
+struct report_rec {
+  bool success = false;         ///< Client state 5 and outputs uploaded.
+  int client_state = 0;
+  int exit_status = 0;
+  double elapsed = 0;
+  double cpu = 0;
+  std::uint8_t flags = 0;       ///< report_flags
+  std::vector<file_rec> outputs;
+  friend bool operator==(const report_rec&, const report_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, report_rec& x) {
+  f(x.success, x.client_state, x.exit_status, x.elapsed, x.cpu, x.flags, x.outputs);
+}
+
+/// One result's verdict inside a validation.
+struct verdict {
+  std::uint32_t index = 0;
+  bool valid = false;
+  id_type host = 0;
+  std::uint32_t app_version_id = 0;
+  double elapsed = 0;
+  double cpu = 0;
+  friend bool operator==(const verdict&, const verdict&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, verdict& x) {
+  f(x.index, x.valid, x.host, x.app_version_id, x.elapsed, x.cpu);
+}
+
+namespace ev {
+
+/// The project's apps and versions as configured; recorded whenever the configuration changes.
+struct project_configured {
+  static constexpr std::uint16_t kind = 1;
+  std::string name;
+  std::string long_name;
+  std::vector<app_rec> apps;
+};
+
+/// A user account with its authenticator (account key).
+struct user_created {
+  static constexpr std::uint16_t kind = 2;
+  id_type id = 0;
+  std::string name;
+  std::string email;
+  std::string authenticator;
+};
+
+/// A host's first scheduler RPC gave it an id.
+struct host_registered {
+  static constexpr std::uint16_t kind = 3;
+  id_type id = 0;
+  id_type user = 0;
+  host_info_rec info;
+};
+
+/// A host's description changed.
+struct host_described {
+  static constexpr std::uint16_t kind = 4;
+  id_type id = 0;
+  host_info_rec info;
+};
+
+/// Work was created, with its first replicas (target_nresults of them).
+struct workunit_created {
+  static constexpr std::uint16_t kind = 5;
+  id_type id = 0;
+  std::string name;
+  std::uint32_t app = 0;
+  wu_params params;
+  std::uint32_t n_results = 0;
+  std::string submitter;        ///< Who created it (admin API caller).
+};
+
+/// More replicas of a workunit (after errors, timeouts or an inconclusive validation).
+struct results_created {
+  static constexpr std::uint16_t kind = 6;
+  id_type wu = 0;
+  std::uint32_t count = 0;
+  std::string reason;
+};
+
+/// A result was sent to a host.
+struct result_dispatched {
+  static constexpr std::uint16_t kind = 7;
+  result_ref result;
+  id_type host = 0;
+  time_us deadline = 0;
+  version_echo version;
+};
+
+/// A host reported a result it had been sent.
+struct result_reported {
+  static constexpr std::uint16_t kind = 8;
+  result_ref result;
+  id_type host = 0;
+  report_rec report;
+};
+
+/// A result's deadline passed without a report.
+struct result_timed_out {
+  static constexpr std::uint16_t kind = 9;
+  result_ref result;
+  id_type host = 0;
+};
+
+/// The validator compared replicas: verdicts, and the canonical result once there is one.
+struct workunit_validated {
+  static constexpr std::uint16_t kind = 10;
+  id_type wu = 0;
+  std::optional<std::uint32_t> canonical; ///< Set when this validation chose it.
+  std::vector<verdict> verdicts;
+};
+
+/// The assimilation hook took the canonical result.
+struct workunit_assimilated {
+  static constexpr std::uint16_t kind = 11;
+  id_type wu = 0;
+  std::uint32_t canonical = 0;
+};
+
+/// The workunit gave up (too many errors, results or disagreeing successes).
+struct workunit_failed {
+  static constexpr std::uint16_t kind = 12;
+  id_type wu = 0;
+  std::string reason;
+};
+
+template <class F>
+void inspect_fields(F& f, project_configured& x) {
+  f(x.name, x.long_name, x.apps);
+}
+template <class F>
+void inspect_fields(F& f, user_created& x) {
+  f(x.id, x.name, x.email, x.authenticator);
+}
+template <class F>
+void inspect_fields(F& f, host_registered& x) {
+  f(x.id, x.user, x.info);
+}
+template <class F>
+void inspect_fields(F& f, host_described& x) {
+  f(x.id, x.info);
+}
+template <class F>
+void inspect_fields(F& f, workunit_created& x) {
+  f(x.id, x.name, x.app, x.params, x.n_results, x.submitter);
+}
+template <class F>
+void inspect_fields(F& f, results_created& x) {
+  f(x.wu, x.count, x.reason);
+}
+template <class F>
+void inspect_fields(F& f, result_dispatched& x) {
+  f(x.result, x.host, x.deadline, x.version);
+}
+template <class F>
+void inspect_fields(F& f, result_reported& x) {
+  f(x.result, x.host, x.report);
+}
+template <class F>
+void inspect_fields(F& f, result_timed_out& x) {
+  f(x.result, x.host);
+}
+template <class F>
+void inspect_fields(F& f, workunit_validated& x) {
+  f(x.wu, x.canonical, x.verdicts);
+}
+template <class F>
+void inspect_fields(F& f, workunit_assimilated& x) {
+  f(x.wu, x.canonical);
+}
+template <class F>
+void inspect_fields(F& f, workunit_failed& x) {
+  f(x.wu, x.reason);
+}
+
+} // namespace ev
+
+/// Any event payload.
+using payload = std::variant<ev::project_configured, ev::user_created, ev::host_registered,
+                             ev::host_described, ev::workunit_created, ev::results_created,
+                             ev::result_dispatched, ev::result_reported, ev::result_timed_out,
+                             ev::workunit_validated, ev::workunit_assimilated,
+                             ev::workunit_failed>;
+
+/// A decoded event.
+struct event {
+  std::uint64_t seq = 0;     ///< 0 until the log assigns it.
+  time_us time = 0;          ///< When the decision was made; apply reads time only from here.
+  std::uint16_t project = 0; ///< Index of the project in the configuration.
+  payload data;
+};
+
+/// The kind number of a payload.
+std::uint16_t kind_of(const payload& p);
+
+/// The name of a kind ("result_reported"), for logs and the CLI.
+const char* kind_name(std::uint16_t kind);
+
+/// The entity an event is about (its header), e.g. {workunit, 17}.
+std::pair<entity_kind, id_type> entity_of(const payload& p);
+
+/// True when the event concerns that entity (for `--entity` filters): a host is touched by
+/// its registration and every dispatch, report and timeout of its results.
+bool touches(const event& e, entity_kind kind, id_type id);
+
+/// The host an event concerns, if any (registration, description, dispatch, report, timeout).
+std::optional<id_type> host_of(const payload& p);
+
+/// The result an event concerns, if any.
+std::optional<result_ref> result_of(const payload& p);
+
+/// Encodes an event into a log record (seq is copied; the log assigns it on append).
+storage::event_record to_record(const event& e);
+
+/// Decodes a log record; nullopt when the kind is unknown or the payload does not decode.
+std::optional<event> from_record(const storage::event_record& r);
+
+/// One line of text describing an event (the CLI's `log tail`).
+std::string describe(const event& e);
+
+} // namespace cobble

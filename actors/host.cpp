@@ -1,0 +1,204 @@
+#include "actors/host.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <cmath>
+#include <set>
+
+namespace cobble {
+
+host_info_rec host_info_from(const sched_request& req) {
+  host_info_rec h;
+  h.host_cpid = req.host.host_cpid;
+  h.domain_name = req.host.domain_name;
+  h.p_ncpus = req.host.p_ncpus;
+  h.p_vendor = req.host.p_vendor;
+  h.p_model = req.host.p_model;
+  h.p_fpops = req.host.p_fpops;
+  h.p_iops = req.host.p_iops;
+  h.m_nbytes = req.host.m_nbytes;
+  h.d_free = req.host.d_free;
+  h.os_name = req.host.os_name;
+  h.os_version = req.host.os_version;
+  for (const auto& c : req.coprocs) {
+    h.coprocs.emplace_back(static_cast<std::uint8_t>(c.type), c.count);
+    h.coproc_peak_flops.push_back(c.peak_flops);
+  }
+  return h;
+}
+
+report_rec report_from(const reported_result& r) {
+  constexpr double year = 365.0 * 86400;
+  report_rec rep;
+  rep.client_state = r.state;
+  rep.exit_status = r.exit_status;
+  // BOINC's "files uploaded" state with exit 0 is a success; anything else is an error.
+  rep.success = r.state == 5 && r.exit_status == 0;
+  rep.elapsed = r.final_elapsed_time;
+  rep.cpu = r.final_cpu_time;
+  if (!std::isfinite(rep.elapsed) || rep.elapsed < 0 || rep.elapsed > year)
+    rep.flags |= flag_bad_elapsed;
+  if (!std::isfinite(rep.cpu) || rep.cpu < 0 || rep.cpu > 64 * year)
+    rep.flags |= flag_bad_cpu;
+  for (const auto& f : r.files)
+    rep.outputs.push_back(file_rec{f.name, f.nbytes, f.md5_cksum});
+  return rep;
+}
+
+namespace {
+
+struct host_actor_state {
+  host_state host;
+  log_actor log;
+  project_actor project;
+  clock_ptr clk;
+  static inline const char* name = "host";
+};
+
+using host_ptr = host_actor::stateful_pointer<host_actor_state>;
+
+event make_event(host_ptr self, payload p) {
+  event e;
+  e.time = self->state.clk->now();
+  e.project = 0;
+  e.data = std::move(p);
+  return e;
+}
+
+void add_jobs(sched_reply& reply, const job_grant& grant) {
+  std::set<std::string> files;
+  for (const auto& f : reply.files)
+    files.insert(f.name);
+  for (const auto& job : grant.jobs) {
+    for (const auto& f : job.files)
+      if (files.insert(f.name).second)
+        reply.files.push_back(f);
+    reply.workunits.push_back(job.workunit);
+    reply.results.push_back(job.result);
+  }
+}
+
+} // namespace
+
+host_actor spawn_host(caf::actor_system& sys, host_init init) {
+  auto fn = [](host_ptr self, host_init in, std::uint16_t project_index)
+    -> host_actor::behavior_type {
+    self->state.host = std::move(in.state);
+    self->state.log = in.log;
+    self->state.project = in.project;
+    self->state.clk = in.clk;
+    auto append = [self, project_index](std::vector<event> events) {
+      if (events.empty())
+        return;
+      for (auto& e : events)
+        e.project = project_index;
+      self->send(self->state.log, atom::append_v,
+                 event_batch_ptr{std::make_shared<std::vector<event>>(std::move(events))});
+    };
+    return {
+      [self, append, project_index](atom::rpc, const rpc_context_ptr& ctx,
+                                    const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
+        auto& st = self->state;
+        auto reply = std::make_shared<sched_reply>();
+        reply->project_name = ctx->project_name;
+        reply->request_delay = ctx->request_delay;
+        reply->next_rpc_delay = ctx->next_rpc_delay;
+        if (ctx->new_host)
+          reply->hostid = st.host.id;
+        reply->user_name = ctx->user.name;
+        reply->userid = ctx->user.id;
+        std::vector<event> events;
+        auto info = host_info_from(*req);
+        if (!ctx->new_host && !(info == st.host.info)) {
+          auto e = make_event(self, ev::host_described{st.host.id, info});
+          e.project = project_index;
+          apply(st.host, e, {});
+          events.push_back(std::move(e));
+        }
+        for (const auto& r : req->results) {
+          reply->result_acks.push_back(r.name);
+          auto held = st.host.in_progress.find(r.name);
+          if (held == st.host.in_progress.end()) {
+            spdlog::info("host {} reported result '{}' it does not hold (not sent to it, "
+                         "already reported or timed out): acknowledged, not applied",
+                         st.host.id, r.name);
+            continue;
+          }
+          auto rep = report_from(r);
+          if (rep.flags != 0)
+            spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, "
+                         "cpu {}): stored as reported, flagged",
+                         st.host.id, r.name, r.final_elapsed_time, r.final_cpu_time);
+          auto e = make_event(self, ev::result_reported{held->second.result, st.host.id, rep});
+          e.project = project_index;
+          apply(st.host, e, r.name);
+          events.push_back(std::move(e));
+        }
+        append(std::move(events));
+        auto rp = self->make_response_promise<sched_reply_ptr>();
+        auto finish = [self, rp, reply]() mutable {
+          self->request(self->state.log, caf::infinite, atom::sync_v)
+            .then([rp, reply](std::uint64_t) mutable { rp.deliver(sched_reply_ptr{reply}); });
+        };
+        bool wants = false;
+        auto jr = std::make_shared<job_request>();
+        jr->host = st.host.id;
+        jr->info = info;
+        for (int t = 0; t < n_resource_types; ++t) {
+          jr->requests.push_back(req->request_for(static_cast<resource_type>(t)));
+          wants = wants || jr->requests.back().wants_work();
+        }
+        if (!wants || req->dont_send_work) {
+          finish();
+          return rp;
+        }
+        jr->anonymous = req->platform_name == "anonymous" || !req->app_versions.empty();
+        jr->offered = req->app_versions;
+        jr->platform = req->platform_name;
+        self->request(st.project, std::chrono::seconds(30), atom::get_jobs_v, job_request_ptr{jr})
+          .then(
+            [self, reply, finish, project_index](const job_grant_ptr& grant) mutable {
+              for (const auto& job : grant->jobs) {
+                event e;
+                e.time = job.time;
+                e.project = project_index;
+                e.data = job.dispatched;
+                apply(self->state.host, e, job.result.name);
+              }
+              add_jobs(*reply, *grant);
+              finish();
+            },
+            [self, reply, finish](caf::error& err) mutable {
+              spdlog::error("host {}: job request failed: {}", self->state.host.id,
+                            caf::to_string(err));
+              reply->messages.push_back({"The server could not select jobs; retrying later.",
+                                         false});
+              finish();
+            });
+        return rp;
+      },
+      [self, append, project_index](atom::timeout, const result_names_ptr& names) {
+        std::vector<event> events;
+        for (const auto& name : *names) {
+          auto held = self->state.host.in_progress.find(name);
+          if (held == self->state.host.in_progress.end())
+            continue;
+          auto e = make_event(self, ev::result_timed_out{held->second.result,
+                                                         self->state.host.id});
+          e.project = project_index;
+          apply(self->state.host, e, name);
+          events.push_back(std::move(e));
+        }
+        append(std::move(events));
+      },
+      [self](atom::state) -> host_state_ptr {
+        return std::make_shared<host_state>(self->state.host);
+      },
+    };
+  };
+  auto index = init.project_index;
+  return sys.spawn(fn, std::move(init), index);
+}
+
+} // namespace cobble

@@ -1,0 +1,34 @@
+#pragma once
+
+/// The host actor: one per active host. It handles its host's scheduler RPC (reports,
+/// description, work request), owns the host_app_version statistics and the results the
+/// host holds, and times out the results the project finds overdue.
+
+#include "actors/actors.hpp"
+#include "actors/clock.hpp"
+#include "actors/messages.hpp"
+#include "actors/state.hpp"
+
+#include <caf/actor_system.hpp>
+
+namespace cobble {
+
+/// Everything a host actor needs at spawn.
+struct host_init {
+  host_state state;
+  log_actor log;
+  project_actor project;
+  clock_ptr clk;
+  std::uint16_t project_index = 0;
+};
+
+/// Spawns a host actor.
+host_actor spawn_host(caf::actor_system& sys, host_init init);
+
+/// The host description in a request, as the server keeps it.
+host_info_rec host_info_from(const sched_request& req);
+
+/// Builds the record of one reported result, flagging implausible times.
+report_rec report_from(const reported_result& r);
+
+} // namespace cobble

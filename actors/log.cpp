@@ -1,0 +1,255 @@
+#include "actors/log.hpp"
+
+#include "actors/error.hpp"
+#include "actors/messages.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <set>
+
+namespace cobble {
+
+namespace {
+
+using snapshotter_actor = caf::typed_actor<
+  caf::reacts_to<atom::deliver, event_batch_ptr>, caf::replies_to<atom::snapshot>::with<std::uint64_t>,
+  caf::reacts_to<atom::tick>>;
+
+struct snapshotter_state {
+  std::shared_ptr<storage::event_store> store;
+  world w;
+  log_options opts;
+  std::uint64_t events_since = 0;
+  std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  static inline const char* name = "snapshotter";
+
+  std::uint64_t take() {
+    if (events_since == 0 && !store->snapshots().empty())
+      return w.seq;
+    auto blob = encode_snapshot(w);
+    if (auto err = store->write_snapshot(w.seq, blob)) {
+      spdlog::critical("snapshot at seq {} failed: {}", w.seq, describe(err));
+      std::_Exit(70);
+    }
+    if (auto err = store->prune_snapshots(opts.snapshots_kept))
+      spdlog::warn("pruning snapshots failed: {}", describe(err));
+    spdlog::info("snapshot at seq {} ({} bytes)", w.seq, blob.size());
+    events_since = 0;
+    last = std::chrono::steady_clock::now();
+    return w.seq;
+  }
+
+  void maybe_take() {
+    if (events_since == 0)
+      return;
+    if (events_since >= opts.snapshot_every_events
+        || std::chrono::steady_clock::now() - last >= opts.snapshot_interval)
+      take();
+  }
+};
+
+snapshotter_actor::behavior_type
+snapshotter(snapshotter_actor::stateful_pointer<snapshotter_state> self,
+            std::shared_ptr<storage::event_store> store, world w, log_options opts) {
+  self->state.store = std::move(store);
+  self->state.w = std::move(w);
+  self->state.opts = opts;
+  self->delayed_send(self, std::chrono::seconds(1), atom::tick_v);
+  return {
+    [self](atom::deliver, const event_batch_ptr& batch) {
+      for (const auto& e : *batch)
+        apply(self->state.w, e);
+      self->state.events_since += batch->size();
+      self->state.maybe_take();
+    },
+    [self](atom::snapshot) -> std::uint64_t { return self->state.take(); },
+    [self](atom::tick) {
+      self->state.maybe_take();
+      self->delayed_send(self, std::chrono::seconds(1), atom::tick_v);
+    },
+  };
+}
+
+struct subscription {
+  std::set<std::uint16_t> kinds; // empty: all
+  subscriber_actor handle;
+};
+
+struct log_state {
+  std::shared_ptr<storage::event_store> store;
+  snapshotter_actor snap;
+  std::vector<event> pending;
+  std::vector<caf::actor_addr> origins; // parallel to pending
+  std::vector<caf::typed_response_promise<std::uint64_t>> waiting;
+  bool flush_scheduled = false;
+  std::vector<subscription> subscribers;
+  std::vector<std::uint64_t> buckets = std::vector<std::uint64_t>(16, 0);
+  static inline const char* name = "log";
+};
+
+void flush(log_actor::stateful_pointer<log_state> self) {
+  auto& st = self->state;
+  st.flush_scheduled = false;
+  if (!st.pending.empty()) {
+    std::vector<storage::event_record> records;
+    records.reserve(st.pending.size());
+    for (const auto& e : st.pending)
+      records.push_back(to_record(e));
+    if (auto err = st.store->append(records)) {
+      spdlog::critical("event log append failed, stopping (fail-stop): {}", describe(err));
+      spdlog::shutdown();
+      std::_Exit(70);
+    }
+    for (std::size_t i = 0; i < records.size(); ++i)
+      st.pending[i].seq = records[i].seq;
+    auto bucket = std::min<std::size_t>(std::bit_width(records.size() - 1), st.buckets.size() - 1);
+    ++st.buckets[records.size() <= 1 ? 0 : bucket];
+    auto all = std::make_shared<std::vector<event>>(std::move(st.pending));
+    auto origins = std::move(st.origins);
+    st.pending.clear();
+    st.origins.clear();
+    for (auto& sub : st.subscribers) {
+      auto mine = std::make_shared<std::vector<event>>();
+      auto sub_addr = sub.handle.address();
+      for (std::size_t i = 0; i < all->size(); ++i) {
+        const auto& e = (*all)[i];
+        if (origins[i] == sub_addr)
+          continue;
+        if (!sub.kinds.empty() && sub.kinds.count(kind_of(e.data)) == 0)
+          continue;
+        mine->push_back(e);
+      }
+      if (!mine->empty())
+        self->send(sub.handle, atom::deliver_v, event_batch_ptr{std::move(mine)});
+    }
+    self->send(st.snap, atom::deliver_v, event_batch_ptr{std::move(all)});
+  }
+  auto last = st.store->last_seq();
+  for (auto& rp : st.waiting)
+    rp.deliver(last);
+  st.waiting.clear();
+}
+
+void schedule_flush(log_actor::stateful_pointer<log_state> self) {
+  if (!self->state.flush_scheduled) {
+    self->state.flush_scheduled = true;
+    self->send(self, atom::flush_v);
+  }
+}
+
+log_actor::behavior_type log_impl(log_actor::stateful_pointer<log_state> self,
+                       std::shared_ptr<storage::event_store> store, world recovered,
+                       log_options opts) {
+  self->state.store = store;
+  auto snap_opts = opts;
+  if (opts.detached)
+    self->state.snap = self->system().spawn<caf::detached>(snapshotter, store,
+                                                           std::move(recovered), snap_opts);
+  else
+    self->state.snap = self->system().spawn(snapshotter, store, std::move(recovered), snap_opts);
+  self->link_to(self->state.snap);
+  return {
+    [self](atom::append, const event_batch_ptr& batch) {
+      auto origin = caf::actor_cast<caf::actor_addr>(self->current_sender());
+      for (const auto& e : *batch) {
+        self->state.pending.push_back(e);
+        self->state.origins.push_back(origin);
+      }
+      schedule_flush(self);
+    },
+    [self](atom::sync) -> caf::result<std::uint64_t> {
+      if (self->state.pending.empty())
+        return self->state.store->last_seq();
+      auto rp = self->make_response_promise<std::uint64_t>();
+      self->state.waiting.push_back(rp);
+      schedule_flush(self);
+      return rp;
+    },
+    [self](atom::flush) { flush(self); },
+    [self](atom::subscribe, const std::vector<std::uint16_t>& kinds, subscriber_actor who) {
+      self->state.subscribers.push_back(
+        subscription{std::set<std::uint16_t>(kinds.begin(), kinds.end()), std::move(who)});
+    },
+    [self](atom::snapshot) -> caf::result<std::uint64_t> {
+      flush(self);
+      return self->delegate(self->state.snap, atom::snapshot_v);
+    },
+    [self](atom::status) -> log_status_ptr {
+      auto s = self->state.store->stats();
+      auto out = std::make_shared<log_status>();
+      out->last_seq = self->state.store->last_seq();
+      out->events = s.events_appended;
+      out->batches = s.batches;
+      out->syncs = s.syncs;
+      out->bytes = s.bytes_appended;
+      out->snapshots = s.snapshots_written;
+      auto snaps = self->state.store->snapshots();
+      out->last_snapshot_seq = snaps.empty() ? 0 : snaps.back().seq;
+      out->batch_size_buckets = self->state.buckets;
+      return out;
+    },
+  };
+}
+
+} // namespace
+
+log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
+                    world recovered, log_options opts) {
+  auto fn = [](log_actor::stateful_pointer<log_state> self,
+               std::shared_ptr<storage::event_store> st, world w,
+               log_options o) -> log_actor::behavior_type {
+    return log_impl(self, std::move(st), std::move(w), o);
+  };
+  if (opts.detached)
+    return sys.spawn<caf::detached>(fn, std::move(store), std::move(recovered), opts);
+  return sys.spawn(fn, std::move(store), std::move(recovered), opts);
+}
+
+caf::expected<world> recover(const storage::event_store& store, bool from_scratch,
+                             std::uint64_t up_to,
+                             const std::function<void(std::uint64_t)>& progress) {
+  world w;
+  if (!from_scratch) {
+    // The newest snapshot at or below up_to.
+    auto infos = store.snapshots();
+    for (auto it = infos.rbegin(); it != infos.rend(); ++it) {
+      if (it->seq > up_to)
+        continue;
+      auto blob = store.read_snapshot(it->seq);
+      if (!blob)
+        return blob.error();
+      auto decoded = decode_snapshot(*blob);
+      if (!decoded)
+        return caf::make_error(ec::corrupt_log,
+                               "snapshot at seq " + std::to_string(it->seq) + " does not decode");
+      w = std::move(*decoded);
+      break;
+    }
+  }
+  caf::error failure;
+  auto last = std::min(up_to, store.last_seq());
+  if (w.seq >= last)
+    return w;
+  auto err = store.scan(w.seq + 1, last, [&](const storage::event_record& r) {
+    auto e = from_record(r);
+    if (!e) {
+      failure = caf::make_error(ec::corrupt_log,
+                                "event " + std::to_string(r.seq) + " (kind "
+                                  + std::to_string(r.kind) + ") does not decode");
+      return false;
+    }
+    apply(w, *e);
+    if (progress && r.seq % 1'000'000 == 0)
+      progress(r.seq);
+    return true;
+  });
+  if (err)
+    return err;
+  if (failure)
+    return failure;
+  return w;
+}
+
+} // namespace cobble

@@ -1,0 +1,132 @@
+#pragma once
+
+/// Plain structs carried by actor messages (through the shared pointers of atoms.hpp).
+
+#include "actors/atoms.hpp"
+#include "actors/state.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cobble {
+
+/// What the project tells a host actor about the RPC it forwards.
+struct rpc_context {
+  id_type host = 0;
+  bool new_host = false;      ///< The reply must carry the host id.
+  user_rec user;
+  std::string project_name;   ///< Long name, for the reply.
+  double request_delay = 5;
+  std::optional<double> next_rpc_delay;
+};
+
+/// A host actor's request for jobs, per resource type.
+struct job_request {
+  id_type host = 0;
+  host_info_rec info;
+  std::vector<resource_request> requests; ///< Indexed by resource_type.
+  bool anonymous = false;                 ///< Client runs app_info.xml versions.
+  std::vector<client_app_version> offered; ///< Its versions (anonymous platform).
+  std::string platform;                   ///< Its platform when not anonymous.
+};
+
+/// One job sent to a host: what the reply carries and the event that recorded it.
+struct granted_job {
+  workunit_description workunit;
+  result_description result;
+  std::vector<file_description> files;
+  ev::result_dispatched dispatched;
+  time_us time = 0; ///< Time of the dispatch event.
+};
+
+/// The project's answer to a job_request.
+struct job_grant {
+  std::vector<granted_job> jobs;
+};
+
+/// An input file of new work, already staged into the data directory.
+struct input_spec {
+  std::string stored_name;  ///< Name in the download area (content-addressed).
+  std::string open_name;    ///< Name the app opens.
+  double nbytes = 0;
+  std::string md5;
+};
+
+/// One workunit to create. Unset fields take the app's defaults.
+struct work_spec {
+  std::string app;
+  std::string name;         ///< Empty: generated.
+  std::string command_line;
+  std::optional<double> rsc_fpops_est;
+  std::optional<double> rsc_fpops_bound;
+  std::optional<double> rsc_memory_bound;
+  std::optional<double> rsc_disk_bound;
+  std::optional<double> delay_bound;
+  std::optional<int> min_quorum;
+  std::optional<int> target_nresults;
+  std::optional<int> max_error_results;
+  std::optional<int> max_total_results;
+  std::optional<int> max_success_results;
+  std::vector<input_spec> inputs;
+};
+
+/// A batch of work to create atomically (all or none).
+struct work_batch {
+  std::string submitter;
+  std::vector<work_spec> items;
+};
+
+/// The workunits a batch created.
+struct work_created {
+  std::vector<id_type> ids;
+  std::vector<std::string> names;
+};
+
+/// One app's counts, for status pages.
+struct app_summary {
+  std::string name;
+  std::size_t versions = 0;
+  std::size_t unsent = 0;
+};
+
+/// A project's status.
+struct project_summary {
+  std::string name;
+  std::string long_name;
+  std::size_t users = 0;
+  std::size_t hosts = 0;
+  std::size_t workunits = 0;
+  std::size_t active_workunits = 0;
+  std::size_t results_in_progress = 0;
+  project_counters counters;
+  std::vector<app_summary> apps;
+};
+
+/// A workunit with the names the admin API shows.
+struct workunit_view {
+  workunit_rec wu;
+  std::string app_name;
+  std::vector<std::string> result_names;
+};
+
+/// A host as the admin API shows it.
+struct host_view {
+  host_reg reg;
+  std::optional<host_state> state; ///< Present for `show`, absent in lists.
+};
+
+/// The log's counters, for /metrics.
+struct log_status {
+  std::uint64_t last_seq = 0;
+  std::uint64_t events = 0;
+  std::uint64_t batches = 0;
+  std::uint64_t syncs = 0;
+  std::uint64_t bytes = 0;
+  std::uint64_t snapshots = 0;
+  std::uint64_t last_snapshot_seq = 0;
+  /// Histogram of commit batch sizes: counts of batches with <=1, <=2, <=4, ... events.
+  std::vector<std::uint64_t> batch_size_buckets;
+};
+
+} // namespace cobble

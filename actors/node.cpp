@@ -1,0 +1,134 @@
+#include "actors/node.hpp"
+
+#include "actors/app_version.hpp"
+#include "actors/error.hpp"
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+#include "actors/project.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+namespace cobble {
+
+void register_types(caf::actor_system_config& cfg) {
+  cfg.add_message_types<caf::id_block::cobble>();
+  cfg.add_error_category(caf::atom("cobble"),
+                         [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
+                           return std::string{"cobble::"} + to_string(static_cast<ec>(code)) + " "
+                                  + caf::to_string(ctx);
+                         });
+}
+
+namespace {
+
+struct node_state {
+  log_actor log;
+  std::vector<project_actor> projects;
+  std::vector<app_version_actor> versions;
+};
+
+} // namespace
+
+caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cobble_config& cfg,
+                                       std::shared_ptr<storage::event_store> store, clock_ptr clk,
+                                       node_options opts) {
+  auto recovered = recover(*store);
+  if (!recovered)
+    return recovered.error();
+  auto& w = *recovered;
+  node_handles out;
+  out.recovered_seq = w.seq;
+  // Projects keep their index by name; new projects get the next free one.
+  std::vector<std::uint16_t> indices;
+  for (const auto& pc : cfg.projects) {
+    std::optional<std::uint16_t> found;
+    for (std::size_t i = 0; i < w.projects.size(); ++i)
+      if (w.projects[i].project.name == pc.name)
+        found = static_cast<std::uint16_t>(i);
+    if (!found) {
+      std::uint16_t next = static_cast<std::uint16_t>(w.projects.size());
+      for (auto used : indices)
+        next = std::max<std::uint16_t>(next, used + 1);
+      found = next;
+    }
+    indices.push_back(*found);
+  }
+  log_options lo;
+  lo.snapshot_every_events = cfg.server.snapshot_every_events;
+  lo.snapshot_interval = cfg.server.snapshot_interval;
+  lo.snapshots_kept = cfg.server.snapshots_kept;
+  lo.detached = opts.detached_log;
+  auto log = spawn_log(sys, store, w, lo);
+  out.log = log;
+  auto st = std::make_shared<node_state>();
+  st->log = log;
+  for (std::size_t i = 0; i < cfg.projects.size(); ++i) {
+    const auto& pc = cfg.projects[i];
+    auto index = indices[i];
+    project_init init;
+    init.config = pc;
+    init.index = index;
+    init.log = log;
+    init.clk = clk;
+    if (index < w.projects.size()) {
+      auto& pw = w.projects[index];
+      for (auto& [id, av] : pw.app_versions)
+        st->versions.push_back(spawn_app_version(sys, av, index, log));
+      init.state = std::move(pw.project);
+      init.hosts = std::move(pw.hosts);
+    }
+    init.state.index = index;
+    // Versions first configured now get their actor too.
+    std::set<std::uint32_t> have;
+    if (index < w.projects.size())
+      for (auto& [id, av] : w.projects[index].app_versions)
+        have.insert(id);
+    for (const auto& app : apps_from_config(pc, init.state.apps))
+      for (const auto& v : app.versions)
+        if (!have.count(v.id))
+          st->versions.push_back(spawn_app_version(sys, app_version_state{v.id}, index, log));
+    auto p = spawn_project(sys, std::move(init));
+    out.projects.emplace(pc.name, p);
+    out.project_index.emplace(pc.name, index);
+    st->projects.push_back(p);
+  }
+  out.node = sys.spawn([st](node_actor::pointer self) -> node_actor::behavior_type {
+    for (auto& p : st->projects)
+      self->monitor(p);
+    self->monitor(st->log);
+    self->set_down_handler([self](const caf::down_msg& m) {
+      if (m.reason && m.reason != caf::exit_reason::user_shutdown) {
+        spdlog::critical("actor {} failed ({}); stopping (fail-stop)", caf::to_string(m.source),
+                         caf::to_string(m.reason));
+        spdlog::shutdown();
+        std::_Exit(70);
+      }
+    });
+    return {
+      [self, st](atom::snapshot, atom::sync) -> caf::result<std::uint64_t> {
+        auto rp = self->make_response_promise<std::uint64_t>();
+        for (auto& p : st->projects)
+          self->demonitor(p.address());
+        self->request(st->log, caf::infinite, atom::sync_v)
+          .then([self, st, rp](std::uint64_t) mutable {
+            self->request(st->log, caf::infinite, atom::snapshot_v)
+              .then([self, st, rp](std::uint64_t seq) mutable {
+                self->demonitor(st->log.address());
+                for (auto& p : st->projects)
+                  self->send_exit(p, caf::exit_reason::user_shutdown);
+                for (auto& v : st->versions)
+                  self->send_exit(v, caf::exit_reason::user_shutdown);
+                self->send_exit(st->log, caf::exit_reason::user_shutdown);
+                rp.deliver(seq);
+                self->quit();
+              });
+          });
+        return rp;
+      },
+    };
+  });
+  return out;
+}
+
+} // namespace cobble

@@ -1,0 +1,49 @@
+#pragma once
+
+/// The node: recovers the world from the log, spawns the log, app-version and project
+/// actors, monitors them (an abnormal exit of any of them stops the process: fail-stop), and
+/// shuts them down in order (projects, then a final snapshot, then the log).
+
+#include "actors/actors.hpp"
+#include "actors/clock.hpp"
+#include "config/config.hpp"
+#include "storage/event_store.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include <map>
+#include <memory>
+#include <string>
+
+namespace cobble {
+
+/// The node's interface.
+using node_actor = caf::typed_actor<
+  // Stops the projects, takes a snapshot, stops the log; answers when done.
+  caf::replies_to<atom::snapshot, atom::sync>::with<std::uint64_t>>;
+
+/// Handles of a running node.
+struct node_handles {
+  node_actor node;
+  log_actor log;
+  std::map<std::string, project_actor> projects; ///< By project name.
+  std::map<std::string, std::uint16_t> project_index;
+  std::uint64_t recovered_seq = 0;               ///< Last event applied at start.
+};
+
+/// Options of a node.
+struct node_options {
+  bool detached_log = true; ///< Off in deterministic tests.
+};
+
+/// Recovers state from `store` and starts every actor. Fails (changing nothing) when the log
+/// or a snapshot is corrupt.
+caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cobble_config& cfg,
+                                       std::shared_ptr<storage::event_store> store, clock_ptr clk,
+                                       node_options opts = {});
+
+/// Registers Cobble's message types and error renderers with a CAF configuration.
+void register_types(caf::actor_system_config& cfg);
+
+} // namespace cobble

@@ -1,0 +1,777 @@
+#include "actors/project.hpp"
+
+#include "actors/error.hpp"
+#include "actors/host.hpp"
+
+#include <caf/all.hpp>
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace cobble {
+
+// -- configuration ------------------------------------------------------------
+
+std::vector<app_rec> apps_from_config(const config::project_config& cfg,
+                                      const std::vector<app_rec>& current) {
+  std::vector<app_rec> apps = current;
+  std::uint32_t next_version = 1;
+  for (const auto& a : current)
+    for (const auto& v : a.versions)
+      next_version = std::max(next_version, v.id + 1);
+  for (const auto& ac : cfg.apps) {
+    auto it = std::find_if(apps.begin(), apps.end(), [&](auto& a) { return a.name == ac.name; });
+    if (it == apps.end()) {
+      apps.push_back(app_rec{});
+      it = std::prev(apps.end());
+      it->id = static_cast<std::uint32_t>(apps.size());
+      it->name = ac.name;
+    }
+    auto& a = *it;
+    a.user_friendly_name = ac.user_friendly_name.empty() ? ac.name : ac.user_friendly_name;
+    a.min_quorum = ac.min_quorum;
+    a.target_nresults = ac.target_nresults;
+    a.max_error_results = ac.max_error_results;
+    a.max_total_results = ac.max_total_results;
+    a.max_success_results = ac.max_success_results;
+    a.delay_bound = ac.delay_bound;
+    a.max_jobs_per_rpc = ac.max_jobs_per_rpc;
+    a.validator = ac.validator == config::validator_kind::accept_all ? 1 : 0;
+    a.rsc_fpops_est = ac.rsc_fpops_est;
+    a.rsc_fpops_bound = ac.rsc_fpops_bound;
+    a.rsc_memory_bound = ac.rsc_memory_bound;
+    a.rsc_disk_bound = ac.rsc_disk_bound;
+    a.max_output_nbytes = ac.max_output_nbytes;
+    a.output_names = ac.output_names;
+    for (const auto& vc : ac.versions) {
+      auto res = parse_resource_type(vc.coproc_type).value_or(resource_type::cpu);
+      auto vit = std::find_if(a.versions.begin(), a.versions.end(), [&](auto& v) {
+        return v.platform == vc.platform && v.version_num == vc.version_num
+               && v.plan_class == vc.plan_class;
+      });
+      if (vit == a.versions.end()) {
+        a.versions.push_back(app_version_rec{});
+        vit = std::prev(a.versions.end());
+        vit->id = next_version++;
+        vit->platform = vc.platform;
+        vit->version_num = vc.version_num;
+        vit->plan_class = vc.plan_class;
+      }
+      vit->avg_ncpus = vc.avg_ncpus;
+      vit->resource = static_cast<std::uint8_t>(res);
+      vit->coproc_count = vc.coproc_count;
+    }
+  }
+  return apps;
+}
+
+std::string random_authenticator() {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1)
+    throw std::runtime_error("OpenSSL random generator failed");
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (auto b : bytes) {
+    out.push_back(hex[b >> 4]);
+    out.push_back(hex[b & 15]);
+  }
+  return out;
+}
+
+// -- project_logic ------------------------------------------------------------
+
+event project_logic::make(payload p, time_us now) const {
+  event e;
+  e.time = now;
+  e.project = state.index;
+  e.data = std::move(p);
+  return e;
+}
+
+void project_logic::emit(std::vector<event>& out, payload p, time_us now) {
+  auto e = make(std::move(p), now);
+  apply(state, e);
+  out.push_back(std::move(e));
+}
+
+std::vector<event> project_logic::configure(const config::project_config& cfg, time_us now) {
+  std::vector<event> out;
+  auto apps = apps_from_config(cfg, state.apps);
+  if (apps != state.apps || state.name != cfg.name || state.long_name != cfg.long_name)
+    emit(out, ev::project_configured{cfg.name, cfg.long_name, std::move(apps)}, now);
+  for (const auto& u : cfg.users) {
+    bool exists = std::any_of(state.users.begin(), state.users.end(),
+                              [&](auto& kv) { return kv.second.name == u.name; });
+    if (exists)
+      continue;
+    auto auth = u.authenticator.empty() ? random_authenticator() : u.authenticator;
+    if (state.user_by_auth.count(auth))
+      continue;
+    emit(out, ev::user_created{state.next_user, u.name, u.email, auth}, now);
+  }
+  return out;
+}
+
+caf::expected<event> project_logic::create_user(const std::string& name,
+                                                const std::string& email,
+                                                const std::string& authenticator,
+                                                time_us now) {
+  if (name.empty())
+    return caf::make_error(ec::invalid_argument, "user name is empty");
+  for (const auto& [id, u] : state.users)
+    if (u.name == name)
+      return caf::make_error(ec::duplicate, "user " + name + " exists");
+  if (state.user_by_auth.count(authenticator))
+    return caf::make_error(ec::duplicate, "authenticator in use");
+  auto e = make(ev::user_created{state.next_user, name, email, authenticator}, now);
+  apply(state, e);
+  return e;
+}
+
+event project_logic::register_host(id_type user, const host_info_rec& info, time_us now) {
+  auto e = make(ev::host_registered{state.next_host, user, info}, now);
+  apply(state, e);
+  return e;
+}
+
+namespace {
+
+bool valid_wu_name(const std::string& name) {
+  if (name.empty() || name.size() > 200)
+    return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      return false;
+  return name.find("..") == std::string::npos;
+}
+
+template <class T>
+caf::error positive(const char* what, const std::optional<T>& x) {
+  if (x && !(*x > 0))
+    return caf::make_error(ec::invalid_argument, std::string{what} + " must be positive");
+  return {};
+}
+
+} // namespace
+
+caf::expected<std::vector<event>> project_logic::create_work(const work_batch& batch, time_us now,
+                                                             work_created& out) {
+  if (batch.items.empty())
+    return caf::make_error(ec::invalid_argument, "no work in the batch");
+  std::set<std::string> names;
+  std::vector<ev::workunit_created> planned;
+  auto next = state.next_wu;
+  for (std::size_t i = 0; i < batch.items.size(); ++i) {
+    const auto& w = batch.items[i];
+    auto where = "item " + std::to_string(i) + ": ";
+    auto app = state.app(w.app);
+    if (app == nullptr)
+      return caf::make_error(ec::unknown_app, where + "no app named '" + w.app + "'");
+    ev::workunit_created c;
+    c.id = next++;
+    c.name = w.name.empty() ? app->name + "_wu" + std::to_string(c.id) : w.name;
+    if (!valid_wu_name(c.name))
+      return caf::make_error(ec::invalid_argument,
+                             where + "workunit name '" + c.name
+                               + "' must be 1-200 characters of letters, digits, _ - .");
+    if (state.wu_by_name.count(c.name) || !names.insert(c.name).second)
+      return caf::make_error(ec::duplicate, where + "a workunit named '" + c.name + "' exists");
+    for (auto err : {positive("rsc_fpops_est", w.rsc_fpops_est),
+                     positive("rsc_fpops_bound", w.rsc_fpops_bound),
+                     positive("rsc_memory_bound", w.rsc_memory_bound),
+                     positive("rsc_disk_bound", w.rsc_disk_bound),
+                     positive("delay_bound", w.delay_bound)})
+      if (err)
+        return caf::make_error(ec::invalid_argument, where + describe(err));
+    auto& p = c.params;
+    p.command_line = w.command_line;
+    p.rsc_fpops_est = w.rsc_fpops_est.value_or(app->rsc_fpops_est);
+    p.rsc_fpops_bound = w.rsc_fpops_bound.value_or(std::max(app->rsc_fpops_bound,
+                                                            p.rsc_fpops_est * 10));
+    p.rsc_memory_bound = w.rsc_memory_bound.value_or(app->rsc_memory_bound);
+    p.rsc_disk_bound = w.rsc_disk_bound.value_or(app->rsc_disk_bound);
+    p.delay_bound = w.delay_bound.value_or(app->delay_bound);
+    p.min_quorum = w.min_quorum.value_or(app->min_quorum);
+    p.target_nresults = w.target_nresults.value_or(std::max(app->target_nresults, p.min_quorum));
+    p.max_error_results = w.max_error_results.value_or(app->max_error_results);
+    p.max_total_results = w.max_total_results.value_or(app->max_total_results);
+    p.max_success_results = w.max_success_results.value_or(app->max_success_results);
+    if (p.rsc_fpops_bound < p.rsc_fpops_est)
+      return caf::make_error(ec::invalid_argument,
+                             where + "rsc_fpops_bound must be at least rsc_fpops_est");
+    if (p.min_quorum < 1 || p.target_nresults < p.min_quorum
+        || p.max_total_results < p.target_nresults || p.max_total_results > 255
+        || p.max_error_results < 0 || p.max_success_results < p.min_quorum)
+      return caf::make_error(ec::invalid_argument,
+                             where + "need 1 <= min_quorum <= target_nresults <= "
+                                     "max_total_results <= 255 and "
+                                     "max_success_results >= min_quorum");
+    for (const auto& in : w.inputs) {
+      if (in.stored_name.empty() || in.open_name.empty())
+        return caf::make_error(ec::invalid_argument, where + "input without a name");
+      p.inputs.push_back(file_rec{in.stored_name, in.nbytes, in.md5});
+      p.input_open_names.push_back(in.open_name);
+    }
+    c.app = app->id;
+    c.n_results = static_cast<std::uint32_t>(p.target_nresults);
+    c.submitter = batch.submitter;
+    planned.push_back(std::move(c));
+  }
+  std::vector<event> events;
+  for (auto& c : planned) {
+    out.ids.push_back(c.id);
+    out.names.push_back(c.name);
+    emit(events, std::move(c), now);
+  }
+  return events;
+}
+
+namespace {
+
+struct version_choice {
+  const app_version_rec* version = nullptr;
+  version_echo echo;
+  double flops = 0;
+  double instances = 1; // CPUs or GPUs one job uses
+};
+
+std::optional<version_choice> choose_version(const app_rec& app, const job_request& req,
+                                             resource_type t) {
+  auto res = static_cast<std::uint8_t>(t);
+  const app_version_rec* best = nullptr;
+  for (const auto& v : app.versions)
+    if (v.resource == res && (best == nullptr || v.version_num > best->version_num))
+      best = &v;
+  version_choice c;
+  if (req.anonymous) {
+    // The client's own version, echoed exactly; statistics go to the matching configured
+    // version, or to the app's best version of that resource type.
+    const client_app_version* offered = nullptr;
+    for (const auto& o : req.offered)
+      if (o.app_name == app.name && o.coproc_type == t
+          && (offered == nullptr || o.version_num > offered->version_num))
+        offered = &o;
+    if (offered == nullptr)
+      return std::nullopt;
+    for (const auto& v : app.versions)
+      if (v.platform == offered->platform && v.version_num == offered->version_num
+          && v.plan_class == offered->plan_class)
+        best = &v;
+    c.version = best;
+    c.echo = version_echo{best ? best->id : 0, offered->platform, offered->version_num,
+                          offered->plan_class};
+    c.instances = t == resource_type::cpu ? std::max(offered->avg_ncpus, 0.001)
+                                          : std::max(offered->coproc_count, 0.001);
+    c.flops = offered->flops;
+  } else {
+    if (best == nullptr || (best->platform != req.platform && !req.platform.empty()))
+      return std::nullopt;
+    c.version = best;
+    c.echo = version_echo{best->id, best->platform, best->version_num, best->plan_class};
+    c.instances = t == resource_type::cpu ? best->avg_ncpus : best->coproc_count;
+  }
+  if (c.flops <= 0) {
+    if (t == resource_type::cpu) {
+      c.flops = std::max(req.info.p_fpops, 1e6) * c.instances;
+    } else {
+      for (std::size_t i = 0; i < req.info.coprocs.size(); ++i)
+        if (req.info.coprocs[i].first == res && i < req.info.coproc_peak_flops.size())
+          c.flops = req.info.coproc_peak_flops[i] * c.instances;
+      if (c.flops <= 0)
+        c.flops = 1e10;
+    }
+  }
+  return c;
+}
+
+bool host_has_result_of(const workunit_rec& wu, id_type host) {
+  return std::any_of(wu.results.begin(), wu.results.end(), [&](const result_rec& r) {
+    return r.state != result_state::unsent && r.host == host;
+  });
+}
+
+} // namespace
+
+std::vector<granted_job> project_logic::select_jobs(const job_request& req, time_us now,
+                                                    std::vector<event>& events) {
+  std::vector<granted_job> jobs;
+  constexpr std::size_t scan_limit = 256; // candidates looked at per app and resource
+  std::map<std::uint32_t, int> per_app;
+  for (int ti = 0; ti < n_resource_types; ++ti) {
+    auto t = static_cast<resource_type>(ti);
+    if (static_cast<std::size_t>(ti) >= req.requests.size())
+      break;
+    auto want = req.requests[ti];
+    if (!want.wants_work())
+      continue;
+    double secs = want.req_secs;
+    double inst = want.req_instances;
+    for (const auto& app : state.apps) {
+      if (!(secs > 0 || inst > 0))
+        break;
+      auto choice = choose_version(app, req, t);
+      if (!choice)
+        continue;
+      auto qit = state.unsent.find(app.id);
+      if (qit == state.unsent.end())
+        continue;
+      auto& queue = qit->second;
+      // Drop stale entries at the front (sent, or no longer needed).
+      while (!queue.empty()) {
+        auto r = state.result(queue.front());
+        if (r != nullptr && r->state == result_state::unsent)
+          break;
+        queue.pop_front();
+      }
+      std::size_t scanned = 0;
+      for (std::size_t qi = 0; qi < queue.size() && scanned < scan_limit; ++qi, ++scanned) {
+        if (!(secs > 0 || inst > 0) || per_app[app.id] >= app.max_jobs_per_rpc)
+          break;
+        auto ref = queue[qi];
+        auto wit = state.workunits.find(ref.wu);
+        if (wit == state.workunits.end())
+          continue;
+        const auto& wu = wit->second;
+        if (wu.state != wu_state::active || ref.index >= wu.results.size()
+            || wu.results[ref.index].state != result_state::unsent)
+          continue;
+        if (host_has_result_of(wu, req.host))
+          continue;
+        // Dispatch.
+        granted_job job;
+        auto deadline = now + seconds_to_us(wu.params.delay_bound);
+        ev::result_dispatched d{ref, req.host, deadline, choice->echo};
+        job.dispatched = d;
+        job.time = now;
+        emit(events, d, now);
+        auto rname = state.result_name(ref);
+        auto& w = job.workunit;
+        w.name = wu.name;
+        w.app_name = app.name;
+        w.command_line = wu.params.command_line;
+        w.rsc_fpops_est = wu.params.rsc_fpops_est;
+        w.rsc_fpops_bound = wu.params.rsc_fpops_bound;
+        w.rsc_memory_bound = wu.params.rsc_memory_bound;
+        w.rsc_disk_bound = wu.params.rsc_disk_bound;
+        for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
+          const auto& in = wu.params.inputs[i];
+          w.inputs.push_back(file_ref{in.name, wu.params.input_open_names[i], true, false});
+          job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0});
+        }
+        auto& r = job.result;
+        r.name = rname;
+        r.wu_name = wu.name;
+        r.report_deadline = us_to_seconds(deadline);
+        r.platform = choice->echo.platform;
+        r.version_num = choice->echo.version_num;
+        r.plan_class = choice->echo.plan_class;
+        for (std::size_t i = 0; i < app.output_names.size(); ++i) {
+          auto out_name = rname + "_" + std::to_string(i);
+          r.outputs.push_back(file_ref{out_name, app.output_names[i], true, false});
+          job.files.push_back(file_description{out_name, true, 0, {}, app.max_output_nbytes});
+        }
+        jobs.push_back(std::move(job));
+        ++per_app[app.id];
+        secs -= wu.params.rsc_fpops_est / choice->flops;
+        inst -= choice->instances;
+      }
+    }
+  }
+  return jobs;
+}
+
+namespace {
+
+/// What two successful replicas must share to agree, under the bitwise validator.
+std::string signature(const result_rec& r) {
+  std::vector<std::string> parts;
+  for (const auto& f : r.report.outputs)
+    parts.push_back(f.md5 + ":" + std::to_string(static_cast<long long>(f.nbytes)));
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (auto& p : parts)
+    out += p + ";";
+  return out;
+}
+
+verdict make_verdict(const result_rec& r, std::uint32_t index, bool valid) {
+  return verdict{index, valid, r.host, r.version.app_version_id, r.report.elapsed, r.report.cpu};
+}
+
+} // namespace
+
+std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
+  std::vector<event> out;
+  auto wit = state.workunits.find(wu_id);
+  if (wit == state.workunits.end())
+    return out;
+  const auto& wu = wit->second;
+  if (wu.state == wu_state::assimilated || wu.state == wu_state::failed)
+    return out;
+  auto app = state.app(wu.app);
+  bool accept_all = app != nullptr && app->validator == 1;
+  auto agree = [&](const result_rec& a, const result_rec& b) {
+    return accept_all || signature(a) == signature(b);
+  };
+  if (wu.canonical) {
+    // Late successes are checked against the canonical result.
+    const auto& canon = wu.results[*wu.canonical];
+    ev::workunit_validated v{wu.id, std::nullopt, {}};
+    for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
+      const auto& r = wu.results[i];
+      if (r.outcome == result_outcome::success && r.validation == validate_state::init)
+        v.verdicts.push_back(make_verdict(r, i, agree(r, canon)));
+    }
+    if (!v.verdicts.empty())
+      emit(out, std::move(v), now);
+    if (wu.state == wu_state::validated)
+      emit(out, ev::workunit_assimilated{wu.id, *wu.canonical}, now);
+    return out;
+  }
+  const auto& p = wu.params;
+  int errors = 0, active = 0;
+  std::vector<std::uint32_t> successes;
+  for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
+    const auto& r = wu.results[i];
+    if (r.state != result_state::over)
+      ++active;
+    else if (r.outcome == result_outcome::client_error || r.outcome == result_outcome::no_reply)
+      ++errors;
+    else if (r.outcome == result_outcome::success && r.validation != validate_state::invalid)
+      successes.push_back(i);
+  }
+  if (errors > p.max_error_results) {
+    emit(out, ev::workunit_failed{wu.id, "too many errors (" + std::to_string(errors) + ")"},
+         now);
+    return out;
+  }
+  // Largest group of agreeing successes.
+  std::vector<std::uint32_t> best;
+  for (auto i : successes) {
+    std::vector<std::uint32_t> group;
+    for (auto j : successes)
+      if (agree(wu.results[i], wu.results[j]))
+        group.push_back(j);
+    if (group.size() > best.size())
+      best = std::move(group);
+  }
+  if (static_cast<int>(best.size()) >= p.min_quorum) {
+    ev::workunit_validated v{wu.id, best.front(), {}};
+    for (auto i : successes) {
+      bool valid = std::find(best.begin(), best.end(), i) != best.end();
+      v.verdicts.push_back(make_verdict(wu.results[i], i, valid));
+    }
+    auto canonical = best.front();
+    emit(out, std::move(v), now);
+    emit(out, ev::workunit_assimilated{wu.id, canonical}, now);
+    return out;
+  }
+  if (static_cast<int>(successes.size()) > p.max_success_results) {
+    emit(out, ev::workunit_failed{wu.id, "no consensus among " + std::to_string(successes.size())
+                                           + " successful results"},
+         now);
+    return out;
+  }
+  int needed = p.min_quorum - static_cast<int>(best.size()) - active;
+  if (static_cast<int>(successes.size()) >= p.min_quorum)
+    needed = std::max(needed, 1 - active); // inconclusive: one more opinion at a time
+  if (needed <= 0)
+    return out;
+  if (static_cast<int>(wu.results.size()) + needed > p.max_total_results) {
+    emit(out, ev::workunit_failed{wu.id, "too many total results"}, now);
+    return out;
+  }
+  emit(out,
+       ev::results_created{wu.id, static_cast<std::uint32_t>(needed),
+                           successes.size() >= static_cast<std::size_t>(p.min_quorum)
+                             ? "inconclusive"
+                             : "replacing errors or timeouts"},
+       now);
+  return out;
+}
+
+std::map<id_type, std::vector<std::string>> project_logic::overdue(time_us now) {
+  std::map<id_type, std::vector<std::string>> out;
+  while (!state.deadlines.empty() && state.deadlines.top().first <= now) {
+    auto [deadline, ref] = state.deadlines.top();
+    state.deadlines.pop();
+    auto r = state.result(ref);
+    if (r == nullptr || r->state != result_state::in_progress || r->deadline != deadline)
+      continue;
+    out[r->host].push_back(state.result_name(ref));
+  }
+  return out;
+}
+
+// -- the actor ----------------------------------------------------------------
+
+namespace {
+
+struct project_actor_state {
+  project_logic logic;
+  config::project_config config;
+  log_actor log;
+  clock_ptr clk;
+  std::unordered_map<id_type, host_actor> live_hosts;
+  std::unordered_map<id_type, host_state> dormant_hosts;
+  static inline const char* name = "project";
+};
+
+using project_ptr = project_actor::stateful_pointer<project_actor_state>;
+
+void append(project_ptr self, std::vector<event> events) {
+  if (events.empty())
+    return;
+  self->send(self->state.log, atom::append_v,
+             event_batch_ptr{std::make_shared<std::vector<event>>(std::move(events))});
+}
+
+host_actor host_for(project_ptr self, id_type id, host_state initial) {
+  auto& st = self->state;
+  if (auto i = st.live_hosts.find(id); i != st.live_hosts.end())
+    return i->second;
+  if (auto d = st.dormant_hosts.find(id); d != st.dormant_hosts.end()) {
+    initial = std::move(d->second);
+    st.dormant_hosts.erase(d);
+  }
+  host_init init{std::move(initial), st.log, project_actor{self}, st.clk,
+                 st.logic.state.index};
+  auto h = spawn_host(self->system(), std::move(init));
+  st.live_hosts.emplace(id, h);
+  return h;
+}
+
+void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
+  std::vector<event> events;
+  auto now = self->state.clk->now();
+  for (auto id : dirty) {
+    auto more = self->state.logic.transition(id, now);
+    events.insert(events.end(), std::make_move_iterator(more.begin()),
+                  std::make_move_iterator(more.end()));
+  }
+  append(self, std::move(events));
+}
+
+void schedule_tick(project_ptr self) {
+  auto period = std::chrono::duration<double>(std::max(self->state.config.deadline_check_interval,
+                                                       0.01));
+  self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(period),
+                     atom::tick_v);
+}
+
+} // namespace
+
+project_actor spawn_project(caf::actor_system& sys, project_init init) {
+  auto fn = [](project_ptr self, project_init in) -> project_actor::behavior_type {
+    auto& st = self->state;
+    st.logic.state = std::move(in.state);
+    st.logic.state.index = in.index;
+    st.config = std::move(in.config);
+    st.log = in.log;
+    st.clk = in.clk;
+    st.dormant_hosts = std::move(in.hosts);
+    // Learn reports and timeouts (decided by host actors) from the log.
+    self->send(st.log, atom::subscribe_v,
+               std::vector<std::uint16_t>{ev::result_reported::kind, ev::result_timed_out::kind},
+               subscriber_actor{self});
+    auto now = st.clk->now();
+    append(self, st.logic.configure(st.config, now));
+    // Recovery: move every unfinished workunit along (work that was decided before a crash
+    // but never appended is decided again here).
+    std::set<id_type> active;
+    for (const auto& [id, wu] : st.logic.state.workunits)
+      if (wu.state == wu_state::active || wu.state == wu_state::validated)
+        active.insert(id);
+    run_transitions(self, active);
+    schedule_tick(self);
+    return {
+      [self](atom::deliver, const event_batch_ptr& batch) {
+        std::set<id_type> dirty;
+        for (const auto& e : *batch) {
+          if (e.project != self->state.logic.state.index)
+            continue;
+          self->state.logic.apply_delivered(e);
+          if (auto r = result_of(e.data))
+            dirty.insert(r->wu);
+        }
+        run_transitions(self, dirty);
+      },
+      [self](atom::rpc, const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
+        auto& st = self->state;
+        auto& ps = st.logic.state;
+        auto delay = st.config.request_delay;
+        auto u = ps.user_by_auth.find(req->authenticator);
+        if (u == ps.user_by_auth.end()) {
+          spdlog::info("scheduler RPC with unknown account key refused");
+          return std::make_shared<sched_reply>(sched_reply::error(
+            "Unknown account key. Check the key you attached with.", std::max(delay, 3600.0)));
+        }
+        auto ctx = std::make_shared<rpc_context>();
+        ctx->user = ps.users.at(u->second);
+        ctx->project_name = ps.long_name;
+        ctx->request_delay = delay;
+        ctx->next_rpc_delay = st.config.next_rpc_delay;
+        auto h = ps.hosts.find(req->hostid);
+        host_state initial;
+        if (req->hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
+          auto e = st.logic.register_host(u->second, host_info_from(*req), st.clk->now());
+          apply(initial, e, {});
+          ctx->host = initial.id;
+          ctx->new_host = true;
+          append(self, {std::move(e)});
+        } else {
+          ctx->host = req->hostid;
+        }
+        auto host = host_for(self, ctx->host, std::move(initial));
+        return self->delegate(host, atom::rpc_v, rpc_context_ptr{std::move(ctx)}, req);
+      },
+      [self](atom::get_jobs, const job_request_ptr& req) -> job_grant_ptr {
+        std::vector<event> events;
+        auto grant = std::make_shared<job_grant>();
+        grant->jobs = self->state.logic.select_jobs(*req, self->state.clk->now(), events);
+        append(self, std::move(events));
+        return grant;
+      },
+      [self](atom::create, const work_batch_ptr& batch) -> caf::result<work_created_ptr> {
+        auto out = std::make_shared<work_created>();
+        auto events = self->state.logic.create_work(*batch, self->state.clk->now(), *out);
+        if (!events)
+          return events.error();
+        append(self, std::move(*events));
+        auto rp = self->make_response_promise<work_created_ptr>();
+        self->request(self->state.log, caf::infinite, atom::sync_v)
+          .then([rp, out](std::uint64_t) mutable { rp.deliver(work_created_ptr{out}); });
+        return rp;
+      },
+      [self](atom::create, const std::string& name,
+             const std::string& email) -> caf::result<id_type, std::string> {
+        auto auth = random_authenticator();
+        auto e = self->state.logic.create_user(name, email, auth, self->state.clk->now());
+        if (!e)
+          return e.error();
+        auto id = std::get<ev::user_created>(e->data).id;
+        append(self, {std::move(*e)});
+        auto rp = self->make_response_promise<id_type, std::string>();
+        self->request(self->state.log, caf::infinite, atom::sync_v)
+          .then([rp, id, auth](std::uint64_t) mutable { rp.deliver(id, auth); });
+        return rp;
+      },
+      [self](atom::status) -> project_summary_ptr {
+        const auto& ps = self->state.logic.state;
+        auto s = std::make_shared<project_summary>();
+        s->name = ps.name;
+        s->long_name = ps.long_name;
+        s->users = ps.users.size();
+        s->hosts = ps.hosts.size();
+        s->workunits = ps.workunits.size();
+        s->active_workunits = ps.active_workunits;
+        s->counters = ps.counters;
+        for (const auto& [id, wu] : ps.workunits)
+          for (const auto& r : wu.results)
+            if (r.state == result_state::in_progress)
+              ++s->results_in_progress;
+        for (const auto& a : ps.apps) {
+          app_summary as{a.name, a.versions.size(), 0};
+          if (auto q = ps.unsent.find(a.id); q != ps.unsent.end())
+            for (auto ref : q->second)
+              if (auto r = ps.result(ref); r && r->state == result_state::unsent)
+                ++as.unsent;
+          s->apps.push_back(std::move(as));
+        }
+        return s;
+      },
+      [self](atom::workunit, const std::string& key) -> caf::result<workunit_view_ptr> {
+        const auto& ps = self->state.logic.state;
+        const workunit_rec* wu = nullptr;
+        if (auto i = ps.wu_by_name.find(key); i != ps.wu_by_name.end())
+          wu = ps.workunit(i->second);
+        else if (!key.empty() && std::all_of(key.begin(), key.end(), ::isdigit))
+          wu = ps.workunit(std::stoull(key));
+        if (wu == nullptr)
+          return caf::make_error(ec::unknown_workunit, "no workunit '" + key + "'");
+        auto v = std::make_shared<workunit_view>();
+        v->wu = *wu;
+        auto app = ps.app(wu->app);
+        v->app_name = app ? app->name : "?";
+        for (std::uint32_t i = 0; i < wu->results.size(); ++i)
+          v->result_names.push_back(ps.result_name({wu->id, i}));
+        return workunit_view_ptr{std::move(v)};
+      },
+      [self](atom::list, atom::workunit, std::uint64_t offset,
+             std::uint64_t limit) -> workunit_list_ptr {
+        const auto& ps = self->state.logic.state;
+        std::vector<id_type> ids;
+        ids.reserve(ps.workunits.size());
+        for (const auto& [id, wu] : ps.workunits)
+          ids.push_back(id);
+        std::sort(ids.begin(), ids.end());
+        auto out = std::make_shared<std::vector<workunit_view>>();
+        for (std::size_t i = offset; i < ids.size() && out->size() < limit; ++i) {
+          const auto& wu = ps.workunits.at(ids[i]);
+          workunit_view v;
+          v.wu = wu;
+          auto app = ps.app(wu.app);
+          v.app_name = app ? app->name : "?";
+          for (std::uint32_t j = 0; j < wu.results.size(); ++j)
+            v.result_names.push_back(ps.result_name({wu.id, j}));
+          out->push_back(std::move(v));
+        }
+        return out;
+      },
+      [self](atom::host, id_type id) -> caf::result<host_view_ptr> {
+        const auto& ps = self->state.logic.state;
+        auto h = ps.hosts.find(id);
+        if (h == ps.hosts.end())
+          return caf::make_error(ec::unknown_host, "no host " + std::to_string(id));
+        auto reg = h->second;
+        if (auto d = self->state.dormant_hosts.find(id); d != self->state.dormant_hosts.end()) {
+          auto v = std::make_shared<host_view>();
+          v->reg = reg;
+          v->state = d->second;
+          return host_view_ptr{std::move(v)};
+        }
+        auto it = self->state.live_hosts.find(id);
+        if (it == self->state.live_hosts.end())
+          return caf::make_error(ec::unknown_host, "host " + std::to_string(id) + " has no state");
+        auto rp = self->make_response_promise<host_view_ptr>();
+        self->request(it->second, std::chrono::seconds(10), atom::state_v)
+          .then(
+            [rp, reg](const host_state_ptr& st) mutable {
+              auto v = std::make_shared<host_view>();
+              v->reg = reg;
+              v->state = *st;
+              rp.deliver(host_view_ptr{std::move(v)});
+            },
+            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        return rp;
+      },
+      [self](atom::list, atom::host, std::uint64_t offset, std::uint64_t limit) -> host_list_ptr {
+        const auto& ps = self->state.logic.state;
+        auto out = std::make_shared<std::vector<host_view>>();
+        std::uint64_t i = 0;
+        for (const auto& [id, reg] : ps.hosts) {
+          if (i++ < offset)
+            continue;
+          if (out->size() >= limit)
+            break;
+          out->push_back(host_view{reg, std::nullopt});
+        }
+        return out;
+      },
+      [self](atom::tick) {
+        auto overdue = self->state.logic.overdue(self->state.clk->now());
+        for (auto& [host, names] : overdue) {
+          auto h = host_for(self, host, host_state{});
+          self->send(h, atom::timeout_v,
+                     result_names_ptr{std::make_shared<std::vector<std::string>>(std::move(names))});
+        }
+        schedule_tick(self);
+      },
+    };
+  };
+  return sys.spawn(fn, std::move(init));
+}
+
+} // namespace cobble

@@ -1,0 +1,83 @@
+#pragma once
+
+/// The project actor: accounts, apps, workunits and results through their lifecycle, the
+/// job cache, the validator, the assimilation hook and the deadline sweep.
+///
+/// The decisions live in `project_logic` (plain methods, testable without actors); the
+/// behavior is a list of thin handlers that call them, apply the events and append them.
+
+#include "actors/actors.hpp"
+#include "actors/clock.hpp"
+#include "actors/messages.hpp"
+#include "actors/state.hpp"
+#include "config/config.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+
+#include <functional>
+#include <set>
+#include <unordered_map>
+
+namespace cobble {
+
+/// Converts a configured project into the apps of a project_configured event, keeping the
+/// ids of apps and versions that `current` already has (ids are never reused).
+std::vector<app_rec> apps_from_config(const config::project_config& cfg,
+                                      const std::vector<app_rec>& current);
+
+/// A random account key (32 hex characters from OpenSSL's generator).
+std::string random_authenticator();
+
+/// The decisions of a project, over its state. Every method that returns events has already
+/// applied them to `state`.
+class project_logic {
+public:
+  project_state state;
+
+  /// Events that bring the state in line with the configuration (apps, seed users).
+  std::vector<event> configure(const config::project_config& cfg, time_us now);
+
+  /// Validates and creates a batch of work (all or nothing).
+  caf::expected<std::vector<event>> create_work(const work_batch& batch, time_us now,
+                                                work_created& out);
+
+  /// Creates a user account.
+  caf::expected<event> create_user(const std::string& name, const std::string& email,
+                                   const std::string& authenticator, time_us now);
+
+  /// Registers a new host of a user.
+  event register_host(id_type user, const host_info_rec& info, time_us now);
+
+  /// Picks jobs for a host's request, per resource type, and dispatches them.
+  std::vector<granted_job> select_jobs(const job_request& req, time_us now,
+                                       std::vector<event>& events);
+
+  /// Moves a workunit along: validation, assimilation, new replicas, failure.
+  std::vector<event> transition(id_type wu, time_us now);
+
+  /// Results in progress whose deadline is past, grouped by host (popped from the index).
+  std::map<id_type, std::vector<std::string>> overdue(time_us now);
+
+  /// Applies an event decided elsewhere (delivered by the log).
+  void apply_delivered(const event& e) { apply(state, e); }
+
+private:
+  event make(payload p, time_us now) const;
+  void emit(std::vector<event>& out, payload p, time_us now);
+};
+
+/// Everything the project actor needs at spawn.
+struct project_init {
+  config::project_config config;
+  std::uint16_t index = 0;
+  project_state state;                              ///< Recovered state.
+  std::unordered_map<id_type, host_state> hosts;    ///< Recovered host states (dormant).
+  log_actor log;
+  clock_ptr clk;
+};
+
+/// Spawns a project actor and subscribes it to the events it learns from the log.
+project_actor spawn_project(caf::actor_system& sys, project_init init);
+
+} // namespace cobble

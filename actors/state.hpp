@@ -1,0 +1,302 @@
+#pragma once
+
+/// The state the actors own, and the pure `apply` functions that advance it by one event.
+///
+/// Each actor owns one of these structs (project_state, host_state, app_version_state); the
+/// `world` holds all of them for recovery, snapshots and offline replay. `apply(state, event)`
+/// reads nothing but its arguments: no clock, no randomness, no I/O. Members marked "derived"
+/// are indices rebuilt by `rebuild_indices` after decoding; they are not part of a snapshot
+/// and not compared by `==`.
+
+#include "actors/events.hpp"
+
+#include <deque>
+#include <map>
+#include <queue>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cobble {
+
+// -- project ------------------------------------------------------------------
+
+/// BOINC's server state of a result.
+enum class result_state : std::uint8_t { unsent = 0, in_progress = 1, over = 2 };
+
+/// How a result ended (meaningful once `over`).
+enum class result_outcome : std::uint8_t {
+  none = 0,
+  success = 1,
+  client_error = 2,
+  no_reply = 3,     ///< Timed out.
+  didnt_need = 4,   ///< Not sent: the workunit finished first.
+};
+
+/// The validator's verdict on a result.
+enum class validate_state : std::uint8_t { init = 0, valid = 1, invalid = 2 };
+
+/// The life of a workunit.
+enum class wu_state : std::uint8_t { active = 0, validated = 1, assimilated = 2, failed = 3 };
+
+const char* to_string(result_state x);
+const char* to_string(result_outcome x);
+const char* to_string(validate_state x);
+const char* to_string(wu_state x);
+
+/// One replica of a workunit.
+struct result_rec {
+  result_state state = result_state::unsent;
+  result_outcome outcome = result_outcome::none;
+  validate_state validation = validate_state::init;
+  id_type host = 0;
+  time_us sent = 0;
+  time_us deadline = 0;
+  time_us received = 0;
+  version_echo version;
+  report_rec report;
+  friend bool operator==(const result_rec&, const result_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, result_rec& x) {
+  f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version,
+    x.report);
+}
+
+/// A workunit with its results (result i is named "<name>_<i>").
+struct workunit_rec {
+  id_type id = 0;
+  std::string name;
+  std::uint32_t app = 0;
+  wu_params params;
+  wu_state state = wu_state::active;
+  std::optional<std::uint32_t> canonical;
+  std::string failure;
+  time_us created = 0;
+  time_us finished = 0;
+  std::vector<result_rec> results;
+  friend bool operator==(const workunit_rec&, const workunit_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, workunit_rec& x) {
+  f(x.id, x.name, x.app, x.params, x.state, x.canonical, x.failure, x.created, x.finished,
+    x.results);
+}
+
+/// A user account.
+struct user_rec {
+  id_type id = 0;
+  std::string name;
+  std::string email;
+  std::string authenticator;
+  time_us created = 0;
+  friend bool operator==(const user_rec&, const user_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, user_rec& x) {
+  f(x.id, x.name, x.email, x.authenticator, x.created);
+}
+
+/// The project's record of a host: who owns it (the host actor keeps the rest).
+struct host_reg {
+  id_type id = 0;
+  id_type user = 0;
+  time_us created = 0;
+  friend bool operator==(const host_reg&, const host_reg&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, host_reg& x) {
+  f(x.id, x.user, x.created);
+}
+
+/// Counters of a project, derived from its events.
+struct project_counters {
+  std::uint64_t workunits_created = 0;
+  std::uint64_t results_created = 0;
+  std::uint64_t results_dispatched = 0;
+  std::uint64_t results_reported = 0;
+  std::uint64_t results_timed_out = 0;
+  std::uint64_t workunits_validated = 0;
+  std::uint64_t workunits_assimilated = 0;
+  std::uint64_t workunits_failed = 0;
+  friend bool operator==(const project_counters&, const project_counters&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, project_counters& x) {
+  f(x.workunits_created, x.results_created, x.results_dispatched, x.results_reported,
+    x.results_timed_out, x.workunits_validated, x.workunits_assimilated, x.workunits_failed);
+}
+
+/// Everything the project actor owns.
+struct project_state {
+  std::uint16_t index = 0;
+  std::string name;
+  std::string long_name;
+  std::vector<app_rec> apps;
+  std::map<id_type, user_rec> users;
+  std::map<id_type, host_reg> hosts;
+  std::unordered_map<id_type, workunit_rec> workunits;
+  id_type next_user = 1;
+  id_type next_host = 1;
+  id_type next_wu = 1;
+  project_counters counters;
+
+  // -- derived indices (rebuilt, not snapshotted) --
+  std::unordered_map<std::string, id_type> user_by_auth;
+  std::unordered_map<std::string, id_type> wu_by_name;
+  /// Unsent results per app id, in creation order; entries may be stale (checked on use).
+  std::map<std::uint32_t, std::deque<result_ref>> unsent;
+  /// (deadline, result) of results in progress; entries may be stale (checked on use).
+  std::priority_queue<std::pair<time_us, result_ref>, std::vector<std::pair<time_us, result_ref>>,
+                      std::greater<>>
+    deadlines;
+  /// Workunits still active (derived), for the transitioner on recovery.
+  std::size_t active_workunits = 0;
+
+  /// The app with this id, or null.
+  const app_rec* app(std::uint32_t id) const;
+  /// The app with this name, or null.
+  const app_rec* app(std::string_view name) const;
+  /// The workunit with this id, or null.
+  const workunit_rec* workunit(id_type id) const;
+  /// The result, or null.
+  const result_rec* result(result_ref r) const;
+  /// Parses "<wu name>_<index>" into a result of this project.
+  std::optional<result_ref> parse_result_name(std::string_view name) const;
+  /// "<wu name>_<index>".
+  std::string result_name(result_ref r) const;
+
+  friend bool operator==(const project_state& a, const project_state& b);
+};
+
+template <class F>
+void inspect_fields(F& f, project_state& x) {
+  f(x.index, x.name, x.long_name, x.apps, x.users, x.hosts, x.workunits, x.next_user,
+    x.next_host, x.next_wu, x.counters);
+}
+
+/// Rebuilds the derived indices of a project after decoding.
+void rebuild_indices(project_state& s);
+
+/// Advances the project's state by one event of its project.
+void apply(project_state& s, const event& e);
+
+// -- host ---------------------------------------------------------------------
+
+/// A result a host holds (sent, not yet reported).
+struct held_result {
+  result_ref result;
+  time_us deadline = 0;
+  std::uint32_t app_version_id = 0;
+  friend bool operator==(const held_result&, const held_result&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, held_result& x) {
+  f(x.result, x.deadline, x.app_version_id);
+}
+
+/// Per (host, app version) statistics (the credit design's host_app_version, core part).
+struct host_app_version_rec {
+  std::uint64_t n_sent = 0;
+  std::uint64_t n_success = 0;
+  std::uint64_t n_error = 0;
+  std::uint64_t n_timeout = 0;
+  double elapsed_sum = 0;      ///< Over successful reports with plausible times.
+  std::uint64_t elapsed_n = 0;
+  friend bool operator==(const host_app_version_rec&, const host_app_version_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, host_app_version_rec& x) {
+  f(x.n_sent, x.n_success, x.n_error, x.n_timeout, x.elapsed_sum, x.elapsed_n);
+}
+
+/// Everything a host actor owns.
+struct host_state {
+  id_type id = 0;
+  id_type user = 0;
+  time_us created = 0;
+  time_us last_rpc = 0;         ///< Time of the last RPC that changed state.
+  host_info_rec info;
+  std::map<std::string, held_result> in_progress; ///< By result name.
+  std::map<std::uint32_t, host_app_version_rec> app_versions;
+  std::uint64_t results_reported = 0;
+  friend bool operator==(const host_state&, const host_state&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, host_state& x) {
+  f(x.id, x.user, x.created, x.last_rpc, x.info, x.in_progress, x.app_versions,
+    x.results_reported);
+}
+
+/// Advances a host's state by one event that touches it. `result_name` is the name of the
+/// result the event is about (the host keys its results by name).
+void apply(host_state& s, const event& e, std::string_view result_name);
+
+// -- app version --------------------------------------------------------------
+
+/// Statistics of one app version over its validated results.
+struct app_version_state {
+  std::uint32_t id = 0;
+  std::uint64_t n_valid = 0;
+  std::uint64_t n_invalid = 0;
+  double elapsed_sum = 0;
+  double cpu_sum = 0;
+  friend bool operator==(const app_version_state&, const app_version_state&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, app_version_state& x) {
+  f(x.id, x.n_valid, x.n_invalid, x.elapsed_sum, x.cpu_sum);
+}
+
+/// Advances an app version's statistics by a validation event.
+void apply(app_version_state& s, const event& e);
+
+// -- world --------------------------------------------------------------------
+
+/// One project with every actor state in it.
+struct project_world {
+  project_state project;
+  std::unordered_map<id_type, host_state> hosts;
+  std::map<std::uint32_t, app_version_state> app_versions;
+  friend bool operator==(const project_world&, const project_world&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, project_world& x) {
+  f(x.project, x.hosts, x.app_versions);
+}
+
+/// The state of every actor after applying events 1..seq.
+struct world {
+  std::uint64_t seq = 0;
+  std::vector<project_world> projects;
+  friend bool operator==(const world&, const world&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, world& x) {
+  f(x.seq, x.projects);
+}
+
+/// Applies one event to every state it concerns. Events must come in seq order.
+void apply(world& w, const event& e);
+
+/// Snapshot format version.
+inline constexpr std::uint8_t snapshot_version = 1;
+
+/// Encodes a world as a snapshot blob (deterministic: hash maps are written sorted).
+std::string encode_snapshot(const world& w);
+
+/// Decodes a snapshot blob and rebuilds derived indices; nullopt when malformed.
+std::optional<world> decode_snapshot(std::string_view blob);
+
+} // namespace cobble
