@@ -67,6 +67,8 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::host, id_type>::with<host_view_ptr>,
   // Hosts by id, from offset, at most limit.
   caf::replies_to<atom::list, atom::host, std::uint64_t, std::uint64_t>::with<host_list_ptr>,
+  // Every user account (admin API; includes authenticators).
+  caf::replies_to<atom::list, atom::user>::with<user_list_ptr>,
   // Periodic deadline sweep.
   caf::reacts_to<atom::tick>>;
 

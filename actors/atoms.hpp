@@ -46,6 +46,8 @@ using host_list_ptr = std::shared_ptr<const std::vector<host_view>>;
 using log_status_ptr = std::shared_ptr<const log_status>;
 using host_state_ptr = std::shared_ptr<host_state>;
 using result_names_ptr = std::shared_ptr<const std::vector<std::string>>;
+struct user_rec;
+using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
 
 } // namespace cobble
 
@@ -67,6 +69,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, timeout, "timeout")
   CAF_ADD_ATOM(cobble, cobble::atom, state, "state")
   CAF_ADD_ATOM(cobble, cobble::atom, start, "start")
+  CAF_ADD_ATOM(cobble, cobble::atom, user, "user")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
@@ -85,3 +88,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::log_status_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_state_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_names_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::user_list_ptr)

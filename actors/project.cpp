@@ -240,9 +240,12 @@ struct version_choice {
 std::optional<version_choice> choose_version(const app_rec& app, const job_request& req,
                                              resource_type t) {
   auto res = static_cast<std::uint8_t>(t);
+  // The newest version for this resource on the client's platform (any platform for
+  // anonymous clients, whose own versions are matched below).
   const app_version_rec* best = nullptr;
   for (const auto& v : app.versions)
-    if (v.resource == res && (best == nullptr || v.version_num > best->version_num))
+    if (v.resource == res && (req.anonymous || req.platform.empty() || v.platform == req.platform)
+        && (best == nullptr || v.version_num > best->version_num))
       best = &v;
   version_choice c;
   if (req.anonymous) {
@@ -266,7 +269,7 @@ std::optional<version_choice> choose_version(const app_rec& app, const job_reque
                                           : std::max(offered->coproc_count, 0.001);
     c.flops = offered->flops;
   } else {
-    if (best == nullptr || (best->platform != req.platform && !req.platform.empty()))
+    if (best == nullptr)
       return std::nullopt;
     c.version = best;
     c.echo = version_echo{best->id, best->platform, best->version_num, best->plan_class};
@@ -408,7 +411,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
   if (wit == state.workunits.end())
     return out;
   const auto& wu = wit->second;
-  if (wu.state == wu_state::assimilated || wu.state == wu_state::failed)
+  if (wu.state == wu_state::failed)
     return out;
   auto app = state.app(wu.app);
   bool accept_all = app != nullptr && app->validator == 1;
@@ -430,6 +433,8 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       emit(out, ev::workunit_assimilated{wu.id, *wu.canonical}, now);
     return out;
   }
+  if (wu.state == wu_state::assimilated)
+    return out;
   const auto& p = wu.params;
   int errors = 0, active = 0;
   std::vector<std::uint32_t> successes;
@@ -758,6 +763,12 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
             break;
           out->push_back(host_view{reg, std::nullopt});
         }
+        return out;
+      },
+      [self](atom::list, atom::user) -> user_list_ptr {
+        auto out = std::make_shared<std::vector<user_rec>>();
+        for (const auto& [id, u] : self->state.logic.state.users)
+          out->push_back(u);
         return out;
       },
       [self](atom::tick) {

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cobble::net {
@@ -24,55 +25,79 @@ namespace http = boost::beast::http;
 using request = http::request<http::string_body>;
 using response = http::response<http::string_body>;
 
-/// Sends the response of one request. Callable from any thread, once.
+/// Sends the response of one request. Callable from any thread, once; later calls, and calls
+/// after the server stopped (or was destroyed), do nothing. If every copy is destroyed without
+/// being called, the client gets a 500 so that the connection is not stuck.
+///
+/// The session fixes up what is left: the HTTP version and keep-alive follow the request (a
+/// response may still ask to close with `keep_alive(false)`), `Server: cobble` is set, and the
+/// Content-Length is computed from the body (except for answers to HEAD).
 using responder = std::function<void(response)>;
 
-/// Serves one request.
+/// Serves one request. Runs on an HTTP thread: it must not block. Throwing yields a 500.
 using handler = std::function<void(request&& req, responder respond)>;
 
 /// A route: requests whose target path starts with `prefix` (or equals it, with `exact`).
+/// The query string is ignored for matching; the longest matching prefix wins.
 struct route {
   std::string prefix;
   bool exact = false;
-  std::vector<http::verb> methods;   ///< Empty: any method.
-  std::size_t body_limit = 0;        ///< 0: the server's default body limit.
+  std::vector<http::verb> methods; ///< Empty: any method. Others get 405 with `Allow`.
+  std::size_t body_limit = 0;      ///< 0: the server's default body limit.
   handler serve;
 };
 
 /// Settings of the listener and its sessions.
 struct server_options {
   std::string address = "127.0.0.1";
-  std::uint16_t port = 0;                        ///< 0 picks a free port.
+  std::uint16_t port = 0; ///< 0 picks a free port.
   int threads = 2;
-  std::size_t body_limit = 4u << 20;             ///< Default per-request body limit.
-  std::chrono::milliseconds read_timeout{30000}; ///< Headers and body must arrive within this.
+  std::size_t body_limit = 4u << 20; ///< Default per-request body limit.
+  /// The header must arrive within this once the request has started (or once the connection
+  /// opened, for the first request); the body, too, has this long after the header.
+  std::chrono::milliseconds read_timeout{30000};
   std::chrono::milliseconds idle_timeout{60000}; ///< A keep-alive connection idle this long closes.
+  std::chrono::milliseconds write_timeout{
+      120000}; ///< A response (or 100) must be sent within this.
 };
 
-/// Counters for /metrics.
+/// Counters for /metrics. Monotonic except `open_connections`.
 struct server_stats {
-  std::atomic<std::uint64_t> connections{0};
-  std::atomic<std::uint64_t> requests{0};
+  std::atomic<std::uint64_t> connections{0};        ///< Accepted connections.
+  std::atomic<std::uint64_t> open_connections{0};   ///< Connections currently open (gauge).
+  std::atomic<std::uint64_t> requests{0};           ///< Request headers read.
   std::atomic<std::uint64_t> rejected_too_large{0}; ///< 413 answers.
-  std::atomic<std::uint64_t> timeouts{0};
-  std::atomic<std::uint64_t> not_found{0};
+  std::atomic<std::uint64_t> timeouts{0};           ///< Connections closed by the read timeout.
+  std::atomic<std::uint64_t> idle_timeouts{0};      ///< Keep-alive connections closed when idle.
+  std::atomic<std::uint64_t> not_found{0};          ///< 404 answers.
+  std::atomic<std::uint64_t> method_not_allowed{0}; ///< 405 answers.
+  std::atomic<std::uint64_t> bad_requests{0};       ///< 400 and 431 answers to malformed HTTP.
+  std::atomic<std::uint64_t> handler_errors{0}; ///< 500s: a handler threw or dropped its responder.
 };
 
+/// The HTTP listener: accepts on `address:port`, runs `threads` Asio threads, one self-owning
+/// session per connection. Not copyable or movable.
 class http_server {
 public:
+  /// Prepares the server; nothing is bound until start().
   http_server(server_options opts, std::vector<route> routes);
   ~http_server(); ///< Stops and joins.
 
+  http_server(const http_server&) = delete;
+  http_server& operator=(const http_server&) = delete;
+
   /// Binds and starts the threads. Returns the bound port; throws std::system_error when the
-  /// address cannot be bound.
+  /// address cannot be bound, std::logic_error when called twice or after stop().
   std::uint16_t start();
 
-  /// Stops accepting, closes connections, joins the threads. Idempotent.
+  /// Stops accepting, closes connections, joins the threads. Idempotent. Pending responders
+  /// become no-ops. Must not be called from a handler (it joins the HTTP threads).
   void stop();
 
   /// The bound port (after start()).
   std::uint16_t port() const;
 
+  /// The counters; safe to read from any thread at any time.
   const server_stats& stats() const;
 
 private:
@@ -83,5 +108,10 @@ private:
 /// A response with the given status, content type and body; keep-alive follows the request.
 response make_response(const request& req, http::status status, std::string body,
                        std::string_view content_type = "text/plain; charset=utf-8");
+
+/// The route serving `target` (a request target, query string allowed): the exact route equal
+/// to its path or else the longest prefix route; nullptr when none matches. An exact route
+/// wins over a prefix route of the same length.
+const route* find_route(const std::vector<route>& routes, std::string_view target);
 
 } // namespace cobble::net

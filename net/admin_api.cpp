@@ -1,0 +1,509 @@
+#include "net/admin_api.hpp"
+
+#include "actors/error.hpp"
+#include "actors/messages.hpp"
+#include "net/admin_json.hpp"
+
+#include <caf/event_based_actor.hpp>
+#include <caf/sec.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+#include <memory>
+#include <optional>
+
+namespace cobble::net {
+
+using nlohmann::json;
+
+namespace {
+
+using ctx_ptr = std::shared_ptr<const admin_context>;
+
+/// Default and largest page of a list.
+constexpr std::uint64_t default_limit = 100;
+constexpr std::uint64_t max_limit = 10000;
+
+// -- responses ----------------------------------------------------------------
+
+response json_response(http::status status, const json& body) {
+  response res{status, 11};
+  res.set(http::field::content_type, "application/json");
+  res.set(http::field::cache_control, "no-store");
+  res.body() = body.dump() + "\n";
+  return res;
+}
+
+response error_response(http::status status, const std::string& message) {
+  return json_response(status, json{{"error", message}});
+}
+
+/// The HTTP status an actor error maps to.
+http::status status_of(const caf::error& err) {
+  if (is(err, ec::invalid_argument))
+    return http::status::bad_request;
+  if (is(err, ec::duplicate))
+    return http::status::conflict;
+  if (is(err, ec::unknown_app) || is(err, ec::unknown_workunit) || is(err, ec::unknown_host)
+      || is(err, ec::unknown_project) || is(err, ec::unknown_account))
+    return http::status::not_found;
+  if (is(err, ec::unauthorized))
+    return http::status::unauthorized;
+  if (err == caf::sec::request_timeout)
+    return http::status::gateway_timeout;
+  return http::status::internal_server_error;
+}
+
+response error_response(const caf::error& err) {
+  return error_response(status_of(err), describe(err));
+}
+
+// -- request parsing -----------------------------------------------------------
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F')
+    return c - 'A' + 10;
+  return -1;
+}
+
+/// Percent-decodes one path segment or query value; nullopt on a malformed escape.
+std::optional<std::string> percent_decode(std::string_view in) {
+  std::string out;
+  out.reserve(in.size());
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size())
+      return std::nullopt;
+    int hi = hex_value(in[i + 1]);
+    int lo = hex_value(in[i + 2]);
+    if (hi < 0 || lo < 0)
+      return std::nullopt;
+    out.push_back(static_cast<char>(hi * 16 + lo));
+    i += 2;
+  }
+  return out;
+}
+
+/// A request target split into decoded path segments and query parameters.
+struct target {
+  std::vector<std::string> path;
+  std::map<std::string, std::string> query;
+};
+
+std::optional<target> split_target(std::string_view t) {
+  target out;
+  auto q = t.find('?');
+  auto path = t.substr(0, q);
+  std::size_t pos = 0;
+  while (pos < path.size()) {
+    auto next = path.find('/', pos);
+    if (next == std::string_view::npos)
+      next = path.size();
+    if (next > pos) {
+      auto seg = percent_decode(path.substr(pos, next - pos));
+      if (!seg)
+        return std::nullopt;
+      out.path.push_back(std::move(*seg));
+    }
+    pos = next + 1;
+  }
+  if (q != std::string_view::npos) {
+    auto query = t.substr(q + 1);
+    pos = 0;
+    while (pos <= query.size()) {
+      auto next = query.find('&', pos);
+      if (next == std::string_view::npos)
+        next = query.size();
+      auto pair = query.substr(pos, next - pos);
+      if (!pair.empty()) {
+        auto eq = pair.find('=');
+        auto key = percent_decode(pair.substr(0, eq));
+        auto value = percent_decode(eq == std::string_view::npos ? std::string_view{}
+                                                                 : pair.substr(eq + 1));
+        if (!key || !value)
+          return std::nullopt;
+        out.query[*key] = *value;
+      }
+      pos = next + 1;
+    }
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> parse_u64(std::string_view s) {
+  std::uint64_t x = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), x);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size())
+    return std::nullopt;
+  return x;
+}
+
+/// Reads offset and limit from the query; an error message on bad values.
+std::optional<std::string> paging(const target& t, std::uint64_t& offset, std::uint64_t& limit) {
+  offset = 0;
+  limit = default_limit;
+  if (auto i = t.query.find("offset"); i != t.query.end()) {
+    auto x = parse_u64(i->second);
+    if (!x)
+      return "offset must be a non-negative integer";
+    offset = *x;
+  }
+  if (auto i = t.query.find("limit"); i != t.query.end()) {
+    auto x = parse_u64(i->second);
+    if (!x || *x < 1 || *x > max_limit)
+      return "limit must be an integer from 1 to " + std::to_string(max_limit);
+    limit = *x;
+  }
+  return std::nullopt;
+}
+
+/// The token of an `Authorization: Bearer TOKEN` header, or empty.
+std::string_view bearer_token(const request& req) {
+  auto it = req.find(http::field::authorization);
+  if (it == req.end())
+    return {};
+  std::string_view value = it->value();
+  constexpr std::string_view scheme = "bearer ";
+  if (value.size() <= scheme.size())
+    return {};
+  for (std::size_t i = 0; i < scheme.size(); ++i)
+    if (std::tolower(static_cast<unsigned char>(value[i])) != scheme[i])
+      return {};
+  auto token = value.substr(scheme.size());
+  while (!token.empty() && token.front() == ' ')
+    token.remove_prefix(1);
+  while (!token.empty() && token.back() == ' ')
+    token.remove_suffix(1);
+  return token;
+}
+
+std::optional<json> parse_body(const request& req, responder& respond) {
+  try {
+    return json::parse(req.body());
+  } catch (const json::parse_error& e) {
+    respond(error_response(http::status::bad_request,
+                           std::string{"the body is not valid JSON: "} + e.what()));
+    return std::nullopt;
+  }
+}
+
+// -- bridges to the actors -----------------------------------------------------------
+
+/// Spawns a one-shot actor that sends `xs...` to `p` with the context's timeout, hands the
+/// answer to `on_value` (which must call `respond`) and turns an error into a JSON error.
+template <class OnValue, class... Ts>
+void ask(const ctx_ptr& ctx, const responder& respond, const project_actor& p, OnValue on_value,
+         Ts... xs) {
+  ctx->sys->spawn([ctx, respond, p, on_value, xs...](caf::event_based_actor* self) {
+    self->request(p, ctx->timeout, xs...)
+      .then(on_value, [respond](caf::error& err) { respond(error_response(err)); });
+  });
+}
+
+/// Gathers the summaries of several projects, one after the other, into a JSON array.
+struct gather_state {
+  std::vector<project_actor> projects;
+  json out = json::array();
+};
+
+void gather_step(caf::event_based_actor* self, const ctx_ptr& ctx,
+                 const std::shared_ptr<gather_state>& st, std::size_t i, const responder& respond) {
+  if (i == st->projects.size()) {
+    respond(json_response(http::status::ok, st->out));
+    return;
+  }
+  self->request(st->projects[i], ctx->timeout, atom::status_v)
+    .then(
+      [self, ctx, st, i, respond](const project_summary_ptr& s) {
+        st->out.push_back(to_json(*s));
+        gather_step(self, ctx, st, i + 1, respond);
+      },
+      [respond](caf::error& err) { respond(error_response(err)); });
+}
+
+// -- handlers --------------------------------------------------------------------
+
+void list_projects(const ctx_ptr& ctx, responder respond) {
+  auto st = std::make_shared<gather_state>();
+  for (const auto& [name, p] : ctx->projects)
+    st->projects.push_back(p);
+  ctx->sys->spawn([ctx, st, respond](caf::event_based_actor* self) {
+    gather_step(self, ctx, st, 0, respond);
+  });
+}
+
+void show_project(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+  ask(
+    ctx, respond, p,
+    [respond](const project_summary_ptr& s) {
+      respond(json_response(http::status::ok, to_json(*s)));
+    },
+    atom::status_v);
+}
+
+void create_work(const ctx_ptr& ctx, const project_actor& p, const request& req,
+                 responder respond) {
+  auto body = parse_body(req, respond);
+  if (!body)
+    return;
+  auto batch = parse_work_batch(*body);
+  if (!batch.value) {
+    respond(error_response(http::status::bad_request, batch.error));
+    return;
+  }
+  auto ptr = std::make_shared<const work_batch>(std::move(*batch.value));
+  ask(
+    ctx, respond, p,
+    [respond](const work_created_ptr& c) {
+      respond(json_response(http::status::created, json{{"ids", c->ids}, {"names", c->names}}));
+    },
+    atom::create_v, work_batch_ptr{ptr});
+}
+
+void list_workunits(const ctx_ptr& ctx, const project_actor& p, const target& t,
+                    responder respond) {
+  std::uint64_t offset = 0, limit = 0;
+  if (auto err = paging(t, offset, limit)) {
+    respond(error_response(http::status::bad_request, *err));
+    return;
+  }
+  ask(
+    ctx, respond, p,
+    [respond, offset, limit](const workunit_list_ptr& xs) {
+      json items = json::array();
+      for (const auto& v : *xs)
+        items.push_back(to_json_brief(v));
+      respond(json_response(http::status::ok, json{{"offset", offset},
+                                                   {"limit", limit},
+                                                   {"count", xs->size()},
+                                                   {"items", std::move(items)}}));
+    },
+    atom::list_v, atom::workunit_v, offset, limit);
+}
+
+void show_workunit(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
+                   responder respond) {
+  ask(
+    ctx, respond, p,
+    [respond](const workunit_view_ptr& v) { respond(json_response(http::status::ok, to_json(*v))); },
+    atom::workunit_v, key);
+}
+
+void show_result(const ctx_ptr& ctx, const project_actor& p, const std::string& name,
+                 responder respond) {
+  auto us = name.rfind('_');
+  std::optional<std::uint64_t> index;
+  if (us != std::string::npos && us > 0)
+    index = parse_u64(std::string_view{name}.substr(us + 1));
+  if (!index) {
+    respond(error_response(http::status::not_found,
+                           "no result '" + name + "' (result names are <workunit>_<index>)"));
+    return;
+  }
+  auto wu_name = name.substr(0, us);
+  auto i = *index;
+  ask(
+    ctx, respond, p,
+    [respond, name, i](const workunit_view_ptr& v) {
+      if (i >= v->wu.results.size() || v->wu.name + "_" + std::to_string(i) != name) {
+        respond(error_response(http::status::not_found, "no result '" + name + "'"));
+        return;
+      }
+      auto out = result_json(v->wu, static_cast<std::uint32_t>(i), name);
+      out["workunit"] = to_json_brief(*v);
+      respond(json_response(http::status::ok, out));
+    },
+    atom::workunit_v, wu_name);
+}
+
+void list_hosts(const ctx_ptr& ctx, const project_actor& p, const target& t, responder respond) {
+  std::uint64_t offset = 0, limit = 0;
+  if (auto err = paging(t, offset, limit)) {
+    respond(error_response(http::status::bad_request, *err));
+    return;
+  }
+  ask(
+    ctx, respond, p,
+    [respond, offset, limit](const host_list_ptr& xs) {
+      json items = json::array();
+      for (const auto& v : *xs)
+        items.push_back(to_json(v));
+      respond(json_response(http::status::ok, json{{"offset", offset},
+                                                   {"limit", limit},
+                                                   {"count", xs->size()},
+                                                   {"items", std::move(items)}}));
+    },
+    atom::list_v, atom::host_v, offset, limit);
+}
+
+void show_host(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
+               responder respond) {
+  auto id = parse_u64(key);
+  if (!id) {
+    respond(error_response(http::status::not_found, "no host '" + key + "' (ids are numbers)"));
+    return;
+  }
+  ask(
+    ctx, respond, p,
+    [respond](const host_view_ptr& v) { respond(json_response(http::status::ok, to_json(*v))); },
+    atom::host_v, id_type{*id});
+}
+
+void list_users(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+  ask(
+    ctx, respond, p,
+    [respond](const user_list_ptr& xs) {
+      json items = json::array();
+      for (const auto& u : *xs)
+        items.push_back(to_json(u));
+      respond(json_response(http::status::ok, items));
+    },
+    atom::list_v, atom::user_v);
+}
+
+void create_user(const ctx_ptr& ctx, const project_actor& p, const request& req,
+                 responder respond) {
+  auto body = parse_body(req, respond);
+  if (!body)
+    return;
+  auto user = parse_new_user(*body);
+  if (!user.value) {
+    respond(error_response(http::status::bad_request, user.error));
+    return;
+  }
+  ask(
+    ctx, respond, p,
+    [respond](id_type id, const std::string& auth) {
+      respond(json_response(http::status::created, json{{"id", id}, {"authenticator", auth}}));
+    },
+    atom::create_v, user.value->first, user.value->second);
+}
+
+// -- dispatch ------------------------------------------------------------------
+
+response method_not_allowed(std::initializer_list<http::verb> allowed) {
+  std::string allow;
+  for (auto v : allowed) {
+    if (!allow.empty())
+      allow += ", ";
+    allow += std::string{http::to_string(v)};
+  }
+  auto res = error_response(http::status::method_not_allowed,
+                            "method not allowed (allowed: " + allow + ")");
+  res.set(http::field::allow, allow);
+  return res;
+}
+
+void serve(const ctx_ptr& ctx, request&& req, responder respond) {
+  auto token = bearer_token(req);
+  if (ctx->token.empty() || token.empty() || !constant_time_equal(token, ctx->token)) {
+    auto res = error_response(http::status::unauthorized,
+                              token.empty() ? "missing bearer token" : "invalid bearer token");
+    res.set(http::field::www_authenticate, "Bearer realm=\"cobble admin\"");
+    respond(std::move(res));
+    return;
+  }
+  auto t = split_target(req.target());
+  if (!t) {
+    respond(error_response(http::status::bad_request, "malformed percent-escape in the target"));
+    return;
+  }
+  const auto& path = t->path;
+  auto method = req.method();
+  auto is_get = method == http::verb::get;
+  auto not_found = [&] {
+    respond(error_response(http::status::not_found,
+                           "no such resource: " + std::string{req.target()}));
+  };
+  if (path.size() < 2 || path[0] != "api" || path[1] != "projects")
+    return not_found();
+  if (path.size() == 2) {
+    if (!is_get)
+      return respond(method_not_allowed({http::verb::get}));
+    return list_projects(ctx, std::move(respond));
+  }
+  auto pi = ctx->projects.find(path[2]);
+  if (pi == ctx->projects.end()) {
+    respond(error_response(http::status::not_found, "no project '" + path[2] + "'"));
+    return;
+  }
+  const auto& p = pi->second;
+  if (path.size() == 3) {
+    if (!is_get)
+      return respond(method_not_allowed({http::verb::get}));
+    return show_project(ctx, p, std::move(respond));
+  }
+  const auto& coll = path[3];
+  if (path.size() == 4) {
+    if (coll == "workunits") {
+      if (is_get)
+        return list_workunits(ctx, p, *t, std::move(respond));
+      if (method == http::verb::post)
+        return create_work(ctx, p, req, std::move(respond));
+      return respond(method_not_allowed({http::verb::get, http::verb::post}));
+    }
+    if (coll == "hosts") {
+      if (!is_get)
+        return respond(method_not_allowed({http::verb::get}));
+      return list_hosts(ctx, p, *t, std::move(respond));
+    }
+    if (coll == "users") {
+      if (is_get)
+        return list_users(ctx, p, std::move(respond));
+      if (method == http::verb::post)
+        return create_user(ctx, p, req, std::move(respond));
+      return respond(method_not_allowed({http::verb::get, http::verb::post}));
+    }
+    return not_found();
+  }
+  if (path.size() == 5) {
+    const auto& key = path[4];
+    if (coll != "workunits" && coll != "results" && coll != "hosts")
+      return not_found();
+    if (!is_get)
+      return respond(method_not_allowed({http::verb::get}));
+    if (coll == "workunits")
+      return show_workunit(ctx, p, key, std::move(respond));
+    if (coll == "results")
+      return show_result(ctx, p, key, std::move(respond));
+    return show_host(ctx, p, key, std::move(respond));
+  }
+  not_found();
+}
+
+} // namespace
+
+bool constant_time_equal(std::string_view given, std::string_view expected) {
+  // Compare every byte of `expected` whatever `given` holds, so the time depends only on the
+  // length of the secret.
+  unsigned char diff = given.size() == expected.size() ? 0 : 1;
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    auto g = i < given.size() ? static_cast<unsigned char>(given[i]) : 0;
+    diff |= static_cast<unsigned char>(g ^ static_cast<unsigned char>(expected[i]));
+  }
+  return diff == 0;
+}
+
+std::vector<route> admin_routes(admin_context ctx) {
+  auto shared = std::make_shared<const admin_context>(std::move(ctx));
+  route r;
+  r.prefix = "/api/";
+  r.serve = [shared](request&& req, responder respond) {
+    serve(shared, std::move(req), std::move(respond));
+  };
+  route exact;
+  exact.prefix = "/api";
+  exact.exact = true;
+  exact.serve = r.serve;
+  return {std::move(r), std::move(exact)};
+}
+
+} // namespace cobble::net

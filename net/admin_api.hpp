@@ -1,0 +1,37 @@
+#pragma once
+
+/// The admin JSON API of Cobble (see docs/admin-api.md): project status, work creation,
+/// workunits, results, hosts and users, behind a bearer token.
+///
+/// Every request is bridged to the project actor by a one-shot actor that asks with a timeout
+/// and answers through the responder; no handler blocks an HTTP thread.
+
+#include "actors/actors.hpp"
+#include "net/http_server.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cobble::net {
+
+/// What the admin API needs from the running node.
+struct admin_context {
+  caf::actor_system* sys = nullptr;               ///< Spawns the per-request bridges.
+  std::map<std::string, project_actor> projects;  ///< By project name.
+  std::string token;                              ///< The bearer token every request must carry.
+  std::chrono::milliseconds timeout{10000};       ///< Upper bound of one actor request.
+};
+
+/// The routes of the admin API, all under `/api/`.
+std::vector<route> admin_routes(admin_context ctx);
+
+/// True when `given` equals `expected`, in time that depends only on their lengths (so the
+/// token cannot be guessed byte by byte from response times).
+bool constant_time_equal(std::string_view given, std::string_view expected);
+
+} // namespace cobble::net

@@ -1,0 +1,521 @@
+#include "net/admin_json.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <set>
+
+namespace cobble::net {
+
+using nlohmann::json;
+
+namespace {
+
+json optional_string(const std::string& s) {
+  return s.empty() ? json(nullptr) : json(s);
+}
+
+json files_json(const std::vector<file_rec>& files) {
+  auto out = json::array();
+  for (const auto& f : files)
+    out.push_back({{"name", f.name}, {"nbytes", f.nbytes}, {"md5", f.md5}});
+  return out;
+}
+
+json flags_json(std::uint8_t flags) {
+  auto out = json::array();
+  if (flags & flag_bad_elapsed)
+    out.push_back("bad_elapsed");
+  if (flags & flag_bad_cpu)
+    out.push_back("bad_cpu");
+  return out;
+}
+
+const char* resource_name(std::uint8_t r) {
+  switch (r) {
+    case 0:
+      return "cpu";
+    case 1:
+      return "nvidia";
+    case 2:
+      return "ati";
+    case 3:
+      return "intel_gpu";
+  }
+  return "unknown";
+}
+
+json params_json(const wu_params& p) {
+  json inputs = json::array();
+  for (std::size_t i = 0; i < p.inputs.size(); ++i)
+    inputs.push_back({{"stored_name", p.inputs[i].name},
+                      {"open_name", i < p.input_open_names.size() ? p.input_open_names[i] : ""},
+                      {"nbytes", p.inputs[i].nbytes},
+                      {"md5", p.inputs[i].md5}});
+  return {{"command_line", p.command_line},
+          {"rsc_fpops_est", p.rsc_fpops_est},
+          {"rsc_fpops_bound", p.rsc_fpops_bound},
+          {"rsc_memory_bound", p.rsc_memory_bound},
+          {"rsc_disk_bound", p.rsc_disk_bound},
+          {"delay_bound", p.delay_bound},
+          {"min_quorum", p.min_quorum},
+          {"target_nresults", p.target_nresults},
+          {"max_error_results", p.max_error_results},
+          {"max_total_results", p.max_total_results},
+          {"max_success_results", p.max_success_results},
+          {"inputs", std::move(inputs)}};
+}
+
+json counts_json(const workunit_rec& wu) {
+  std::size_t unsent = 0, in_progress = 0, over = 0, success = 0, errors = 0, valid = 0;
+  for (const auto& r : wu.results) {
+    switch (r.state) {
+      case result_state::unsent:
+        ++unsent;
+        break;
+      case result_state::in_progress:
+        ++in_progress;
+        break;
+      case result_state::over:
+        ++over;
+        break;
+    }
+    if (r.state == result_state::over && r.outcome == result_outcome::success)
+      ++success;
+    else if (r.state == result_state::over && r.outcome != result_outcome::didnt_need)
+      ++errors;
+    if (r.validation == validate_state::valid)
+      ++valid;
+  }
+  return {{"total", wu.results.size()}, {"unsent", unsent},   {"in_progress", in_progress},
+          {"over", over},               {"success", success}, {"error", errors},
+          {"valid", valid}};
+}
+
+std::string canonical_name(const workunit_view& v) {
+  if (!v.wu.canonical)
+    return {};
+  auto i = *v.wu.canonical;
+  if (i < v.result_names.size())
+    return v.result_names[i];
+  return v.wu.name + "_" + std::to_string(i);
+}
+
+json workunit_head(const workunit_view& v) {
+  auto canonical = canonical_name(v);
+  return {{"id", v.wu.id},
+          {"name", v.wu.name},
+          {"app", v.app_name},
+          {"state", to_string(v.wu.state)},
+          {"created", time_json(v.wu.created)},
+          {"finished", time_json(v.wu.finished)},
+          {"canonical_result", optional_string(canonical)},
+          {"failure", optional_string(v.wu.failure)},
+          {"result_counts", counts_json(v.wu)}};
+}
+
+// -- parsing ----------------------------------------------------------------
+
+/// Reads the members of one JSON object into a struct, collecting the first error.
+class reader {
+public:
+  reader(const json& obj, std::string where) : obj_(obj), where_(std::move(where)) {}
+
+  /// The first error, or empty.
+  const std::string& error() const { return error_; }
+
+  bool ok() const { return error_.empty(); }
+
+  void fail(const std::string& what) {
+    if (error_.empty())
+      error_ = what + where_;
+  }
+
+  /// Fails on any member not in `known`.
+  void only(std::initializer_list<const char*> known) {
+    for (const auto& [key, value] : obj_.items()) {
+      bool found = std::any_of(known.begin(), known.end(),
+                               [&](const char* k) { return key == k; });
+      if (!found)
+        fail("unknown field '" + key + "'");
+    }
+  }
+
+  bool has(const char* key) const { return obj_.contains(key) && !obj_.at(key).is_null(); }
+
+  void string(const char* key, std::string& out, bool required = false) {
+    if (!has(key)) {
+      if (required)
+        fail("missing field '" + std::string{key} + "'");
+      return;
+    }
+    const auto& v = obj_.at(key);
+    if (!v.is_string())
+      return fail("field '" + std::string{key} + "' must be a string");
+    out = v.get<std::string>();
+  }
+
+  void number(const char* key, std::optional<double>& out) {
+    if (!has(key))
+      return;
+    const auto& v = obj_.at(key);
+    if (!v.is_number())
+      return fail("field '" + std::string{key} + "' must be a number");
+    out = v.get<double>();
+  }
+
+  void number(const char* key, double& out) {
+    std::optional<double> x;
+    number(key, x);
+    if (x)
+      out = *x;
+  }
+
+  void integer(const char* key, std::optional<int>& out) {
+    if (!has(key))
+      return;
+    const auto& v = obj_.at(key);
+    if (!v.is_number_integer())
+      return fail("field '" + std::string{key} + "' must be an integer");
+    auto x = v.get<std::int64_t>();
+    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
+      return fail("field '" + std::string{key} + "' is out of range");
+    out = static_cast<int>(x);
+  }
+
+private:
+  const json& obj_;
+  std::string where_;
+  std::string error_;
+};
+
+/// Largest `count` accepted in one spec (a batch is one commit and one answer).
+constexpr int max_count = 100000;
+
+std::optional<std::string> parse_spec(const json& item, const std::string& where,
+                                      std::vector<work_spec>& out) {
+  if (!item.is_object())
+    return "a work spec must be an object" + where;
+  reader r{item, where};
+  r.only({"app", "name", "command_line", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound",
+          "rsc_disk_bound", "delay_bound", "min_quorum", "target_nresults", "max_error_results",
+          "max_total_results", "max_success_results", "count", "inputs"});
+  work_spec w;
+  r.string("app", w.app, true);
+  r.string("name", w.name);
+  r.string("command_line", w.command_line);
+  r.number("rsc_fpops_est", w.rsc_fpops_est);
+  r.number("rsc_fpops_bound", w.rsc_fpops_bound);
+  r.number("rsc_memory_bound", w.rsc_memory_bound);
+  r.number("rsc_disk_bound", w.rsc_disk_bound);
+  r.number("delay_bound", w.delay_bound);
+  r.integer("min_quorum", w.min_quorum);
+  r.integer("target_nresults", w.target_nresults);
+  r.integer("max_error_results", w.max_error_results);
+  r.integer("max_total_results", w.max_total_results);
+  r.integer("max_success_results", w.max_success_results);
+  std::optional<int> count;
+  r.integer("count", count);
+  if (r.ok() && w.app.empty())
+    r.fail("field 'app' must not be empty");
+  if (r.ok() && count && (*count < 1 || *count > max_count))
+    r.fail("field 'count' must be between 1 and " + std::to_string(max_count));
+  if (r.ok() && count && !w.name.empty())
+    r.fail("fields 'count' and 'name' exclude each other (names are generated)");
+  if (r.ok() && r.has("inputs")) {
+    const auto& ins = item.at("inputs");
+    if (!ins.is_array()) {
+      r.fail("field 'inputs' must be an array");
+    } else {
+      for (std::size_t i = 0; i < ins.size() && r.ok(); ++i) {
+        auto in_where = ", input " + std::to_string(i) + where;
+        if (!ins[i].is_object()) {
+          r.fail("an input must be an object, input " + std::to_string(i));
+          break;
+        }
+        reader ri{ins[i], in_where};
+        ri.only({"stored_name", "open_name", "nbytes", "md5"});
+        input_spec in;
+        ri.string("stored_name", in.stored_name, true);
+        ri.string("open_name", in.open_name, true);
+        ri.number("nbytes", in.nbytes);
+        ri.string("md5", in.md5);
+        if (!ri.ok())
+          return ri.error();
+        w.inputs.push_back(std::move(in));
+      }
+    }
+  }
+  if (!r.ok())
+    return r.error();
+  for (int i = 0; i < count.value_or(1); ++i)
+    out.push_back(w);
+  return std::nullopt;
+}
+
+} // namespace
+
+json time_json(time_us t) {
+  if (t == 0)
+    return nullptr;
+  return us_to_seconds(t);
+}
+
+json to_json(const project_summary& s) {
+  json counters = {{"workunits_created", s.counters.workunits_created},
+                   {"results_created", s.counters.results_created},
+                   {"results_dispatched", s.counters.results_dispatched},
+                   {"results_reported", s.counters.results_reported},
+                   {"results_timed_out", s.counters.results_timed_out},
+                   {"workunits_validated", s.counters.workunits_validated},
+                   {"workunits_assimilated", s.counters.workunits_assimilated},
+                   {"workunits_failed", s.counters.workunits_failed}};
+  json apps = json::array();
+  for (const auto& a : s.apps)
+    apps.push_back({{"name", a.name}, {"versions", a.versions}, {"unsent", a.unsent}});
+  return {{"name", s.name},
+          {"long_name", s.long_name},
+          {"users", s.users},
+          {"hosts", s.hosts},
+          {"workunits", s.workunits},
+          {"active_workunits", s.active_workunits},
+          {"results_in_progress", s.results_in_progress},
+          {"counters", std::move(counters)},
+          {"apps", std::move(apps)}};
+}
+
+project_summary summarize(const project_state& ps) {
+  project_summary s;
+  s.name = ps.name;
+  s.long_name = ps.long_name;
+  s.users = ps.users.size();
+  s.hosts = ps.hosts.size();
+  s.workunits = ps.workunits.size();
+  s.counters = ps.counters;
+  std::map<std::uint32_t, std::size_t> unsent;
+  for (const auto& [id, wu] : ps.workunits) {
+    if (wu.state == wu_state::active)
+      ++s.active_workunits;
+    for (const auto& r : wu.results) {
+      if (r.state == result_state::in_progress)
+        ++s.results_in_progress;
+      else if (r.state == result_state::unsent)
+        ++unsent[wu.app];
+    }
+  }
+  for (const auto& a : ps.apps)
+    s.apps.push_back(app_summary{a.name, a.versions.size(), unsent[a.id]});
+  return s;
+}
+
+json result_json(const workunit_rec& wu, std::uint32_t index, const std::string& name) {
+  const auto& r = wu.results.at(index);
+  bool reported = r.received != 0;
+  json out = {{"name", name},
+              {"index", index},
+              {"state", to_string(r.state)},
+              {"outcome", to_string(r.outcome)},
+              {"validation", to_string(r.validation)},
+              {"canonical", wu.canonical && *wu.canonical == index},
+              {"host", r.host == 0 ? json(nullptr) : json(r.host)},
+              {"sent", time_json(r.sent)},
+              {"deadline", time_json(r.deadline)},
+              {"received", time_json(r.received)},
+              {"elapsed", reported ? json(r.report.elapsed) : json(nullptr)},
+              {"cpu", reported ? json(r.report.cpu) : json(nullptr)},
+              {"exit_status", reported ? json(r.report.exit_status) : json(nullptr)},
+              {"client_state", reported ? json(r.report.client_state) : json(nullptr)},
+              {"success", reported ? json(r.report.success) : json(nullptr)},
+              {"flags", flags_json(r.report.flags)},
+              {"outputs", files_json(r.report.outputs)}};
+  if (r.sent != 0)
+    out["app_version"] = {{"id", r.version.app_version_id},
+                          {"platform", r.version.platform},
+                          {"version_num", r.version.version_num},
+                          {"plan_class", r.version.plan_class}};
+  else
+    out["app_version"] = nullptr;
+  return out;
+}
+
+json to_json(const workunit_view& v) {
+  auto out = workunit_head(v);
+  out["params"] = params_json(v.wu.params);
+  json results = json::array();
+  for (std::uint32_t i = 0; i < v.wu.results.size(); ++i) {
+    auto name = i < v.result_names.size() ? v.result_names[i]
+                                          : v.wu.name + "_" + std::to_string(i);
+    results.push_back(result_json(v.wu, i, name));
+  }
+  out["results"] = std::move(results);
+  return out;
+}
+
+json to_json_brief(const workunit_view& v) {
+  return workunit_head(v);
+}
+
+workunit_view view_of(const project_state& s, const workunit_rec& wu) {
+  workunit_view v;
+  v.wu = wu;
+  auto app = s.app(wu.app);
+  v.app_name = app ? app->name : "?";
+  for (std::uint32_t i = 0; i < wu.results.size(); ++i)
+    v.result_names.push_back(s.result_name({wu.id, i}));
+  return v;
+}
+
+json to_json(const host_info_rec& info) {
+  json coprocs = json::array();
+  for (std::size_t i = 0; i < info.coprocs.size(); ++i) {
+    json c = {{"type", resource_name(info.coprocs[i].first)}, {"count", info.coprocs[i].second}};
+    c["peak_flops"] = i < info.coproc_peak_flops.size() ? json(info.coproc_peak_flops[i])
+                                                        : json(nullptr);
+    coprocs.push_back(std::move(c));
+  }
+  return {{"host_cpid", info.host_cpid}, {"domain_name", info.domain_name},
+          {"p_ncpus", info.p_ncpus},     {"p_vendor", info.p_vendor},
+          {"p_model", info.p_model},     {"p_fpops", info.p_fpops},
+          {"p_iops", info.p_iops},       {"m_nbytes", info.m_nbytes},
+          {"d_free", info.d_free},       {"os_name", info.os_name},
+          {"os_version", info.os_version}, {"coprocs", std::move(coprocs)}};
+}
+
+json to_json(const host_state& s) {
+  json in_progress = json::array();
+  for (const auto& [name, held] : s.in_progress)
+    in_progress.push_back({{"result", name},
+                           {"workunit_id", held.result.wu},
+                           {"deadline", time_json(held.deadline)},
+                           {"app_version_id", held.app_version_id}});
+  json versions = json::array();
+  for (const auto& [id, hav] : s.app_versions)
+    versions.push_back(
+      {{"app_version_id", id},
+       {"n_sent", hav.n_sent},
+       {"n_success", hav.n_success},
+       {"n_error", hav.n_error},
+       {"n_timeout", hav.n_timeout},
+       {"elapsed_n", hav.elapsed_n},
+       {"elapsed_sum", hav.elapsed_sum},
+       {"avg_elapsed", hav.elapsed_n == 0
+                         ? json(nullptr)
+                         : json(hav.elapsed_sum / static_cast<double>(hav.elapsed_n))}});
+  return {{"id", s.id},
+          {"user", s.user},
+          {"created", time_json(s.created)},
+          {"last_rpc", time_json(s.last_rpc)},
+          {"info", to_json(s.info)},
+          {"results_reported", s.results_reported},
+          {"in_progress", std::move(in_progress)},
+          {"app_versions", std::move(versions)}};
+}
+
+json to_json(const host_view& v) {
+  json out = {{"id", v.reg.id}, {"user", v.reg.user}, {"created", time_json(v.reg.created)}};
+  if (v.state)
+    out["state"] = to_json(*v.state);
+  return out;
+}
+
+json to_json(const user_rec& u) {
+  return {{"id", u.id},
+          {"name", u.name},
+          {"email", u.email},
+          {"authenticator", u.authenticator},
+          {"created", time_json(u.created)}};
+}
+
+json to_json(const app_version_state& s) {
+  return {{"id", s.id},
+          {"n_valid", s.n_valid},
+          {"n_invalid", s.n_invalid},
+          {"elapsed_sum", s.elapsed_sum},
+          {"cpu_sum", s.cpu_sum}};
+}
+
+parsed<work_batch> parse_work_batch(const json& body, const std::string& default_submitter) {
+  parsed<work_batch> out;
+  if (!body.is_object()) {
+    out.error = "the body must be a JSON object (a work spec or {\"items\": [...]})";
+    return out;
+  }
+  work_batch batch;
+  batch.submitter = default_submitter;
+  if (body.contains("items")) {
+    reader r{body, ""};
+    r.only({"items", "submitter"});
+    r.string("submitter", batch.submitter);
+    if (r.ok() && !body.at("items").is_array())
+      r.fail("field 'items' must be an array");
+    if (r.ok() && body.at("items").empty())
+      r.fail("field 'items' must not be empty");
+    if (!r.ok()) {
+      out.error = r.error();
+      return out;
+    }
+    const auto& items = body.at("items");
+    for (std::size_t i = 0; i < items.size(); ++i)
+      if (auto err = parse_spec(items[i], " in item " + std::to_string(i), batch.items)) {
+        out.error = *err;
+        return out;
+      }
+  } else if (auto err = parse_spec(body, "", batch.items)) {
+    out.error = *err;
+    return out;
+  }
+  out.value = std::move(batch);
+  return out;
+}
+
+parsed<std::pair<std::string, std::string>> parse_new_user(const json& body) {
+  parsed<std::pair<std::string, std::string>> out;
+  if (!body.is_object()) {
+    out.error = "the body must be a JSON object {\"name\": ..., \"email\": ...}";
+    return out;
+  }
+  reader r{body, ""};
+  r.only({"name", "email"});
+  std::string name, email;
+  r.string("name", name, true);
+  r.string("email", email);
+  if (!r.ok()) {
+    out.error = r.error();
+    return out;
+  }
+  out.value.emplace(std::move(name), std::move(email));
+  return out;
+}
+
+json to_json(const work_spec& w) {
+  json out = {{"app", w.app}};
+  if (!w.name.empty())
+    out["name"] = w.name;
+  if (!w.command_line.empty())
+    out["command_line"] = w.command_line;
+  auto put = [&out](const char* key, const auto& x) {
+    if (x)
+      out[key] = *x;
+  };
+  put("rsc_fpops_est", w.rsc_fpops_est);
+  put("rsc_fpops_bound", w.rsc_fpops_bound);
+  put("rsc_memory_bound", w.rsc_memory_bound);
+  put("rsc_disk_bound", w.rsc_disk_bound);
+  put("delay_bound", w.delay_bound);
+  put("min_quorum", w.min_quorum);
+  put("target_nresults", w.target_nresults);
+  put("max_error_results", w.max_error_results);
+  put("max_total_results", w.max_total_results);
+  put("max_success_results", w.max_success_results);
+  if (!w.inputs.empty()) {
+    json ins = json::array();
+    for (const auto& in : w.inputs)
+      ins.push_back({{"stored_name", in.stored_name},
+                     {"open_name", in.open_name},
+                     {"nbytes", in.nbytes},
+                     {"md5", in.md5}});
+    out["inputs"] = std::move(ins);
+  }
+  return out;
+}
+
+} // namespace cobble::net

@@ -1,0 +1,78 @@
+#pragma once
+
+/// JSON views of Cobble's state for the admin API and the `cobble` CLI (see docs/admin-api.md).
+///
+/// One place turns states and admin views into JSON and admin request bodies into plain
+/// structs, so that the server's answers and the CLI's offline output (`cobble log replay`)
+/// look the same. Times are Unix seconds (double); a time that was never set is null.
+
+#include "actors/messages.hpp"
+#include "actors/state.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cobble::net {
+
+/// A time in Unix seconds, or null when `t` is 0 (never happened).
+nlohmann::json time_json(time_us t);
+
+/// The status of one project: counts, counters, apps with their unsent results.
+nlohmann::json to_json(const project_summary& s);
+
+/// The summary of a project's state, computed the way the project actor answers `status`
+/// (offline replay uses it; the server asks the actor).
+project_summary summarize(const project_state& s);
+
+/// One result of a workunit (`index` is its replica number; `canonical` marks the canonical
+/// one): state, outcome, validation, host, times, the report and its outputs.
+nlohmann::json result_json(const workunit_rec& wu, std::uint32_t index, const std::string& name);
+
+/// A workunit with every result (`GET /api/projects/P/workunits/W`).
+nlohmann::json to_json(const workunit_view& v);
+
+/// A workunit as one row of a list: its parameters and per-state result counts, no results.
+nlohmann::json to_json_brief(const workunit_view& v);
+
+/// The workunit view of one workunit of a project's state (names as the actor gives them).
+workunit_view view_of(const project_state& s, const workunit_rec& wu);
+
+/// What a host told the server about itself.
+nlohmann::json to_json(const host_info_rec& info);
+
+/// A host actor's state: description, results in progress, host_app_version statistics.
+nlohmann::json to_json(const host_state& s);
+
+/// A host: registration, plus its state when the view has one.
+nlohmann::json to_json(const host_view& v);
+
+/// A user account, authenticator included (the admin API is for operators only).
+nlohmann::json to_json(const user_rec& u);
+
+/// Statistics of an app version.
+nlohmann::json to_json(const app_version_state& s);
+
+/// Either a value or a message for a 400 answer.
+template <class T>
+struct parsed {
+  std::optional<T> value;
+  std::string error; ///< Set when `value` is empty, e.g. "unknown field 'colour' in item 0".
+};
+
+/// Parses the body of `POST .../workunits`: one work spec object, or
+/// `{"items": [spec...], "submitter": "..."}`. Rejects unknown fields, wrong types and a `count`
+/// together with a `name`; expands `count` into that many specs with generated names.
+/// `default_submitter` is used when the body names none.
+parsed<work_batch> parse_work_batch(const nlohmann::json& body,
+                                    const std::string& default_submitter = "admin");
+
+/// Parses the body of `POST .../users`: `{"name": "...", "email": "..."}` (email optional).
+parsed<std::pair<std::string, std::string>> parse_new_user(const nlohmann::json& body);
+
+/// The work spec as JSON (what the CLI sends; inverse of one item of parse_work_batch).
+nlohmann::json to_json(const work_spec& w);
+
+} // namespace cobble::net

@@ -1,0 +1,128 @@
+#include "net/edge.hpp"
+
+#include "actors/error.hpp"
+#include "actors/messages.hpp"
+#include "net/boinc_xml.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+namespace cobble::net {
+
+namespace {
+
+/// What a response needs from its request, once the request is gone.
+struct reply_shape {
+  unsigned version = 11;
+  bool keep_alive = true;
+};
+
+response shaped(const reply_shape& shape, http::status status, std::string body,
+                std::string_view content_type) {
+  response res{status, shape.version};
+  res.set(http::field::server, "cobble");
+  res.set(http::field::content_type, content_type);
+  res.keep_alive(shape.keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+void serve_scheduler(std::shared_ptr<edge_context> ctx, const std::string& name,
+                     project_actor project, request&& req, responder respond) {
+  auto start = std::chrono::steady_clock::now();
+  reply_shape shape{req.version(), req.keep_alive()};
+  reply_urls urls{base_url(*ctx, req), name};
+  auto parsed = parse_sched_request(req.body());
+  if (!parsed) {
+    ctx->metrics->rpc_refused++;
+    ctx->metrics->rpcs++;
+    spdlog::info("scheduler request refused: {}", parsed.error);
+    auto reply = sched_reply::error("Cobble could not read the scheduler request: " + parsed.error,
+                                    ctx->error_request_delay);
+    respond(shaped(shape, http::status::ok, write_sched_reply(reply, urls), "text/xml"));
+    return;
+  }
+  auto rq = std::make_shared<const sched_request>(std::move(*parsed.value));
+  ctx->sys->spawn([ctx, project, rq, urls, shape, respond, start](caf::event_based_actor* self) {
+    self->request(project, ctx->rpc_timeout, atom::rpc_v, sched_request_ptr{rq})
+      .then(
+        [ctx, rq, urls, shape, respond, start](const sched_reply_ptr& reply) {
+          auto& m = *ctx->metrics;
+          m.rpcs++;
+          if (reply->userid == 0)
+            m.rpc_refused++;
+          m.jobs_sent += reply->results.size();
+          m.results_reported += rq->results.size();
+          auto body = write_sched_reply(*reply, urls);
+          m.rpc_latency.observe(std::chrono::steady_clock::now() - start);
+          respond(shaped(shape, http::status::ok, std::move(body), "text/xml"));
+        },
+        [ctx, urls, shape, respond](caf::error& err) {
+          ctx->metrics->rpcs++;
+          ctx->metrics->rpc_refused++;
+          spdlog::error("scheduler RPC failed: {}", describe(err));
+          auto reply = sched_reply::error("The server had a problem; it will be retried.",
+                                          ctx->error_request_delay);
+          respond(shaped(shape, http::status::ok, write_sched_reply(reply, urls), "text/xml"));
+        });
+  });
+}
+
+} // namespace
+
+std::string base_url(const edge_context& ctx, const request& req) {
+  if (!ctx.public_url.empty()) {
+    auto url = ctx.public_url;
+    while (!url.empty() && url.back() == '/')
+      url.pop_back();
+    return url;
+  }
+  auto host = req[http::field::host];
+  if (host.empty())
+    return "http://127.0.0.1";
+  return "http://" + std::string{host};
+}
+
+std::vector<route> edge_routes(std::shared_ptr<edge_context> ctx) {
+  std::vector<route> routes;
+  for (const auto& [name, project] : ctx->projects) {
+    auto long_name = ctx->long_names.count(name) ? ctx->long_names.at(name) : name;
+    routes.push_back(route{
+      "/" + name + "/", true, {http::verb::get, http::verb::head}, 0,
+      [ctx, name, long_name](request&& req, responder respond) {
+        auto page = master_page(long_name, base_url(*ctx, req) + "/" + name + "/cgi");
+        respond(make_response(req, http::status::ok, std::move(page), "text/html; charset=utf-8"));
+      }});
+    routes.push_back(route{"/" + name + "/cgi", true, {http::verb::post}, 0,
+                           [ctx, name, project](request&& req, responder respond) {
+                             serve_scheduler(ctx, name, project, std::move(req),
+                                             std::move(respond));
+                           }});
+  }
+  routes.push_back(route{"/healthz", true, {http::verb::get, http::verb::head}, 0,
+                         [](request&& req, responder respond) {
+                           respond(make_response(req, http::status::ok, "ok\n"));
+                         }});
+  routes.push_back(route{
+    "/metrics", true, {http::verb::get}, 0, [ctx](request&& req, responder respond) {
+      reply_shape shape{req.version(), req.keep_alive()};
+      ctx->sys->spawn([ctx, shape, respond](caf::event_based_actor* self) {
+        self->request(ctx->log, std::chrono::seconds(10), atom::status_v)
+          .then(
+            [ctx, shape, respond](const log_status_ptr& log) {
+              static const server_stats none{};
+              auto text = render_metrics(*ctx->metrics, ctx->http ? *ctx->http : none, *log);
+              respond(shaped(shape, http::status::ok, std::move(text),
+                             "text/plain; version=0.0.4"));
+            },
+            [shape, respond](caf::error& err) {
+              respond(shaped(shape, http::status::service_unavailable, describe(err) + "\n",
+                             "text/plain"));
+            });
+      });
+    }});
+  return routes;
+}
+
+} // namespace cobble::net

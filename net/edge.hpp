@@ -1,0 +1,40 @@
+#pragma once
+
+/// The routes that connect HTTP to the actors: each project's master page and scheduler,
+/// /healthz and /metrics. A request is parsed on the Asio thread into a plain struct, then a
+/// one-shot bridge actor asks the project actor and hands the answer to the responder.
+
+#include "actors/actors.hpp"
+#include "net/http_server.hpp"
+#include "net/metrics.hpp"
+
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cobble::net {
+
+/// Everything the edge routes need.
+struct edge_context {
+  caf::actor_system* sys = nullptr;
+  std::map<std::string, project_actor> projects; ///< By project name (the URL segment).
+  std::map<std::string, std::string> long_names;
+  log_actor log;
+  std::string public_url;             ///< Empty: taken from the request's Host header.
+  double error_request_delay = 60;    ///< request_delay of replies to bad requests.
+  std::chrono::seconds rpc_timeout{60};
+  std::shared_ptr<edge_metrics> metrics = std::make_shared<edge_metrics>();
+  const server_stats* http = nullptr; ///< Set once the server exists (for /metrics).
+};
+
+/// The routes of every project plus /healthz and /metrics.
+std::vector<route> edge_routes(std::shared_ptr<edge_context> ctx);
+
+/// The base URL clients should use: public_url, or http://<Host header>.
+std::string base_url(const edge_context& ctx, const request& req);
+
+} // namespace cobble::net

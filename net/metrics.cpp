@@ -1,0 +1,84 @@
+#include "net/metrics.hpp"
+
+#include "net/http_server.hpp"
+
+#include <fmt/format.h>
+
+namespace cobble::net {
+
+void latency_histogram::observe(std::chrono::steady_clock::duration d) {
+  auto secs = std::chrono::duration<double>(d).count();
+  std::size_t i = 0;
+  while (i < bounds.size() && secs > bounds[i])
+    ++i;
+  counts_[i].fetch_add(1, std::memory_order_relaxed);
+  sum_us_.fetch_add(static_cast<std::uint64_t>(secs * 1e6), std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void latency_histogram::render(std::string& out, const char* name, const char* help) const {
+  out += fmt::format("# HELP {} {}\n# TYPE {} histogram\n", name, help, name);
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < bounds.size(); ++i) {
+    cumulative += counts_[i].load(std::memory_order_relaxed);
+    out += fmt::format("{}_bucket{{le=\"{}\"}} {}\n", name, bounds[i], cumulative);
+  }
+  cumulative += counts_[bounds.size()].load(std::memory_order_relaxed);
+  out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name,
+                     static_cast<double>(sum_us_.load()) / 1e6, name, count_.load());
+}
+
+namespace {
+
+void counter(std::string& out, const char* name, const char* help, std::uint64_t v) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} counter\n{} {}\n", name, help, name, name, v);
+}
+
+void gauge(std::string& out, const char* name, const char* help, std::uint64_t v) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, v);
+}
+
+} // namespace
+
+std::string render_metrics(const edge_metrics& m, const server_stats& http,
+                           const log_status& log) {
+  std::string out;
+  counter(out, "cobble_scheduler_rpcs_total", "Scheduler RPCs answered.", m.rpcs.load());
+  counter(out, "cobble_scheduler_rpcs_refused_total",
+          "Scheduler RPCs answered with an error message (bad XML, unknown account).",
+          m.rpc_refused.load());
+  counter(out, "cobble_jobs_sent_total", "Jobs sent to hosts.", m.jobs_sent.load());
+  counter(out, "cobble_results_reported_total", "Results reported by hosts (acknowledged).",
+          m.results_reported.load());
+  m.rpc_latency.render(out, "cobble_scheduler_rpc_seconds", "Scheduler RPC latency.");
+  counter(out, "cobble_http_connections_total", "HTTP connections accepted.",
+          http.connections.load());
+  counter(out, "cobble_http_requests_total", "HTTP requests read.", http.requests.load());
+  counter(out, "cobble_http_too_large_total", "Requests refused with 413.",
+          http.rejected_too_large.load());
+  counter(out, "cobble_http_timeouts_total", "Connections closed by the read timeout.",
+          http.timeouts.load());
+  gauge(out, "cobble_log_last_seq", "Sequence number of the newest durable event.", log.last_seq);
+  counter(out, "cobble_log_events_total", "Events appended.", log.events);
+  counter(out, "cobble_log_commits_total", "Group commits (one WriteBatch each).", log.batches);
+  counter(out, "cobble_log_syncs_total", "Commits written with fsync.", log.syncs);
+  counter(out, "cobble_log_bytes_total", "Bytes of events appended.", log.bytes);
+  counter(out, "cobble_log_snapshots_total", "Snapshots written.", log.snapshots);
+  gauge(out, "cobble_log_last_snapshot_seq", "Seq of the newest snapshot.",
+        log.last_snapshot_seq);
+  out += "# HELP cobble_log_commit_batch_events Events per group commit.\n"
+         "# TYPE cobble_log_commit_batch_events histogram\n";
+  std::uint64_t cumulative = 0;
+  for (std::size_t i = 0; i < log.batch_size_buckets.size(); ++i) {
+    cumulative += log.batch_size_buckets[i];
+    out += fmt::format("cobble_log_commit_batch_events_bucket{{le=\"{}\"}} {}\n",
+                       std::uint64_t{1} << i, cumulative);
+  }
+  out += fmt::format("cobble_log_commit_batch_events_bucket{{le=\"+Inf\"}} {}\n", cumulative);
+  out += fmt::format("cobble_log_commit_batch_events_count {}\n", cumulative);
+  out += fmt::format("cobble_log_commit_batch_events_sum {}\n", log.events);
+  return out;
+}
+
+} // namespace cobble::net

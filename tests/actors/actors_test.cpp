@@ -1,0 +1,487 @@
+/// Deterministic actor tests: a whole node (log, project, host and app-version actors) on
+/// CAF's test coordinator, a real event store in a fresh temporary directory, and a manual
+/// clock. Scheduler RPCs come in as a 7.20 anonymous-platform client would send them.
+
+#include "actors/error.hpp"
+#include "actors/log.hpp"
+#include "actors/messages.hpp"
+#include "actors/node.hpp"
+#include "config/config.hpp"
+#include "storage/event_store.hpp"
+#include "temp_dir.hpp"
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+using namespace cobble;
+
+namespace {
+
+constexpr double delay_bound = 604800; // the demo app's, in seconds
+
+std::shared_ptr<storage::event_store> open_store(const std::filesystem::path& dir) {
+  auto s = storage::event_store::open(dir);
+  if (!s)
+    throw std::runtime_error("cannot open the event store: " + describe(s.error()));
+  return std::shared_ptr<storage::event_store>{std::move(*s)};
+}
+
+reported_result success(const std::string& name, const std::string& md5) {
+  reported_result r;
+  r.name = name;
+  r.state = 5;
+  r.exit_status = 0;
+  r.final_cpu_time = 95;
+  r.final_elapsed_time = 100;
+  r.platform = "x86_64-pc-linux-gnu";
+  r.version_num = 100;
+  r.files.push_back(reported_file{name + "_0", 64, md5});
+  return r;
+}
+
+struct actor_fixture {
+  static caf::actor_system_config& init(caf::actor_system_config& c) {
+    c.set("scheduler.policy", caf::atom("testing"));
+    register_types(c);
+    return c;
+  }
+
+  test::temp_dir dir{"actors"};
+  std::shared_ptr<storage::event_store> store = open_store(dir.path());
+  std::shared_ptr<manual_clock> clk = std::make_shared<manual_clock>();
+  config::cobble_config cfg = config::demo();
+  caf::actor_system_config sys_cfg;
+  caf::actor_system sys;
+  caf::scoped_actor self;
+  caf::scheduler::test_coordinator& sched;
+  node_handles node;
+  project_actor project;
+  std::string auth; ///< The demo user's account key.
+
+  actor_fixture()
+    : sys(init(sys_cfg)),
+      self(sys, true),
+      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
+    // A failed REQUIRE may leave actors running; never hang in the destructor then.
+    sys.await_actors_before_shutdown(false);
+    start();
+  }
+
+  ~actor_fixture() {
+    try {
+      stop();
+    } catch (...) {
+    }
+  }
+
+  void start() {
+    auto n = start_node(sys, cfg, store, clk, node_options{false});
+    REQUIRE(static_cast<bool>(n));
+    node = std::move(*n);
+    project = node.projects.at("demo");
+    sched.run();
+    auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
+    REQUIRE(users->size() == 1);
+    auth = users->at(0).authenticator;
+  }
+
+  /// The node's orderly shutdown: projects, a final snapshot, the log.
+  std::uint64_t stop() {
+    if (!node.node)
+      return 0;
+    auto rh = self->request(node.node, caf::infinite, atom::snapshot_v, atom::sync_v);
+    sched.run();
+    std::uint64_t seq = 0;
+    if (!self->mailbox().empty())
+      rh.receive([&](std::uint64_t s) { seq = s; }, [](caf::error&) {});
+    sched.run();
+    node = node_handles{};
+    project = project_actor{};
+    return seq;
+  }
+
+  /// Sends a request, runs every actor until nothing is left to do, and returns the answer.
+  template <class T, class Handle, class... Ts>
+  T ask(const Handle& dest, Ts&&... xs) {
+    auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+    sched.run();
+    REQUIRE_FALSE(self->mailbox().empty()); // else receive() would block forever
+    T result{};
+    rh.receive([&](T& x) { result = std::move(x); },
+               [&](caf::error& err) { FAIL("unexpected error: " << describe(err)); });
+    return result;
+  }
+
+  /// Like ask(), for a request that must fail.
+  template <class T, class Handle, class... Ts>
+  caf::error ask_error(const Handle& dest, Ts&&... xs) {
+    auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+    sched.run();
+    REQUIRE_FALSE(self->mailbox().empty());
+    caf::error out;
+    rh.receive([&](T&) { FAIL("expected an error"); }, [&](caf::error& err) { out = err; });
+    return out;
+  }
+
+  /// A scheduler request as a BOINC 7.20 client with app_info.xml sends it.
+  std::shared_ptr<sched_request> request(std::uint64_t hostid, double req_secs,
+                                         std::vector<reported_result> results = {}) {
+    auto r = std::make_shared<sched_request>();
+    r->authenticator = auth;
+    r->hostid = hostid;
+    r->rpc_seqno = 1;
+    r->core_client_major_version = 7;
+    r->core_client_minor_version = 20;
+    r->core_client_release = 2;
+    r->platform_name = "anonymous";
+    r->cpu.req_secs = req_secs;
+    r->cpu.req_instances = req_secs > 0 ? 1 : 0;
+    r->host.host_cpid = "0123456789abcdef";
+    r->host.domain_name = "volunteer";
+    r->host.p_ncpus = 2;
+    r->host.p_fpops = 1e9;
+    r->host.os_name = "Linux";
+    r->app_versions.push_back(client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1,
+                                                 0, resource_type::cpu, 0});
+    r->results = std::move(results);
+    return r;
+  }
+
+  sched_reply_ptr rpc(std::shared_ptr<sched_request> r) {
+    return ask<sched_reply_ptr>(project, atom::rpc_v, sched_request_ptr{std::move(r)});
+  }
+
+  work_created_ptr create(std::vector<std::string> names) {
+    auto b = std::make_shared<work_batch>();
+    b->submitter = "test";
+    for (auto& n : names) {
+      work_spec w;
+      w.app = "testapp";
+      w.name = n;
+      w.inputs.push_back(input_spec{"in_" + n, "in.txt", 1000, "0123456789abcdef0123456789abcdef"});
+      b->items.push_back(std::move(w));
+    }
+    return ask<work_created_ptr>(project, atom::create_v, work_batch_ptr{std::move(b)});
+  }
+
+  workunit_view_ptr workunit(const std::string& name) {
+    return ask<workunit_view_ptr>(project, atom::workunit_v, name);
+  }
+
+  project_summary_ptr status() {
+    return ask<project_summary_ptr>(project, atom::status_v);
+  }
+
+  host_view_ptr host(id_type id) {
+    return ask<host_view_ptr>(project, atom::host_v, id);
+  }
+
+  double now_seconds() const { return us_to_seconds(clk->now()); }
+};
+
+} // namespace
+
+TEST_CASE_METHOD(actor_fixture, "a new host gets an id and a job with everything it needs",
+                 "[actors]") {
+  auto created = create({"job"});
+  REQUIRE(created->names == std::vector<std::string>{"job"});
+  auto before = store->last_seq();
+  auto reply = rpc(request(0, 3600));
+  REQUIRE(reply->hostid.has_value());
+  auto h1 = *reply->hostid;
+  CHECK(h1 > 0);
+  CHECK(reply->project_name == "Cobble demo project");
+  CHECK(reply->user_name == "demo");
+  CHECK(reply->messages.empty());
+  REQUIRE(reply->results.size() == 1);
+  REQUIRE(reply->workunits.size() == 1);
+  const auto& res = reply->results[0];
+  CHECK(res.wu_name == "job");
+  CHECK(res.name.rfind("job_", 0) == 0);
+  CHECK(res.report_deadline == Approx(now_seconds() + delay_bound));
+  CHECK(res.report_deadline > now_seconds());
+  CHECK(res.platform == "x86_64-pc-linux-gnu");
+  CHECK(res.version_num == 100);
+  CHECK(res.plan_class.empty());
+  CHECK(reply->workunits[0].name == "job");
+  CHECK(reply->workunits[0].app_name == "testapp");
+  // The input to download and the output to upload.
+  REQUIRE(reply->files.size() == 2);
+  CHECK(reply->files[0].name == "in_job");
+  CHECK(reply->files[0].md5_cksum == "0123456789abcdef0123456789abcdef");
+  CHECK_FALSE(reply->files[0].is_output);
+  CHECK(reply->files[1].is_output);
+  CHECK(reply->files[1].name == res.name + "_0");
+  // The registration and the dispatch are durable before the reply.
+  CHECK(store->last_seq() == before + 2);
+  auto w = workunit("job");
+  auto index = w->wu.results[0].host == h1 ? 0 : 1;
+  CHECK(w->wu.results[index].state == result_state::in_progress);
+  CHECK(w->result_names[index] == res.name);
+
+  // The same host again, with its id: no new id, and not the other replica of the workunit.
+  auto again = rpc(request(h1, 3600));
+  CHECK_FALSE(again->hostid.has_value());
+  CHECK(again->results.empty());
+
+  // A second host gets the other replica.
+  auto second = rpc(request(0, 3600));
+  REQUIRE(second->hostid.has_value());
+  CHECK(*second->hostid != h1);
+  REQUIRE(second->results.size() == 1);
+  CHECK(second->results[0].wu_name == "job");
+  CHECK(second->results[0].name != res.name);
+  CHECK(status()->hosts == 2);
+  CHECK(status()->results_in_progress == 2);
+}
+
+TEST_CASE_METHOD(actor_fixture, "two agreeing reports make the workunit assimilated",
+                 "[actors]") {
+  create({"job"});
+  auto r1 = rpc(request(0, 3600));
+  auto r2 = rpc(request(0, 3600));
+  REQUIRE(r1->results.size() == 1);
+  REQUIRE(r2->results.size() == 1);
+  auto h1 = *r1->hostid;
+  auto h2 = *r2->hostid;
+  auto name1 = r1->results[0].name;
+  auto name2 = r2->results[0].name;
+
+  auto ack1 = rpc(request(h1, 0, {success(name1, "feedface")}));
+  CHECK(ack1->result_acks == std::vector<std::string>{name1});
+  CHECK(ack1->results.empty());
+  CHECK(workunit("job")->wu.state == wu_state::active);
+
+  auto ack2 = rpc(request(h2, 0, {success(name2, "feedface")}));
+  CHECK(ack2->result_acks == std::vector<std::string>{name2});
+  auto w = workunit("job");
+  CHECK(w->wu.state == wu_state::assimilated);
+  REQUIRE(w->wu.canonical.has_value());
+  CHECK(w->result_names[*w->wu.canonical] == name1);
+  for (const auto& r : w->wu.results) {
+    CHECK(r.state == result_state::over);
+    CHECK(r.outcome == result_outcome::success);
+    CHECK(r.validation == validate_state::valid);
+  }
+  auto s = status();
+  CHECK(s->counters.results_reported == 2);
+  CHECK(s->counters.workunits_validated == 1);
+  CHECK(s->counters.workunits_assimilated == 1);
+  CHECK(s->active_workunits == 0);
+  // The hosts' statistics count the successes.
+  auto hv = host(h1);
+  REQUIRE(hv->state.has_value());
+  CHECK(hv->state->in_progress.empty());
+  CHECK(hv->state->results_reported == 1);
+  CHECK(hv->state->app_versions.at(1).n_success == 1);
+  CHECK(hv->state->app_versions.at(1).elapsed_sum == 100);
+}
+
+TEST_CASE_METHOD(actor_fixture, "reports that do not count are acknowledged and change nothing",
+                 "[actors]") {
+  create({"job"});
+  auto r1 = rpc(request(0, 3600));
+  auto r2 = rpc(request(0, 3600));
+  auto h1 = *r1->hostid;
+  auto h2 = *r2->hostid;
+  auto name1 = r1->results.at(0).name;
+
+  SECTION("a result that was not sent to this host") {
+    auto seq = store->last_seq();
+    auto reply = rpc(request(h2, 0, {success(name1, "feedface")}));
+    CHECK(reply->result_acks == std::vector<std::string>{name1});
+    CHECK(store->last_seq() == seq);
+    auto w = workunit("job");
+    CHECK(w->wu.results[0].state == result_state::in_progress);
+    CHECK(w->wu.results[0].host == h1);
+    CHECK(status()->counters.results_reported == 0);
+    // The real holder can still report it.
+    auto real = rpc(request(h1, 0, {success(name1, "feedface")}));
+    CHECK(real->result_acks == std::vector<std::string>{name1});
+    CHECK(status()->counters.results_reported == 1);
+  }
+  SECTION("a name that is no result at all") {
+    auto seq = store->last_seq();
+    auto reply = rpc(request(h1, 0, {success("nonsense_7", "x")}));
+    CHECK(reply->result_acks == std::vector<std::string>{"nonsense_7"});
+    CHECK(store->last_seq() == seq);
+  }
+  SECTION("the same report twice, in one RPC and in the next") {
+    auto reply = rpc(request(h1, 0, {success(name1, "feedface"), success(name1, "feedface")}));
+    CHECK(reply->result_acks == std::vector<std::string>{name1, name1});
+    CHECK(status()->counters.results_reported == 1);
+    auto seq = store->last_seq();
+    auto again = rpc(request(h1, 0, {success(name1, "feedface")}));
+    CHECK(again->result_acks == std::vector<std::string>{name1});
+    CHECK(store->last_seq() == seq);
+    CHECK(status()->counters.results_reported == 1);
+    CHECK(host(h1)->state->results_reported == 1);
+  }
+}
+
+TEST_CASE_METHOD(actor_fixture, "an unknown account key is refused and nothing is recorded",
+                 "[actors]") {
+  create({"job"});
+  auto seq = store->last_seq();
+  auto r = request(0, 3600);
+  r->authenticator = "not-a-key";
+  auto reply = rpc(r);
+  CHECK_FALSE(reply->hostid.has_value());
+  REQUIRE(reply->messages.size() == 1);
+  CHECK_FALSE(reply->messages[0].text.empty());
+  CHECK(reply->request_delay > 0);
+  CHECK(reply->results.empty());
+  CHECK(store->last_seq() == seq);
+  CHECK(status()->hosts == 0);
+  CHECK(status()->counters.results_dispatched == 0);
+}
+
+TEST_CASE_METHOD(actor_fixture, "an unknown workunit is an error", "[actors]") {
+  auto err = ask_error<workunit_view_ptr>(project, atom::workunit_v, std::string{"nope"});
+  CHECK(is(err, ec::unknown_workunit));
+  auto b = std::make_shared<work_batch>();
+  b->items.push_back(work_spec{});
+  b->items[0].app = "nosuchapp";
+  auto seq = store->last_seq();
+  err = ask_error<work_created_ptr>(project, atom::create_v, work_batch_ptr{b});
+  CHECK(is(err, ec::unknown_app));
+  CHECK(store->last_seq() == seq);
+}
+
+TEST_CASE_METHOD(actor_fixture, "a missed deadline times the result out and replaces it",
+                 "[actors]") {
+  create({"job"});
+  auto r1 = rpc(request(0, 3600));
+  auto h1 = *r1->hostid;
+  auto name1 = r1->results.at(0).name;
+
+  // Ticks before the deadline change nothing.
+  clk->advance(seconds_to_us(delay_bound - 60));
+  sched.trigger_timeouts();
+  sched.run();
+  CHECK(workunit("job")->wu.results[0].state == result_state::in_progress);
+  CHECK(status()->counters.results_timed_out == 0);
+
+  // Past the deadline, the project's next deadline sweep times it out.
+  clk->advance(seconds_to_us(120));
+  sched.trigger_timeouts();
+  sched.run();
+  auto w = workunit("job");
+  REQUIRE(w->wu.results.size() == 3);
+  CHECK(w->wu.results[0].state == result_state::over);
+  CHECK(w->wu.results[0].outcome == result_outcome::no_reply);
+  CHECK(w->wu.results[1].state == result_state::unsent);
+  CHECK(w->wu.results[2].state == result_state::unsent);
+  CHECK(w->wu.state == wu_state::active);
+  auto s = status();
+  CHECK(s->counters.results_timed_out == 1);
+  CHECK(s->counters.results_created == 3);
+  auto hv = host(h1);
+  CHECK(hv->state->in_progress.empty());
+  CHECK(hv->state->app_versions.at(1).n_timeout == 1);
+
+  // Another sweep does not time it out again.
+  sched.trigger_timeouts();
+  sched.run();
+  CHECK(status()->counters.results_timed_out == 1);
+
+  // A late report is acknowledged but not counted.
+  auto late = rpc(request(h1, 0, {success(name1, "feedface")}));
+  CHECK(late->result_acks == std::vector<std::string>{name1});
+  CHECK(status()->counters.results_reported == 0);
+
+  // The replacements go to other hosts, with a deadline from their own dispatch.
+  auto r2 = rpc(request(0, 3600));
+  REQUIRE(r2->results.size() == 1);
+  CHECK(r2->results[0].report_deadline == Approx(now_seconds() + delay_bound));
+  auto r3 = rpc(request(0, 3600));
+  REQUIRE(r3->results.size() == 1);
+  CHECK(r3->results[0].name != r2->results[0].name);
+}
+
+TEST_CASE_METHOD(actor_fixture, "replaying the log rebuilds what the actors hold", "[actors]") {
+  create({"a", "b", "c"});
+  auto r1 = rpc(request(0, 7200)); // two jobs
+  auto r2 = rpc(request(0, 7200));
+  REQUIRE(r1->results.size() == 2);
+  REQUIRE(r2->results.size() == 2);
+  auto h1 = *r1->hostid;
+  auto h2 = *r2->hostid;
+  // Host 1 reports both; host 2 agrees on one, disagrees on the other.
+  rpc(request(h1, 0, {success(r1->results[0].name, "aa"), success(r1->results[1].name, "bb")}));
+  rpc(request(h2, 0, {success(r2->results[0].name, "aa"), success(r2->results[1].name, "xx")}));
+  auto s = status();
+  CHECK(s->counters.workunits_assimilated == 1);
+  CHECK(s->counters.results_created == 7); // 3 x 2, plus one for the disagreement
+
+  auto replayed = recover(*store, true);
+  REQUIRE(static_cast<bool>(replayed));
+  CHECK(replayed->seq == store->last_seq());
+  REQUIRE(replayed->projects.size() == 1);
+  const auto& pw = replayed->projects[0];
+  auto list = ask<workunit_list_ptr>(project, atom::list_v, atom::workunit_v, std::uint64_t{0},
+                                     std::uint64_t{100});
+  REQUIRE(list->size() == 3);
+  for (const auto& v : *list) {
+    INFO("workunit " << v.wu.name);
+    REQUIRE(pw.project.workunits.count(v.wu.id) == 1);
+    CHECK(pw.project.workunits.at(v.wu.id) == v.wu);
+  }
+  CHECK(pw.project.counters == s->counters);
+  for (auto h : {h1, h2}) {
+    auto hv = host(h);
+    REQUIRE(hv->state.has_value());
+    REQUIRE(pw.hosts.count(h) == 1);
+    CHECK(pw.hosts.at(h) == *hv->state);
+  }
+  CHECK(pw.app_versions.at(1).n_valid == 2);
+
+  // A snapshot taken now equals the full replay, and recovery starts from it.
+  auto snap_seq = ask<std::uint64_t>(node.log, atom::snapshot_v);
+  CHECK(snap_seq == store->last_seq());
+  auto snaps = store->list_snapshots();
+  REQUIRE(static_cast<bool>(snaps));
+  REQUIRE_FALSE(snaps->empty());
+  CHECK(snaps->back().seq == snap_seq);
+  auto from_snapshot = recover(*store);
+  REQUIRE(static_cast<bool>(from_snapshot));
+  CHECK(*from_snapshot == *replayed);
+  auto blob = store->read_snapshot(snap_seq);
+  REQUIRE(static_cast<bool>(blob));
+  auto decoded = decode_snapshot(*blob);
+  REQUIRE(decoded.has_value());
+  CHECK(*decoded == *replayed);
+}
+
+TEST_CASE_METHOD(actor_fixture, "a restarted node continues where it stopped", "[actors]") {
+  create({"job"});
+  auto r1 = rpc(request(0, 3600));
+  auto h1 = *r1->hostid;
+  auto name1 = r1->results.at(0).name;
+  auto final_seq = stop();
+  CHECK(final_seq == store->last_seq());
+  auto before = recover(*store, true);
+  REQUIRE(static_cast<bool>(before));
+
+  start();
+  // Starting again records nothing new: same configuration, same user, same account key.
+  CHECK(store->last_seq() == final_seq);
+  CHECK(node.recovered_seq == final_seq);
+  auto w = workunit("job");
+  CHECK(w->wu == before->projects[0].project.workunits.at(w->wu.id));
+  // The host is known: no new id, and its report counts.
+  auto reply = rpc(request(h1, 0, {success(name1, "feedface")}));
+  CHECK_FALSE(reply->hostid.has_value());
+  CHECK(reply->result_acks == std::vector<std::string>{name1});
+  CHECK(status()->counters.results_reported == 1);
+  CHECK(status()->hosts == 1);
+  auto hv = host(h1);
+  CHECK(hv->state->results_reported == 1);
+  CHECK(hv->state->in_progress.empty());
+}

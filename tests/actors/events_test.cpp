@@ -1,0 +1,356 @@
+/// Tests of actors/events: the durable encoding of every event kind, its failure modes, the
+/// stable kind numbers, and the entity filters the CLI uses.
+
+#include "actors/events.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace cobble;
+
+namespace {
+
+constexpr time_us t0 = 1'700'000'000LL * us_per_second + 123'456;
+
+app_rec sample_app() {
+  app_rec a;
+  a.id = 3;
+  a.name = "testapp";
+  a.user_friendly_name = "Test app";
+  a.min_quorum = 3;
+  a.target_nresults = 4;
+  a.max_error_results = 5;
+  a.max_total_results = 11;
+  a.max_success_results = 7;
+  a.delay_bound = 1234.5;
+  a.max_jobs_per_rpc = 9;
+  a.validator = 1;
+  a.rsc_fpops_est = 1e12;
+  a.rsc_fpops_bound = 1e13;
+  a.rsc_memory_bound = 2e8;
+  a.rsc_disk_bound = 3e9;
+  a.max_output_nbytes = 4e6;
+  a.output_names = {"out.txt", "log.txt"};
+  a.versions = {app_version_rec{7, "x86_64-pc-linux-gnu", 101, "mt", 4, 0, 0},
+                app_version_rec{8, "windows_x86_64", 102, "cuda", 0.5, 1, 1}};
+  return a;
+}
+
+host_info_rec sample_info() {
+  host_info_rec h;
+  h.host_cpid = "cpid123";
+  h.domain_name = "box.example.org";
+  h.p_ncpus = 8;
+  h.p_vendor = "GenuineIntel";
+  h.p_model = "Xeon";
+  h.p_fpops = 3.5e9;
+  h.p_iops = 7e9;
+  h.m_nbytes = 16e9;
+  h.d_free = 1e11;
+  h.os_name = "Linux";
+  h.os_version = "6.1";
+  h.coprocs = {{1, 2}, {2, 1}};
+  h.coproc_peak_flops = {1e12, 5e11};
+  return h;
+}
+
+wu_params sample_params() {
+  wu_params p;
+  p.command_line = "--seed 42";
+  p.rsc_fpops_est = 1e12;
+  p.rsc_fpops_bound = 1e13;
+  p.rsc_memory_bound = 1e8;
+  p.rsc_disk_bound = 1e9;
+  p.delay_bound = 3600;
+  p.min_quorum = 2;
+  p.target_nresults = 3;
+  p.max_error_results = 4;
+  p.max_total_results = 10;
+  p.max_success_results = 6;
+  p.inputs = {file_rec{"abc_in.dat", 1024, "d41d8cd98f00b204e9800998ecf8427e"}};
+  p.input_open_names = {"in.dat"};
+  return p;
+}
+
+report_rec sample_report() {
+  report_rec r;
+  r.success = true;
+  r.client_state = 5;
+  r.exit_status = -3;
+  r.elapsed = 123.25;
+  r.cpu = 120.5;
+  r.flags = flag_bad_cpu;
+  r.outputs = {file_rec{"wu_1_0", 77, "0123456789abcdef0123456789abcdef"}};
+  return r;
+}
+
+event make(payload p, std::uint16_t project = 2) {
+  event e;
+  e.seq = 17;
+  e.time = t0;
+  e.project = project;
+  e.data = std::move(p);
+  return e;
+}
+
+/// One event of every kind, every field set to a non-default value.
+std::vector<event> samples() {
+  std::vector<event> out;
+  out.push_back(make(ev::project_configured{"demo", "Demo project", {sample_app()}}));
+  out.push_back(make(ev::user_created{5, "alice", "alice@example.org",
+                                      "0123456789abcdef0123456789abcdef"}));
+  out.push_back(make(ev::host_registered{6, 5, sample_info()}));
+  out.push_back(make(ev::host_described{6, sample_info()}));
+  out.push_back(make(ev::workunit_created{9, "wu_9", 3, sample_params(), 3, "admin"}));
+  out.push_back(make(ev::results_created{9, 2, "inconclusive"}));
+  out.push_back(make(ev::result_dispatched{result_ref{9, 1}, 6, t0 + 3600 * us_per_second,
+                                           version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"}}));
+  out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report()}));
+  out.push_back(make(ev::result_timed_out{result_ref{9, 2}, 6}));
+  out.push_back(make(ev::workunit_validated{
+    9, 1u, {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}}}));
+  out.push_back(make(ev::workunit_assimilated{9, 1}));
+  out.push_back(make(ev::workunit_failed{9, "too many errors (4)"}));
+  return out;
+}
+
+event round_trip(const event& e) {
+  auto r = to_record(e);
+  auto back = from_record(r);
+  REQUIRE(back.has_value());
+  return *back;
+}
+
+} // namespace
+
+TEST_CASE("event kinds have fixed numbers", "[events]") {
+  CHECK(ev::project_configured::kind == 1);
+  CHECK(ev::user_created::kind == 2);
+  CHECK(ev::host_registered::kind == 3);
+  CHECK(ev::host_described::kind == 4);
+  CHECK(ev::workunit_created::kind == 5);
+  CHECK(ev::results_created::kind == 6);
+  CHECK(ev::result_dispatched::kind == 7);
+  CHECK(ev::result_reported::kind == 8);
+  CHECK(ev::result_timed_out::kind == 9);
+  CHECK(ev::workunit_validated::kind == 10);
+  CHECK(ev::workunit_assimilated::kind == 11);
+  CHECK(ev::workunit_failed::kind == 12);
+  // The record carries the same numbers, and the names the CLI prints belong to them.
+  auto all = samples();
+  REQUIRE(all.size() == 12);
+  const char* names[] = {"project_configured", "user_created",       "host_registered",
+                         "host_described",     "workunit_created",   "results_created",
+                         "result_dispatched",  "result_reported",    "result_timed_out",
+                         "workunit_validated", "workunit_assimilated", "workunit_failed"};
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    CHECK(kind_of(all[i].data) == i + 1);
+    CHECK(to_record(all[i]).kind == i + 1);
+    CHECK(std::string{kind_name(static_cast<std::uint16_t>(i + 1))} == names[i]);
+  }
+  CHECK(std::string{kind_name(0)} == "unknown");
+  CHECK(std::string{kind_name(13)} == "unknown");
+}
+
+TEST_CASE("records carry the event header", "[events]") {
+  auto e = make(ev::result_reported{result_ref{9, 1}, 6, sample_report()}, 4);
+  auto r = to_record(e);
+  CHECK(r.seq == 17);
+  CHECK(r.time_us == t0);
+  CHECK(r.project == 4);
+  CHECK(r.kind == 8);
+  CHECK(r.entity_kind == static_cast<std::uint8_t>(entity_kind::workunit));
+  CHECK(r.entity_id == 9);
+  CHECK(static_cast<std::uint8_t>(r.payload.at(0)) == current_payload_version);
+  auto u = to_record(make(ev::user_created{5, "a", "b", "c"}));
+  CHECK(u.entity_kind == static_cast<std::uint8_t>(entity_kind::user));
+  CHECK(u.entity_id == 5);
+  auto h = to_record(make(ev::host_described{6, {}}));
+  CHECK(h.entity_kind == static_cast<std::uint8_t>(entity_kind::host));
+  CHECK(h.entity_id == 6);
+  auto p = to_record(make(ev::project_configured{"x", "y", {}}));
+  CHECK(p.entity_kind == static_cast<std::uint8_t>(entity_kind::project));
+}
+
+TEST_CASE("every payload kind round-trips field by field", "[events]") {
+  auto all = samples();
+  for (const auto& e : all) {
+    INFO("kind " << kind_name(kind_of(e.data)));
+    auto back = round_trip(e);
+    CHECK(back.seq == e.seq);
+    CHECK(back.time == e.time);
+    CHECK(back.project == e.project);
+    REQUIRE(back.data.index() == e.data.index());
+  }
+  SECTION("project_configured") {
+    auto x = std::get<ev::project_configured>(round_trip(all[0]).data);
+    CHECK(x.name == "demo");
+    CHECK(x.long_name == "Demo project");
+    REQUIRE(x.apps.size() == 1);
+    CHECK(x.apps[0] == sample_app());
+    CHECK(x.apps[0].versions.at(1).plan_class == "cuda");
+    CHECK(x.apps[0].output_names == std::vector<std::string>{"out.txt", "log.txt"});
+  }
+  SECTION("user_created") {
+    auto x = std::get<ev::user_created>(round_trip(all[1]).data);
+    CHECK(x.id == 5);
+    CHECK(x.name == "alice");
+    CHECK(x.email == "alice@example.org");
+    CHECK(x.authenticator == "0123456789abcdef0123456789abcdef");
+  }
+  SECTION("host_registered") {
+    auto x = std::get<ev::host_registered>(round_trip(all[2]).data);
+    CHECK(x.id == 6);
+    CHECK(x.user == 5);
+    CHECK(x.info == sample_info());
+    CHECK(x.info.coprocs.at(0) == std::pair<std::uint8_t, int>{1, 2});
+  }
+  SECTION("host_described") {
+    auto x = std::get<ev::host_described>(round_trip(all[3]).data);
+    CHECK(x.id == 6);
+    CHECK(x.info == sample_info());
+  }
+  SECTION("workunit_created") {
+    auto x = std::get<ev::workunit_created>(round_trip(all[4]).data);
+    CHECK(x.id == 9);
+    CHECK(x.name == "wu_9");
+    CHECK(x.app == 3);
+    CHECK(x.params == sample_params());
+    CHECK(x.n_results == 3);
+    CHECK(x.submitter == "admin");
+  }
+  SECTION("results_created") {
+    auto x = std::get<ev::results_created>(round_trip(all[5]).data);
+    CHECK(x.wu == 9);
+    CHECK(x.count == 2);
+    CHECK(x.reason == "inconclusive");
+  }
+  SECTION("result_dispatched") {
+    auto x = std::get<ev::result_dispatched>(round_trip(all[6]).data);
+    CHECK(x.result == result_ref{9, 1});
+    CHECK(x.host == 6);
+    CHECK(x.deadline == t0 + 3600 * us_per_second);
+    CHECK(x.version == version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"});
+  }
+  SECTION("result_reported") {
+    auto x = std::get<ev::result_reported>(round_trip(all[7]).data);
+    CHECK(x.result == result_ref{9, 1});
+    CHECK(x.host == 6);
+    CHECK(x.report == sample_report());
+    CHECK(x.report.exit_status == -3);
+    CHECK(x.report.flags == flag_bad_cpu);
+  }
+  SECTION("result_timed_out") {
+    auto x = std::get<ev::result_timed_out>(round_trip(all[8]).data);
+    CHECK(x.result == result_ref{9, 2});
+    CHECK(x.host == 6);
+  }
+  SECTION("workunit_validated") {
+    auto x = std::get<ev::workunit_validated>(round_trip(all[9]).data);
+    CHECK(x.wu == 9);
+    REQUIRE(x.canonical.has_value());
+    CHECK(*x.canonical == 1);
+    REQUIRE(x.verdicts.size() == 2);
+    CHECK(x.verdicts[0] == verdict{1, true, 6, 7, 123.25, 120.5});
+    CHECK(x.verdicts[1] == verdict{2, false, 8, 7, 99, 98});
+    // Without a canonical result the optional stays empty.
+    auto none = round_trip(make(ev::workunit_validated{9, std::nullopt, {}}));
+    CHECK_FALSE(std::get<ev::workunit_validated>(none.data).canonical.has_value());
+  }
+  SECTION("workunit_assimilated") {
+    auto x = std::get<ev::workunit_assimilated>(round_trip(all[10]).data);
+    CHECK(x.wu == 9);
+    CHECK(x.canonical == 1);
+  }
+  SECTION("workunit_failed") {
+    auto x = std::get<ev::workunit_failed>(round_trip(all[11]).data);
+    CHECK(x.wu == 9);
+    CHECK(x.reason == "too many errors (4)");
+  }
+}
+
+TEST_CASE("records that cannot be read decode to nothing", "[events]") {
+  for (const auto& e : samples()) {
+    INFO("kind " << kind_name(kind_of(e.data)));
+    auto good = to_record(e);
+    REQUIRE(from_record(good).has_value());
+    // An unknown kind.
+    auto r = good;
+    r.kind = 13;
+    CHECK_FALSE(from_record(r).has_value());
+    r.kind = 0;
+    CHECK_FALSE(from_record(r).has_value());
+    // A payload version from the future, or the never-written version 0.
+    r = good;
+    r.payload[0] = static_cast<char>(current_payload_version + 1);
+    CHECK_FALSE(from_record(r).has_value());
+    r.payload[0] = 0;
+    CHECK_FALSE(from_record(r).has_value());
+    // Every truncation.
+    for (std::size_t n = 0; n < good.payload.size(); ++n) {
+      r = good;
+      r.payload.resize(n);
+      INFO("truncated to " << n << " of " << good.payload.size() << " bytes");
+      CHECK_FALSE(from_record(r).has_value());
+    }
+    // Trailing bytes.
+    r = good;
+    r.payload.push_back('\0');
+    CHECK_FALSE(from_record(r).has_value());
+  }
+}
+
+TEST_CASE("a record of one kind does not decode as another", "[events]") {
+  // Reading a user_created payload as results_created must not yield an event.
+  auto r = to_record(make(ev::user_created{5, "alice", "alice@example.org", "k"}));
+  r.kind = ev::results_created::kind;
+  CHECK_FALSE(from_record(r).has_value());
+}
+
+TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]") {
+  auto all = samples();
+  auto touching = [&](entity_kind k, id_type id) {
+    std::vector<std::uint16_t> kinds;
+    for (const auto& e : all)
+      if (touches(e, k, id))
+        kinds.push_back(kind_of(e.data));
+    return kinds;
+  };
+  // Host 6: registration, description, dispatch, report, timeout, and the verdict on its result.
+  CHECK(touching(entity_kind::host, 6) == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10});
+  // Host 8 appears only in a verdict.
+  CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
+  CHECK(touching(entity_kind::host, 99).empty());
+  // Workunit 9: everything about it and its results.
+  CHECK(touching(entity_kind::workunit, 9) == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(touching(entity_kind::workunit, 6).empty());
+  // User 5: its creation and its host's registration.
+  CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});
+  CHECK(touching(entity_kind::user, 6).empty());
+  CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1});
+}
+
+TEST_CASE("host_of and result_of name the host and result of an event", "[events]") {
+  auto all = samples();
+  CHECK(host_of(all[2].data) == std::optional<id_type>{6});
+  CHECK(host_of(all[7].data) == std::optional<id_type>{6});
+  CHECK_FALSE(host_of(all[4].data).has_value());
+  CHECK(result_of(all[6].data) == std::optional<result_ref>{result_ref{9, 1}});
+  CHECK(result_of(all[8].data) == std::optional<result_ref>{result_ref{9, 2}});
+  CHECK_FALSE(result_of(all[9].data).has_value());
+}
+
+TEST_CASE("describe names the kind and the entity", "[events]") {
+  for (const auto& e : samples()) {
+    auto text = describe(e);
+    INFO(text);
+    CHECK(text.find(kind_name(kind_of(e.data))) != std::string::npos);
+    CHECK(text.find("#17") != std::string::npos);
+  }
+  auto text = describe(samples()[7]);
+  CHECK(text.find("wu:9") != std::string::npos);
+  CHECK(text.find("host=6") != std::string::npos);
+  CHECK(text.find("FLAGGED") != std::string::npos);
+}

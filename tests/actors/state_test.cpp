@@ -1,0 +1,596 @@
+/// Tests of actors/state: every pure apply function, the world that routes events to the
+/// states, and snapshots.
+
+#include "actors/state.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace cobble;
+
+namespace {
+
+constexpr time_us t0 = 1'700'000'000LL * us_per_second;
+constexpr time_us hour = 3600 * us_per_second;
+
+event make(payload p, time_us t = t0, std::uint16_t project = 0, std::uint64_t seq = 0) {
+  event e;
+  e.seq = seq;
+  e.time = t;
+  e.project = project;
+  e.data = std::move(p);
+  return e;
+}
+
+app_rec test_app() {
+  app_rec a;
+  a.id = 1;
+  a.name = "testapp";
+  a.versions = {app_version_rec{1, "x86_64-pc-linux-gnu", 100, "", 1, 0, 0},
+                app_version_rec{2, "x86_64-pc-linux-gnu", 101, "mt", 4, 0, 0}};
+  return a;
+}
+
+wu_params params(int target = 2) {
+  wu_params p;
+  p.rsc_fpops_est = 1e12;
+  p.rsc_fpops_bound = 1e13;
+  p.delay_bound = 3600;
+  p.min_quorum = 2;
+  p.target_nresults = target;
+  p.max_error_results = 3;
+  p.max_total_results = 10;
+  p.max_success_results = 6;
+  return p;
+}
+
+version_echo echo1() {
+  return version_echo{1, "x86_64-pc-linux-gnu", 100, ""};
+}
+
+report_rec ok_report(double elapsed = 100, std::string md5 = "aaaa") {
+  report_rec r;
+  r.success = true;
+  r.client_state = 5;
+  r.elapsed = elapsed;
+  r.cpu = elapsed - 1;
+  r.outputs = {file_rec{"out", 10, std::move(md5)}};
+  return r;
+}
+
+report_rec error_report() {
+  report_rec r;
+  r.success = false;
+  r.client_state = 3;
+  r.exit_status = 1;
+  r.elapsed = 5;
+  r.cpu = 4;
+  return r;
+}
+
+/// A project with one app, one user and two hosts.
+project_state configured() {
+  project_state s;
+  apply(s, make(ev::project_configured{"demo", "Demo", {test_app()}}));
+  apply(s, make(ev::user_created{1, "demo", "demo@example.org", "auth-1"}));
+  apply(s, make(ev::host_registered{1, 1, {}}));
+  apply(s, make(ev::host_registered{2, 1, {}}));
+  return s;
+}
+
+/// The ids of the unsent results queued for an app that are still unsent.
+std::vector<result_ref> unsent_of(const project_state& s, std::uint32_t app = 1) {
+  std::vector<result_ref> out;
+  auto q = s.unsent.find(app);
+  if (q == s.unsent.end())
+    return out;
+  for (auto r : q->second)
+    if (auto rec = s.result(r); rec && rec->state == result_state::unsent)
+      out.push_back(r);
+  return out;
+}
+
+/// The deadline index as a sorted list.
+std::vector<std::pair<time_us, result_ref>> deadlines_of(project_state s) {
+  std::vector<std::pair<time_us, result_ref>> out;
+  while (!s.deadlines.empty()) {
+    out.push_back(s.deadlines.top());
+    s.deadlines.pop();
+  }
+  return out;
+}
+
+/// The life of one workunit (quorum 2) in events, in seq order, with two hosts agreeing.
+std::vector<event> history() {
+  std::vector<event> out;
+  std::uint64_t seq = 0;
+  auto add = [&](payload p, time_us t) { out.push_back(make(std::move(p), t, 0, ++seq)); };
+  add(ev::project_configured{"demo", "Demo", {test_app()}}, t0);
+  add(ev::user_created{1, "demo", "demo@example.org", "auth-1"}, t0);
+  host_info_rec info;
+  info.p_ncpus = 2;
+  info.p_fpops = 1e9;
+  add(ev::host_registered{1, 1, info}, t0 + 1);
+  add(ev::host_registered{2, 1, info}, t0 + 2);
+  add(ev::workunit_created{1, "wu_a", 1, params(), 2, "admin"}, t0 + 3);
+  add(ev::workunit_created{2, "wu_b", 1, params(), 2, "admin"}, t0 + 3);
+  add(ev::result_dispatched{{1, 0}, 1, t0 + 4 + hour, echo1()}, t0 + 4);
+  add(ev::result_dispatched{{1, 1}, 2, t0 + 5 + hour, echo1()}, t0 + 5);
+  add(ev::result_dispatched{{2, 0}, 1, t0 + 6 + hour, echo1()}, t0 + 6);
+  add(ev::result_reported{{1, 0}, 1, ok_report(100)}, t0 + 100);
+  add(ev::result_reported{{1, 1}, 2, ok_report(120)}, t0 + 101);
+  add(ev::workunit_validated{1, 0u, {verdict{0, true, 1, 1, 100, 99}, verdict{1, true, 2, 1, 120, 119}}},
+      t0 + 101);
+  add(ev::workunit_assimilated{1, 0}, t0 + 101);
+  add(ev::result_timed_out{{2, 0}, 1}, t0 + 2 * hour);
+  add(ev::results_created{2, 1, "replacing errors or timeouts"}, t0 + 2 * hour);
+  return out;
+}
+
+world replay(const std::vector<event>& events) {
+  world w;
+  for (const auto& e : events)
+    apply(w, e);
+  return w;
+}
+
+} // namespace
+
+// -- project_state ------------------------------------------------------------
+
+TEST_CASE("project_configured sets the name and the apps", "[state]") {
+  project_state s;
+  apply(s, make(ev::project_configured{"demo", "Demo project", {test_app()}}));
+  CHECK(s.name == "demo");
+  CHECK(s.long_name == "Demo project");
+  REQUIRE(s.apps.size() == 1);
+  CHECK(s.app(1)->name == "testapp");
+  CHECK(s.app("testapp") == s.app(1));
+  CHECK(s.app(2) == nullptr);
+  CHECK(s.app("other") == nullptr);
+  // A later configuration replaces the apps.
+  auto more = test_app();
+  more.id = 2;
+  more.name = "second";
+  apply(s, make(ev::project_configured{"demo", "Renamed", {test_app(), more}}));
+  CHECK(s.long_name == "Renamed");
+  CHECK(s.apps.size() == 2);
+  CHECK(s.app("second")->id == 2);
+}
+
+TEST_CASE("user_created adds the account and indexes its authenticator", "[state]") {
+  project_state s;
+  apply(s, make(ev::user_created{5, "alice", "a@example.org", "key-a"}, t0 + 7));
+  REQUIRE(s.users.count(5) == 1);
+  CHECK(s.users.at(5) == user_rec{5, "alice", "a@example.org", "key-a", t0 + 7});
+  CHECK(s.user_by_auth.at("key-a") == 5);
+  CHECK(s.next_user == 6);
+  // A lower id does not move next_user back.
+  apply(s, make(ev::user_created{2, "bob", "b@example.org", "key-b"}));
+  CHECK(s.user_by_auth.at("key-b") == 2);
+  CHECK(s.next_user == 6);
+}
+
+TEST_CASE("host_registered records the owner and advances next_host", "[state]") {
+  project_state s;
+  apply(s, make(ev::host_registered{3, 1, {}}, t0 + 9));
+  CHECK(s.hosts.at(3) == host_reg{3, 1, t0 + 9});
+  CHECK(s.next_host == 4);
+  apply(s, make(ev::host_registered{1, 2, {}}));
+  CHECK(s.next_host == 4);
+  CHECK(s.hosts.size() == 2);
+}
+
+TEST_CASE("workunit_created adds unsent results, queues them and counts", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{4, "wu_x", 1, params(3), 3, "admin"}, t0 + 11));
+  const auto* wu = s.workunit(4);
+  REQUIRE(wu != nullptr);
+  CHECK(wu->name == "wu_x");
+  CHECK(wu->app == 1);
+  CHECK(wu->params == params(3));
+  CHECK(wu->state == wu_state::active);
+  CHECK(wu->created == t0 + 11);
+  CHECK_FALSE(wu->canonical.has_value());
+  REQUIRE(wu->results.size() == 3);
+  for (const auto& r : wu->results) {
+    CHECK(r.state == result_state::unsent);
+    CHECK(r.outcome == result_outcome::none);
+  }
+  CHECK(unsent_of(s) == std::vector<result_ref>{{4, 0}, {4, 1}, {4, 2}});
+  CHECK(s.wu_by_name.at("wu_x") == 4);
+  CHECK(s.next_wu == 5);
+  CHECK(s.counters.workunits_created == 1);
+  CHECK(s.counters.results_created == 3);
+  CHECK(s.active_workunits == 1);
+  // Result names map back to results.
+  CHECK(s.result_name({4, 2}) == "wu_x_2");
+  CHECK(s.parse_result_name("wu_x_2") == std::optional<result_ref>{result_ref{4, 2}});
+  CHECK_FALSE(s.parse_result_name("wu_x_3").has_value());
+  CHECK_FALSE(s.parse_result_name("wu_y_0").has_value());
+  CHECK_FALSE(s.parse_result_name("wu_x_").has_value());
+  CHECK_FALSE(s.parse_result_name("wu_x_1a").has_value());
+}
+
+TEST_CASE("results_created adds replicas to an existing workunit only", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "wu_a", 1, params(), 2, "admin"}));
+  apply(s, make(ev::results_created{1, 2, "inconclusive"}));
+  REQUIRE(s.workunit(1)->results.size() == 4);
+  CHECK(s.workunit(1)->results[3].state == result_state::unsent);
+  CHECK(unsent_of(s) == std::vector<result_ref>{{1, 0}, {1, 1}, {1, 2}, {1, 3}});
+  CHECK(s.counters.results_created == 4);
+  auto before = s;
+  apply(s, make(ev::results_created{99, 2, "inconclusive"}));
+  CHECK(s == before);
+  CHECK(s.counters.results_created == 4);
+}
+
+TEST_CASE("result_dispatched moves only an unsent result to a host", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "wu_a", 1, params(), 2, "admin"}));
+  apply(s, make(ev::result_dispatched{{1, 0}, 1, t0 + 50 + hour, echo1()}, t0 + 50));
+  const auto* r = s.result({1, 0});
+  CHECK(r->state == result_state::in_progress);
+  CHECK(r->host == 1);
+  CHECK(r->sent == t0 + 50);
+  CHECK(r->deadline == t0 + 50 + hour);
+  CHECK(r->version == echo1());
+  CHECK(s.counters.results_dispatched == 1);
+  CHECK(unsent_of(s) == std::vector<result_ref>{{1, 1}});
+  CHECK(deadlines_of(s) == std::vector<std::pair<time_us, result_ref>>{{t0 + 50 + hour, {1, 0}}});
+  // The same result again, to another host: nothing changes.
+  apply(s, make(ev::result_dispatched{{1, 0}, 2, t0 + 60 + hour, echo1()}, t0 + 60));
+  CHECK(s.result({1, 0})->host == 1);
+  CHECK(s.result({1, 0})->deadline == t0 + 50 + hour);
+  CHECK(s.counters.results_dispatched == 1);
+  // A result that does not exist: nothing changes.
+  auto before = s;
+  apply(s, make(ev::result_dispatched{{1, 7}, 2, t0, echo1()}));
+  apply(s, make(ev::result_dispatched{{5, 0}, 2, t0, echo1()}));
+  CHECK(s == before);
+}
+
+TEST_CASE("result_reported applies only to a result in progress on that host", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "wu_a", 1, params(), 2, "admin"}));
+  apply(s, make(ev::result_dispatched{{1, 0}, 1, t0 + hour, echo1()}));
+  apply(s, make(ev::result_dispatched{{1, 1}, 2, t0 + hour, echo1()}));
+  SECTION("from another host: ignored") {
+    auto before = s;
+    apply(s, make(ev::result_reported{{1, 0}, 2, ok_report()}, t0 + 10));
+    CHECK(s == before);
+    CHECK(s.result({1, 0})->state == result_state::in_progress);
+  }
+  SECTION("success") {
+    apply(s, make(ev::result_reported{{1, 0}, 1, ok_report(77)}, t0 + 10));
+    const auto* r = s.result({1, 0});
+    CHECK(r->state == result_state::over);
+    CHECK(r->outcome == result_outcome::success);
+    CHECK(r->validation == validate_state::init);
+    CHECK(r->received == t0 + 10);
+    CHECK(r->report == ok_report(77));
+    CHECK(s.counters.results_reported == 1);
+    // Reported twice: applied once.
+    apply(s, make(ev::result_reported{{1, 0}, 1, error_report()}, t0 + 20));
+    CHECK(s.result({1, 0})->outcome == result_outcome::success);
+    CHECK(s.result({1, 0})->received == t0 + 10);
+    CHECK(s.counters.results_reported == 1);
+  }
+  SECTION("client error") {
+    apply(s, make(ev::result_reported{{1, 1}, 2, error_report()}, t0 + 10));
+    CHECK(s.result({1, 1})->state == result_state::over);
+    CHECK(s.result({1, 1})->outcome == result_outcome::client_error);
+    CHECK(s.result({1, 1})->report.exit_status == 1);
+    CHECK(s.counters.results_reported == 1);
+  }
+  SECTION("an unsent result: ignored") {
+    apply(s, make(ev::results_created{1, 1, "x"}));
+    auto before = s;
+    apply(s, make(ev::result_reported{{1, 2}, 1, ok_report()}));
+    CHECK(s == before);
+  }
+}
+
+TEST_CASE("result_timed_out ends only a result in progress", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "wu_a", 1, params(), 2, "admin"}));
+  apply(s, make(ev::result_dispatched{{1, 0}, 1, t0 + hour, echo1()}));
+  apply(s, make(ev::result_timed_out{{1, 0}, 1}, t0 + 2 * hour));
+  CHECK(s.result({1, 0})->state == result_state::over);
+  CHECK(s.result({1, 0})->outcome == result_outcome::no_reply);
+  CHECK(s.counters.results_timed_out == 1);
+  // Again, or on an unsent result: nothing.
+  auto before = s;
+  apply(s, make(ev::result_timed_out{{1, 0}, 1}));
+  apply(s, make(ev::result_timed_out{{1, 1}, 1}));
+  CHECK(s == before);
+  CHECK(s.result({1, 1})->state == result_state::unsent);
+  // A late report of a timed-out result is not applied.
+  apply(s, make(ev::result_reported{{1, 0}, 1, ok_report()}));
+  CHECK(s.result({1, 0})->outcome == result_outcome::no_reply);
+  CHECK(s.counters.results_reported == 0);
+}
+
+TEST_CASE("workunit_validated records verdicts and the canonical result once", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "wu_a", 1, params(4), 4, "admin"}));
+  apply(s, make(ev::result_dispatched{{1, 0}, 1, t0 + hour, echo1()}));
+  apply(s, make(ev::result_dispatched{{1, 1}, 2, t0 + hour, echo1()}));
+  apply(s, make(ev::result_dispatched{{1, 2}, 3, t0 + hour, echo1()}));
+  apply(s, make(ev::result_reported{{1, 0}, 1, ok_report(10, "a")}));
+  apply(s, make(ev::result_reported{{1, 1}, 2, ok_report(10, "b")}));
+  SECTION("verdicts without a canonical result") {
+    apply(s, make(ev::workunit_validated{1, std::nullopt, {verdict{1, false, 2, 1, 10, 9}}}));
+    CHECK(s.result({1, 1})->validation == validate_state::invalid);
+    CHECK(s.result({1, 0})->validation == validate_state::init);
+    CHECK(s.workunit(1)->state == wu_state::active);
+    CHECK(s.counters.workunits_validated == 0);
+  }
+  SECTION("a canonical result: unsent replicas are no longer needed") {
+    apply(s, make(ev::workunit_validated{
+                    1, 0u, {verdict{0, true, 1, 1, 10, 9}, verdict{1, false, 2, 1, 10, 9}}}));
+    const auto* wu = s.workunit(1);
+    CHECK(wu->state == wu_state::validated);
+    CHECK(wu->canonical == std::optional<std::uint32_t>{0});
+    CHECK(wu->results[0].validation == validate_state::valid);
+    CHECK(wu->results[1].validation == validate_state::invalid);
+    // Result 2 is still out on host 3; result 3 was never sent.
+    CHECK(wu->results[2].state == result_state::in_progress);
+    CHECK(wu->results[3].state == result_state::over);
+    CHECK(wu->results[3].outcome == result_outcome::didnt_need);
+    CHECK(unsent_of(s).empty());
+    CHECK(s.counters.workunits_validated == 1);
+    // A second validation with another canonical does not replace the first.
+    apply(s, make(ev::workunit_validated{1, 1u, {verdict{2, true, 3, 1, 10, 9}}}));
+    CHECK(s.workunit(1)->canonical == std::optional<std::uint32_t>{0});
+    CHECK(s.workunit(1)->results[2].validation == validate_state::valid);
+    CHECK(s.counters.workunits_validated == 1);
+  }
+  SECTION("an unknown workunit or verdict index changes nothing") {
+    auto before = s;
+    apply(s, make(ev::workunit_validated{9, 0u, {verdict{0, true, 1, 1, 10, 9}}}));
+    apply(s, make(ev::workunit_validated{1, std::nullopt, {verdict{17, true, 1, 1, 10, 9}}}));
+    CHECK(s == before);
+  }
+}
+
+TEST_CASE("workunit_assimilated finishes a workunit once", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "wu_a", 1, params(), 2, "admin"}));
+  apply(s, make(ev::workunit_validated{1, 0u, {}}));
+  CHECK(s.active_workunits == 1);
+  apply(s, make(ev::workunit_assimilated{1, 0}, t0 + 500));
+  CHECK(s.workunit(1)->state == wu_state::assimilated);
+  CHECK(s.workunit(1)->finished == t0 + 500);
+  CHECK(s.counters.workunits_assimilated == 1);
+  CHECK(s.active_workunits == 0);
+  apply(s, make(ev::workunit_assimilated{1, 0}, t0 + 900));
+  CHECK(s.workunit(1)->finished == t0 + 500);
+  CHECK(s.counters.workunits_assimilated == 1);
+  apply(s, make(ev::workunit_assimilated{42, 0}));
+  CHECK(s.counters.workunits_assimilated == 1);
+}
+
+TEST_CASE("workunit_failed gives up on a workunit once", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "wu_a", 1, params(), 2, "admin"}));
+  apply(s, make(ev::workunit_created{2, "wu_b", 1, params(), 2, "admin"}));
+  apply(s, make(ev::result_dispatched{{1, 0}, 1, t0 + hour, echo1()}));
+  apply(s, make(ev::workunit_failed{1, "too many errors (4)"}, t0 + 700));
+  const auto* wu = s.workunit(1);
+  CHECK(wu->state == wu_state::failed);
+  CHECK(wu->failure == "too many errors (4)");
+  CHECK(wu->finished == t0 + 700);
+  CHECK(wu->results[0].state == result_state::in_progress);
+  CHECK(wu->results[1].outcome == result_outcome::didnt_need);
+  CHECK(unsent_of(s) == std::vector<result_ref>{{2, 0}, {2, 1}});
+  CHECK(s.counters.workunits_failed == 1);
+  CHECK(s.active_workunits == 1);
+  apply(s, make(ev::workunit_failed{1, "again"}, t0 + 800));
+  CHECK(s.workunit(1)->failure == "too many errors (4)");
+  CHECK(s.counters.workunits_failed == 1);
+  CHECK(s.active_workunits == 1);
+}
+
+// -- host_state ---------------------------------------------------------------
+
+TEST_CASE("host apply: registration and description", "[state][host]") {
+  host_state h;
+  host_info_rec info;
+  info.p_ncpus = 4;
+  info.p_fpops = 2e9;
+  apply(h, make(ev::host_registered{7, 3, info}, t0 + 1), {});
+  CHECK(h.id == 7);
+  CHECK(h.user == 3);
+  CHECK(h.created == t0 + 1);
+  CHECK(h.last_rpc == t0 + 1);
+  CHECK(h.info == info);
+  info.p_ncpus = 8;
+  apply(h, make(ev::host_described{7, info}, t0 + 5), {});
+  CHECK(h.info.p_ncpus == 8);
+  CHECK(h.created == t0 + 1);
+  CHECK(h.last_rpc == t0 + 5);
+}
+
+TEST_CASE("host apply: results in progress and host_app_version counts", "[state][host]") {
+  host_state h;
+  apply(h, make(ev::host_registered{1, 1, {}}), {});
+  apply(h, make(ev::result_dispatched{{1, 0}, 1, t0 + hour, echo1()}, t0 + 10), "wu_a_0");
+  apply(h, make(ev::result_dispatched{{2, 0}, 1, t0 + hour, echo1()}, t0 + 10), "wu_b_0");
+  apply(h, make(ev::result_dispatched{{3, 0}, 1, t0 + hour, version_echo{2, "p", 101, "mt"}}),
+        "wu_c_0");
+  apply(h, make(ev::result_dispatched{{4, 0}, 1, t0 + hour, echo1()}), "wu_d_0");
+  REQUIRE(h.in_progress.size() == 4);
+  CHECK(h.in_progress.at("wu_a_0") == held_result{{1, 0}, t0 + hour, 1});
+  CHECK(h.in_progress.at("wu_c_0").app_version_id == 2);
+  CHECK(h.app_versions.at(1).n_sent == 3);
+  CHECK(h.app_versions.at(2).n_sent == 1);
+  CHECK(h.last_rpc == t0);
+
+  // A success adds its elapsed time to the average.
+  apply(h, make(ev::result_reported{{1, 0}, 1, ok_report(100)}, t0 + 20), "wu_a_0");
+  CHECK(h.in_progress.count("wu_a_0") == 0);
+  CHECK(h.app_versions.at(1).n_success == 1);
+  CHECK(h.app_versions.at(1).elapsed_sum == 100);
+  CHECK(h.app_versions.at(1).elapsed_n == 1);
+  CHECK(h.results_reported == 1);
+  CHECK(h.last_rpc == t0 + 20);
+
+  // A success with an implausible elapsed time counts, but is not averaged.
+  auto flagged = ok_report(1e12);
+  flagged.flags = flag_bad_elapsed;
+  apply(h, make(ev::result_reported{{2, 0}, 1, flagged}, t0 + 30), "wu_b_0");
+  CHECK(h.app_versions.at(1).n_success == 2);
+  CHECK(h.app_versions.at(1).elapsed_sum == 100);
+  CHECK(h.app_versions.at(1).elapsed_n == 1);
+
+  // An error counts as an error, with no elapsed time.
+  apply(h, make(ev::result_reported{{3, 0}, 1, error_report()}, t0 + 40), "wu_c_0");
+  CHECK(h.app_versions.at(2).n_error == 1);
+  CHECK(h.app_versions.at(2).elapsed_n == 0);
+  CHECK(h.results_reported == 3);
+
+  // A report of a result the host does not hold changes nothing.
+  auto before = h;
+  apply(h, make(ev::result_reported{{1, 0}, 1, ok_report(5)}, t0 + 50), "wu_a_0");
+  apply(h, make(ev::result_timed_out{{9, 0}, 1}, t0 + 50), "wu_z_0");
+  CHECK(h == before);
+
+  // A timeout removes the result and counts.
+  apply(h, make(ev::result_timed_out{{4, 0}, 1}, t0 + 2 * hour), "wu_d_0");
+  CHECK(h.in_progress.empty());
+  CHECK(h.app_versions.at(1).n_timeout == 1);
+  CHECK(h.results_reported == 3);
+}
+
+// -- app_version_state --------------------------------------------------------
+
+TEST_CASE("app version apply counts its own verdicts only", "[state][app_version]") {
+  app_version_state av;
+  av.id = 1;
+  apply(av, make(ev::workunit_validated{1, 0u,
+                                        {verdict{0, true, 1, 1, 100, 90}, verdict{1, true, 2, 1, 50, 40},
+                                         verdict{2, false, 3, 1, 10, 9},
+                                         verdict{3, true, 4, 2, 1000, 999}}}));
+  CHECK(av.n_valid == 2);
+  CHECK(av.n_invalid == 1);
+  CHECK(av.elapsed_sum == 150);
+  CHECK(av.cpu_sum == 130);
+  // Other events change nothing.
+  auto before = av;
+  apply(av, make(ev::result_reported{{1, 0}, 1, ok_report()}));
+  apply(av, make(ev::workunit_assimilated{1, 0}));
+  CHECK(av == before);
+}
+
+// -- world --------------------------------------------------------------------
+
+TEST_CASE("world apply routes events to the project, the hosts and the app versions",
+          "[state][world]") {
+  auto w = replay(history());
+  CHECK(w.seq == history().size());
+  REQUIRE(w.projects.size() == 1);
+  const auto& pw = w.projects[0];
+  const auto& p = pw.project;
+  CHECK(p.workunit(1)->state == wu_state::assimilated);
+  CHECK(p.workunit(1)->canonical == std::optional<std::uint32_t>{0});
+  CHECK(p.workunit(2)->results.size() == 3);
+  CHECK(p.workunit(2)->results[0].outcome == result_outcome::no_reply);
+  CHECK(p.counters.results_reported == 2);
+  // Hosts hold their results by name and count them.
+  REQUIRE(pw.hosts.size() == 2);
+  CHECK(pw.hosts.at(1).in_progress.empty());
+  CHECK(pw.hosts.at(1).app_versions.at(1).n_sent == 2);
+  CHECK(pw.hosts.at(1).app_versions.at(1).n_success == 1);
+  CHECK(pw.hosts.at(1).app_versions.at(1).n_timeout == 1);
+  CHECK(pw.hosts.at(2).app_versions.at(1).elapsed_sum == 120);
+  CHECK(pw.hosts.at(2).info.p_fpops == 1e9);
+  // Every configured version has its statistics; the validation counted on version 1.
+  REQUIRE(pw.app_versions.size() == 2);
+  CHECK(pw.app_versions.at(1).id == 1);
+  CHECK(pw.app_versions.at(1).n_valid == 2);
+  CHECK(pw.app_versions.at(1).elapsed_sum == 220);
+  CHECK(pw.app_versions.at(2).id == 2);
+  CHECK(pw.app_versions.at(2).n_valid == 0);
+}
+
+TEST_CASE("world apply keeps projects apart by index", "[state][world]") {
+  world w;
+  apply(w, make(ev::project_configured{"first", "First", {test_app()}}, t0, 0, 1));
+  apply(w, make(ev::project_configured{"second", "Second", {test_app()}}, t0, 2, 2));
+  apply(w, make(ev::user_created{1, "u", "e", "key"}, t0, 2, 3));
+  REQUIRE(w.projects.size() == 3);
+  CHECK(w.projects[0].project.name == "first");
+  CHECK(w.projects[2].project.name == "second");
+  CHECK(w.projects[2].project.index == 2);
+  CHECK(w.projects[2].project.users.size() == 1);
+  CHECK(w.projects[0].project.users.empty());
+  CHECK(w.seq == 3);
+}
+
+TEST_CASE("apply is deterministic: the same events give equal worlds", "[state][world]") {
+  auto events = history();
+  auto a = replay(events);
+  auto b = replay(events);
+  CHECK(a == b);
+  CHECK(encode_snapshot(a) == encode_snapshot(b));
+  // Going through the durable encoding first gives the same world too.
+  std::vector<event> decoded;
+  for (const auto& e : events) {
+    auto back = from_record(to_record(e));
+    REQUIRE(back.has_value());
+    decoded.push_back(*back);
+  }
+  CHECK(replay(decoded) == a);
+  // And a different history gives a different world.
+  events.pop_back();
+  CHECK_FALSE(replay(events) == a);
+}
+
+// -- snapshots ----------------------------------------------------------------
+
+TEST_CASE("snapshots round-trip and rebuild the derived indices", "[state][snapshot]") {
+  auto w = replay(history());
+  auto blob = encode_snapshot(w);
+  CHECK(static_cast<std::uint8_t>(blob.at(0)) == snapshot_version);
+  auto back = decode_snapshot(blob);
+  REQUIRE(back.has_value());
+  CHECK(*back == w);
+  CHECK(back->seq == w.seq);
+  CHECK(encode_snapshot(*back) == blob);
+  const auto& p = back->projects.at(0).project;
+  // Derived indices work after decoding.
+  CHECK(p.parse_result_name("wu_b_2") == std::optional<result_ref>{result_ref{2, 2}});
+  CHECK(p.parse_result_name("wu_a_1") == std::optional<result_ref>{result_ref{1, 1}});
+  CHECK(p.user_by_auth.at("auth-1") == 1);
+  CHECK(p.active_workunits == 1);
+  CHECK(unsent_of(p) == unsent_of(w.projects[0].project));
+  CHECK(unsent_of(p) == std::vector<result_ref>{{2, 1}, {2, 2}});
+  CHECK(deadlines_of(p) == std::vector<std::pair<time_us, result_ref>>{});
+}
+
+TEST_CASE("a snapshot keeps results in progress in the deadline index", "[state][snapshot]") {
+  auto events = history();
+  events.resize(9); // up to the third dispatch
+  auto w = replay(events);
+  auto back = decode_snapshot(encode_snapshot(w));
+  REQUIRE(back.has_value());
+  CHECK(deadlines_of(back->projects[0].project) == deadlines_of(w.projects[0].project));
+  CHECK(deadlines_of(back->projects[0].project).size() == 3);
+}
+
+TEST_CASE("decode_snapshot rejects damaged blobs", "[state][snapshot]") {
+  auto blob = encode_snapshot(replay(history()));
+  CHECK_FALSE(decode_snapshot("").has_value());
+  CHECK_FALSE(decode_snapshot(blob.substr(0, 1)).has_value());
+  CHECK_FALSE(decode_snapshot(blob.substr(0, blob.size() / 2)).has_value());
+  CHECK_FALSE(decode_snapshot(blob.substr(0, blob.size() - 1)).has_value());
+  auto wrong = blob;
+  wrong[0] = static_cast<char>(snapshot_version + 1);
+  CHECK_FALSE(decode_snapshot(wrong).has_value());
+  auto trailing = blob + '\0';
+  CHECK_FALSE(decode_snapshot(trailing).has_value());
+}

@@ -1,0 +1,348 @@
+#include "net/admin_api.hpp"
+
+#include "actors/clock.hpp"
+#include "actors/node.hpp"
+#include "config/config.hpp"
+#include "storage/event_store.hpp"
+#include "../storage/temp_dir.hpp"
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <nlohmann/json.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+using namespace cobble;
+using namespace std::chrono_literals;
+using nlohmann::json;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+/// One answer of the admin API.
+struct answer {
+  unsigned status = 0;
+  json body;
+  std::string raw;
+  std::string allow;
+};
+
+/// A blocking Beast client, one connection per request, with a deadline (never hangs).
+answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
+             const std::string& token, const std::string& body = {}) {
+  asio::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  if (!token.empty())
+    req.set(http::field::authorization, "Bearer " + token);
+  if (!body.empty()) {
+    req.set(http::field::content_type, "application/json");
+    req.body() = body;
+  }
+  req.prepare_payload();
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  beast::error_code result;
+  stream.expires_after(10s);
+  stream.async_connect(tcp::endpoint{asio::ip::make_address("127.0.0.1"), port},
+                       [&](beast::error_code ec) {
+                         if (ec) {
+                           result = ec;
+                           return;
+                         }
+                         http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
+                           if (ec) {
+                             result = ec;
+                             return;
+                           }
+                           http::async_read(stream, buffer, res,
+                                            [&](beast::error_code ec, std::size_t) {
+                                              result = ec;
+                                            });
+                         });
+                       });
+  ioc.run();
+  if (result)
+    throw beast::system_error{result};
+  answer out;
+  out.status = res.result_int();
+  out.raw = res.body();
+  out.body = json::parse(res.body(), nullptr, false);
+  if (auto it = res.find(http::field::allow); it != res.end())
+    out.allow = std::string{it->value()};
+  return out;
+}
+
+/// A running node (demo configuration, temporary data directory) behind the admin API.
+struct admin_fixture {
+  storage::test::temp_dir dir{"admin-api"};
+  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  node_handles handles;
+  std::unique_ptr<net::http_server> server;
+  std::uint16_t port = 0;
+  const std::string token = "test-token-0123456789";
+
+  admin_fixture() {
+    register_types(cfg);
+    sys = std::make_unique<caf::actor_system>(cfg);
+    auto conf = config::demo();
+    conf.server.data_dir = dir.path();
+    auto opened = storage::event_store::open(dir.path() / "log");
+    REQUIRE(opened);
+    std::shared_ptr<storage::event_store> store = std::move(*opened);
+    auto started = start_node(*sys, conf, store, std::make_shared<system_clock>());
+    REQUIRE(started);
+    handles = *started;
+    net::admin_context ctx;
+    ctx.sys = sys.get();
+    ctx.projects = handles.projects;
+    ctx.token = token;
+    ctx.timeout = 10s;
+    server = std::make_unique<net::http_server>(net::server_options{},
+                                                net::admin_routes(std::move(ctx)));
+    port = server->start();
+  }
+
+  ~admin_fixture() {
+    server->stop();
+    server.reset();
+    {
+      caf::scoped_actor self{*sys};
+      self->request(handles.node, 30s, atom::snapshot_v, atom::sync_v)
+        .receive([](std::uint64_t) {}, [](caf::error&) {});
+    }
+    handles = node_handles{};
+    sys.reset();
+  }
+
+  answer get(const std::string& target) { return fetch(port, http::verb::get, target, token); }
+
+  answer post(const std::string& target, const json& body) {
+    return fetch(port, http::verb::post, target, token, body.dump());
+  }
+
+  answer post_raw(const std::string& target, const std::string& body) {
+    return fetch(port, http::verb::post, target, token, body);
+  }
+};
+
+std::string error_of(const answer& a) {
+  REQUIRE(a.body.is_object());
+  REQUIRE(a.body.contains("error"));
+  return a.body["error"].get<std::string>();
+}
+
+} // namespace
+
+TEST_CASE_METHOD(admin_fixture, "the admin API needs the bearer token", "[net][admin]") {
+  auto none = fetch(port, http::verb::get, "/api/projects", "");
+  CHECK(none.status == 401);
+  CHECK_THAT(error_of(none), Catch::Contains("missing"));
+  auto wrong = fetch(port, http::verb::get, "/api/projects", "test-token-0123456788");
+  CHECK(wrong.status == 401);
+  CHECK_THAT(error_of(wrong), Catch::Contains("invalid"));
+  auto shorter = fetch(port, http::verb::get, "/api/projects", "test");
+  CHECK(shorter.status == 401);
+  auto post = fetch(port, http::verb::post, "/api/projects/demo/workunits", "",
+                    R"({"app":"testapp"})");
+  CHECK(post.status == 401);
+  auto ok = get("/api/projects");
+  CHECK(ok.status == 200);
+}
+
+TEST_CASE("constant_time_equal compares whole strings", "[net][admin]") {
+  CHECK(net::constant_time_equal("abc", "abc"));
+  CHECK_FALSE(net::constant_time_equal("abd", "abc"));
+  CHECK_FALSE(net::constant_time_equal("ab", "abc"));
+  CHECK_FALSE(net::constant_time_equal("abcd", "abc"));
+  CHECK_FALSE(net::constant_time_equal("", "abc"));
+}
+
+TEST_CASE_METHOD(admin_fixture, "projects are listed and summarized", "[net][admin]") {
+  auto all = get("/api/projects");
+  REQUIRE(all.status == 200);
+  REQUIRE(all.body.is_array());
+  REQUIRE(all.body.size() == 1);
+  CHECK(all.body[0]["name"] == "demo");
+  auto one = get("/api/projects/demo");
+  REQUIRE(one.status == 200);
+  CHECK(one.body["long_name"] == "Cobble demo project");
+  CHECK(one.body["workunits"] == 0);
+  REQUIRE(one.body["apps"].size() == 1);
+  CHECK(one.body["apps"][0]["name"] == "testapp");
+  CHECK(one.body["apps"][0]["unsent"] == 0);
+  CHECK(one.body["counters"].contains("workunits_created"));
+  auto unknown = get("/api/projects/nope");
+  CHECK(unknown.status == 404);
+  CHECK_THAT(error_of(unknown), Catch::Contains("nope"));
+  auto wrong_method = fetch(port, http::verb::delete_, "/api/projects/demo", token);
+  CHECK(wrong_method.status == 405);
+  CHECK(wrong_method.allow == "GET");
+  CHECK(get("/api/elsewhere").status == 404);
+}
+
+TEST_CASE_METHOD(admin_fixture, "work is created, listed and shown", "[net][admin]") {
+  auto one = post("/api/projects/demo/workunits",
+                  {{"app", "testapp"}, {"name", "wu-one"}, {"rsc_fpops_est", 1e12},
+                   {"command_line", "--seed 1"}, {"delay_bound", 3600}});
+  REQUIRE(one.status == 201);
+  CHECK(one.body["names"] == json::array({"wu-one"}));
+  REQUIRE(one.body["ids"].size() == 1);
+  auto one_id = one.body["ids"][0].get<std::uint64_t>();
+
+  auto batch = post("/api/projects/demo/workunits",
+                    {{"submitter", "tester"},
+                     {"items", json::array({{{"app", "testapp"}, {"count", 3}},
+                                            {{"app", "testapp"}, {"name", "wu-two"}}})}});
+  REQUIRE(batch.status == 201);
+  REQUIRE(batch.body["names"].size() == 4);
+  CHECK(batch.body["names"][3] == "wu-two");
+
+  auto list = get("/api/projects/demo/workunits");
+  REQUIRE(list.status == 200);
+  REQUIRE(list.body["items"].size() == 5);
+  CHECK(list.body["items"][0]["name"] == "wu-one");
+  CHECK(list.body["items"][4]["name"] == "wu-two");
+  CHECK(list.body["items"][0]["result_counts"]["unsent"] == 2);
+  auto page = get("/api/projects/demo/workunits?offset=1&limit=2");
+  REQUIRE(page.status == 200);
+  REQUIRE(page.body["items"].size() == 2);
+  CHECK(page.body["items"][0]["name"] == batch.body["names"][0]);
+  CHECK(get("/api/projects/demo/workunits?limit=zero").status == 400);
+
+  auto shown = get("/api/projects/demo/workunits/wu-one");
+  REQUIRE(shown.status == 200);
+  CHECK(shown.body["id"] == one_id);
+  CHECK(shown.body["app"] == "testapp");
+  CHECK(shown.body["state"] == "active");
+  CHECK(shown.body["params"]["command_line"] == "--seed 1");
+  CHECK(shown.body["params"]["delay_bound"] == 3600.0);
+  CHECK(shown.body["params"]["rsc_fpops_est"] == 1e12);
+  CHECK(shown.body["canonical_result"].is_null());
+  CHECK(shown.body["created"].is_number());
+  REQUIRE(shown.body["results"].size() == 2);
+  CHECK(shown.body["results"][0]["name"] == "wu-one_0");
+  CHECK(shown.body["results"][1]["state"] == "unsent");
+  CHECK(shown.body["results"][1]["host"].is_null());
+
+  auto by_id = get("/api/projects/demo/workunits/" + std::to_string(one_id));
+  REQUIRE(by_id.status == 200);
+  CHECK(by_id.body["name"] == "wu-one");
+
+  auto result = get("/api/projects/demo/results/wu-one_1");
+  REQUIRE(result.status == 200);
+  CHECK(result.body["name"] == "wu-one_1");
+  CHECK(result.body["index"] == 1);
+  CHECK(result.body["workunit"]["name"] == "wu-one");
+  CHECK(get("/api/projects/demo/results/wu-one_7").status == 404);
+  CHECK(get("/api/projects/demo/results/nounderscore").status == 404);
+
+  auto summary = get("/api/projects/demo");
+  CHECK(summary.body["workunits"] == 5);
+  CHECK(summary.body["apps"][0]["unsent"] == 10);
+}
+
+TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
+  auto bad = post("/api/projects/demo/workunits",
+                  {{"items", json::array({{{"app", "testapp"}, {"name", "first-ok"}},
+                                          {{"app", "no-such-app"}}})}});
+  CHECK(bad.status == 404);
+  CHECK_THAT(error_of(bad), Catch::Contains("no-such-app"));
+  CHECK(get("/api/projects/demo/workunits/first-ok").status == 404);
+  CHECK(get("/api/projects/demo").body["workunits"] == 0);
+
+  REQUIRE(post("/api/projects/demo/workunits", {{"app", "testapp"}, {"name", "dup"}}).status
+          == 201);
+  auto dup = post("/api/projects/demo/workunits", {{"app", "testapp"}, {"name", "dup"}});
+  CHECK(dup.status == 409);
+  CHECK_THAT(error_of(dup), Catch::Contains("dup"));
+
+  auto unknown_field =
+    post("/api/projects/demo/workunits", {{"app", "testapp"}, {"colour", "blue"}});
+  CHECK(unknown_field.status == 400);
+  CHECK_THAT(error_of(unknown_field), Catch::Contains("colour"));
+
+  auto in_item = post("/api/projects/demo/workunits",
+                      {{"items", json::array({{{"app", "testapp"}},
+                                              {{"app", "testapp"}, {"flavour", 1}}})}});
+  CHECK(in_item.status == 400);
+  CHECK_THAT(error_of(in_item), Catch::Contains("flavour") && Catch::Contains("item 1"));
+
+  auto wrong_type =
+    post("/api/projects/demo/workunits", {{"app", "testapp"}, {"min_quorum", "two"}});
+  CHECK(wrong_type.status == 400);
+  CHECK_THAT(error_of(wrong_type), Catch::Contains("min_quorum"));
+
+  auto missing_app = post("/api/projects/demo/workunits", {{"name", "x"}});
+  CHECK(missing_app.status == 400);
+  CHECK_THAT(error_of(missing_app), Catch::Contains("app"));
+
+  auto invalid = post("/api/projects/demo/workunits", {{"app", "testapp"}, {"delay_bound", -1}});
+  CHECK(invalid.status == 400);
+  CHECK_THAT(error_of(invalid), Catch::Contains("delay_bound"));
+
+  auto count_and_name =
+    post("/api/projects/demo/workunits", {{"app", "testapp"}, {"name", "n"}, {"count", 2}});
+  CHECK(count_and_name.status == 400);
+
+  auto not_json = post_raw("/api/projects/demo/workunits", "{not json");
+  CHECK(not_json.status == 400);
+  CHECK_THAT(error_of(not_json), Catch::Contains("JSON"));
+
+  CHECK(get("/api/projects/demo").body["workunits"] == 1);
+}
+
+TEST_CASE_METHOD(admin_fixture, "unknown things are 404", "[net][admin]") {
+  auto wu = get("/api/projects/demo/workunits/nope");
+  CHECK(wu.status == 404);
+  CHECK_THAT(error_of(wu), Catch::Contains("nope"));
+  CHECK(get("/api/projects/demo/hosts/42").status == 404);
+  CHECK(get("/api/projects/demo/hosts/abc").status == 404);
+  CHECK(get("/api/projects/other/workunits").status == 404);
+  CHECK(get("/api/projects/demo/nothing").status == 404);
+  auto hosts = get("/api/projects/demo/hosts");
+  REQUIRE(hosts.status == 200);
+  CHECK(hosts.body["items"].empty());
+  auto put = fetch(port, http::verb::put, "/api/projects/demo/workunits", token, "{}");
+  CHECK(put.status == 405);
+  CHECK(put.allow == "GET, POST");
+}
+
+TEST_CASE_METHOD(admin_fixture, "users are created and listed", "[net][admin]") {
+  auto created = post("/api/projects/demo/users", {{"name", "alice"}, {"email", "a@example.org"}});
+  REQUIRE(created.status == 201);
+  CHECK(created.body["id"].is_number_unsigned());
+  auto auth = created.body["authenticator"].get<std::string>();
+  CHECK(auth.size() >= 16);
+  auto again = post("/api/projects/demo/users", {{"name", "alice"}});
+  CHECK(again.status == 409);
+  CHECK(post("/api/projects/demo/users", {{"name", "bob"}, {"age", 3}}).status == 400);
+  CHECK(post("/api/projects/demo/users", {{"email", "x@y"}}).status == 400);
+  auto users = get("/api/projects/demo/users");
+  REQUIRE(users.status == 200);
+  REQUIRE(users.body.is_array());
+  bool found = false;
+  for (const auto& u : users.body)
+    if (u["name"] == "alice") {
+      found = true;
+      CHECK(u["email"] == "a@example.org");
+      CHECK(u["authenticator"] == auth);
+      CHECK(u["id"] == created.body["id"]);
+    }
+  CHECK(found);
+  CHECK(get("/api/projects/demo").body["users"] == users.body.size());
+}

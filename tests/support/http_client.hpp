@@ -1,0 +1,77 @@
+#pragma once
+
+// Test support: a blocking HTTP/1.1 client on Beast (keep-alive), for tests only.
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+#include <string>
+
+namespace cobble::test {
+
+struct http_reply {
+  int status = 0;
+  std::string body;
+};
+
+class http_client {
+public:
+  http_client(std::string host, unsigned short port) : host_(std::move(host)), port_(port) {}
+
+  http_reply request(boost::beast::http::verb verb, const std::string& target,
+                     const std::string& body = {}, const std::string& token = {},
+                     const std::string& content_type = "application/x-www-form-urlencoded") {
+    namespace http = boost::beast::http;
+    ensure_connected();
+    http::request<http::string_body> req{verb, target, 11};
+    req.set(http::field::host, host_ + ":" + std::to_string(port_));
+    req.set(http::field::user_agent, "BOINC client (x86_64-pc-linux-gnu 7.20.5)");
+    if (!token.empty())
+      req.set(http::field::authorization, "Bearer " + token);
+    if (!body.empty() || verb == http::verb::post) {
+      req.set(http::field::content_type, content_type);
+      req.body() = body;
+    }
+    req.keep_alive(true);
+    req.prepare_payload();
+    stream_->expires_after(std::chrono::seconds(60));
+    http::write(*stream_, req);
+    boost::beast::flat_buffer buffer;
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(1u << 30);
+    http::read(*stream_, buffer, parser);
+    auto res = parser.release();
+    http_reply out{static_cast<int>(res.result_int()), res.body()};
+    if (!res.keep_alive())
+      stream_.reset();
+    return out;
+  }
+
+  http_reply get(const std::string& target, const std::string& token = {}) {
+    return request(boost::beast::http::verb::get, target, {}, token);
+  }
+  http_reply post(const std::string& target, const std::string& body,
+                  const std::string& token = {},
+                  const std::string& content_type = "application/x-www-form-urlencoded") {
+    return request(boost::beast::http::verb::post, target, body, token, content_type);
+  }
+
+private:
+  void ensure_connected() {
+    if (stream_)
+      return;
+    stream_.emplace(ioc_);
+    boost::asio::ip::tcp::endpoint ep{boost::asio::ip::make_address(host_), port_};
+    stream_->expires_after(std::chrono::seconds(10));
+    stream_->connect(ep);
+  }
+  std::string host_;
+  unsigned short port_;
+  boost::asio::io_context ioc_;
+  std::optional<boost::beast::tcp_stream> stream_;
+};
+
+} // namespace cobble::test

@@ -1,0 +1,140 @@
+#include "process.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <stdexcept>
+#include <thread>
+
+namespace cobble::test {
+
+child_process::child_process(std::vector<std::string> argv, bool merge_stderr) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0)
+    throw std::runtime_error("pipe failed");
+  pid_ = fork();
+  if (pid_ < 0)
+    throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    if (merge_stderr)
+      dup2(fds[1], STDERR_FILENO);
+    // The test process may block signals; the child must not inherit that.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    std::vector<char*> args;
+    for (auto& a : argv)
+      args.push_back(a.data());
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  fd_ = fds[0];
+}
+
+child_process::~child_process() {
+  if (!reaped_ && pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status_, 0);
+  }
+  if (fd_ >= 0)
+    close(fd_);
+}
+
+std::optional<std::string> child_process::read_line(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto nl = buffer_.find('\n');
+    if (nl != std::string::npos) {
+      auto line = buffer_.substr(0, nl);
+      buffer_.erase(0, nl + 1);
+      lines_.push_back(line);
+      return line;
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0 || fd_ < 0)
+      return std::nullopt;
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, static_cast<int>(left.count())) <= 0)
+      return std::nullopt;
+    char buf[4096];
+    auto n = ::read(fd_, buf, sizeof buf);
+    if (n <= 0) {
+      close(fd_);
+      fd_ = -1;
+      if (!buffer_.empty()) {
+        auto line = std::move(buffer_);
+        buffer_.clear();
+        lines_.push_back(line);
+        return line;
+      }
+      return std::nullopt;
+    }
+    buffer_.append(buf, static_cast<std::size_t>(n));
+  }
+}
+
+std::optional<std::string> child_process::wait_for(const std::string& needle,
+                                                   std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      return std::nullopt;
+    auto line = read_line(left);
+    if (!line)
+      return std::nullopt;
+    if (line->find(needle) != std::string::npos)
+      return line;
+  }
+}
+
+void child_process::signal(int sig) {
+  if (!reaped_ && pid_ > 0)
+    kill(pid_, sig);
+}
+
+std::optional<int> child_process::wait(std::chrono::milliseconds timeout) {
+  if (reaped_)
+    return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto r = waitpid(pid_, &status_, WNOHANG);
+    if (r == pid_) {
+      reaped_ = true;
+      return WIFEXITED(status_) ? WEXITSTATUS(status_) : 128 + WTERMSIG(status_);
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return std::nullopt;
+    // Drain output while waiting so the child never blocks on a full pipe.
+    if (!read_line(std::chrono::milliseconds(20)))
+      std::this_thread::yield();
+  }
+}
+
+std::pair<int, std::string> run_command(std::vector<std::string> argv,
+                                        std::chrono::milliseconds timeout) {
+  child_process p{std::move(argv)};
+  std::string out;
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+      deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0)
+      break;
+    auto line = p.read_line(left);
+    if (!line)
+      break;
+    out += *line + "\n";
+  }
+  auto code = p.wait(std::chrono::milliseconds(5000));
+  return {code.value_or(-1), out};
+}
+
+} // namespace cobble::test

@@ -1,0 +1,244 @@
+// cobbled: the Cobble server. See `cobbled --help` and docs/.
+
+#include "actors/error.hpp"
+#include "actors/messages.hpp"
+#include "actors/node.hpp"
+#include "config/config.hpp"
+#include "net/admin_api.hpp"
+#include "net/edge.hpp"
+#include "net/http_server.hpp"
+#include "storage/event_store.hpp"
+
+#include <CLI/CLI.hpp>
+#include <caf/all.hpp>
+#include <openssl/rand.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string random_hex(std::size_t bytes) {
+  std::vector<unsigned char> buf(bytes);
+  if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1)
+    throw std::runtime_error("OpenSSL random generator failed");
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (auto b : buf) {
+    out.push_back(hex[b >> 4]);
+    out.push_back(hex[b & 15]);
+  }
+  return out;
+}
+
+/// The admin token: from the configuration, or kept in <data_dir>/admin_token (created 0600).
+std::string admin_token(const cobble::config::server_config& server) {
+  if (!server.admin_token.empty())
+    return server.admin_token;
+  auto path = server.data_dir / "admin_token";
+  if (fs::exists(path)) {
+    std::ifstream in{path};
+    std::string token;
+    std::getline(in, token);
+    if (!token.empty())
+      return token;
+  }
+  auto token = random_hex(24);
+  {
+    std::ofstream out{path, std::ios::trunc};
+    out << token << '\n';
+  }
+  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+  return token;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"cobbled: the Cobble volunteer-computing project server.\n\n"
+               "Without --config it serves the embedded demo project (one app, 'testapp', one\n"
+               "user, 'demo'). It prints the master URL and account key to attach a BOINC\n"
+               "client with, and keeps every change in an event log under the data directory.\n"
+               "SIGINT or SIGTERM stop it cleanly (a final snapshot is written)."};
+  std::string config_file;
+  std::string data_dir;
+  std::string listen;
+  int port = -1;
+  std::string public_url;
+  std::string durability;
+  std::string token;
+  std::string log_level = "info";
+  bool print_config = false;
+  app.add_option("-c,--config", config_file, "YAML configuration file (docs/configuration.md)")
+    ->check(CLI::ExistingFile);
+  app.add_option("-d,--data-dir", data_dir, "Data directory (overrides server.data_dir)");
+  app.add_option("-l,--listen", listen, "Listen address HOST:PORT (overrides server.listen)");
+  app.add_option("-p,--port", port, "Listen port; 0 picks a free one (overrides the config)")
+    ->check(CLI::Range(0, 65535));
+  app.add_option("--public-url", public_url, "Base URL clients use (default: the Host header)");
+  app.add_option("--durability", durability, "sync (default) or async")
+    ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--admin-token", token, "Admin API token (default: <data-dir>/admin_token)");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
+    ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  app.add_flag("--print-config", print_config, "Print the effective configuration and exit");
+  CLI11_PARSE(app, argc, argv);
+
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  cobble::config::cobble_config cfg;
+  try {
+    cfg = config_file.empty() ? cobble::config::demo() : cobble::config::load_file(config_file);
+    if (!data_dir.empty())
+      cfg.server.data_dir = data_dir;
+    if (!listen.empty()) {
+      auto colon = listen.rfind(':');
+      if (colon == std::string::npos)
+        throw std::invalid_argument("--listen must be HOST:PORT");
+      cfg.server.listen_address = listen.substr(0, colon);
+      cfg.server.port = static_cast<std::uint16_t>(std::stoi(listen.substr(colon + 1)));
+    }
+    if (port >= 0)
+      cfg.server.port = static_cast<std::uint16_t>(port);
+    if (!public_url.empty())
+      cfg.server.public_url = public_url;
+    if (!durability.empty())
+      cfg.server.mode = durability == "async" ? cobble::config::durability::async
+                                              : cobble::config::durability::sync;
+    if (!token.empty())
+      cfg.server.admin_token = token;
+    cobble::config::validate(cfg);
+  } catch (const std::exception& e) {
+    std::cerr << "cobbled: " << e.what() << '\n';
+    return 1;
+  }
+  if (print_config) {
+    std::cout << cobble::config::to_yaml(cfg);
+    return 0;
+  }
+
+  // Signals go to the main thread only (sigwait below); every thread inherits this mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  std::error_code fs_err;
+  fs::create_directories(cfg.server.data_dir, fs_err);
+  if (fs_err) {
+    std::cerr << "cobbled: cannot create data directory " << cfg.server.data_dir << ": "
+              << fs_err.message() << '\n';
+    return 1;
+  }
+  auto data = fs::absolute(cfg.server.data_dir);
+  cobble::storage::store_options so;
+  so.mode = cfg.server.mode == cobble::config::durability::sync ? cobble::storage::durability::sync
+                                                                 : cobble::storage::durability::async;
+  auto opened = cobble::storage::event_store::open(data / "log", so);
+  if (!opened) {
+    std::cerr << "cobbled: cannot open the event log in " << (data / "log") << ": "
+              << cobble::describe(opened.error()) << '\n';
+    return 1;
+  }
+  std::shared_ptr<cobble::storage::event_store> store = std::move(*opened);
+  std::string admin;
+  try {
+    admin = admin_token(cfg.server);
+  } catch (const std::exception& e) {
+    std::cerr << "cobbled: admin token: " << e.what() << '\n';
+    return 1;
+  }
+
+  caf::actor_system_config sys_cfg;
+  cobble::register_types(sys_cfg);
+  sys_cfg.set("logger.console", caf::atom("none"));
+  caf::actor_system sys{sys_cfg};
+  auto clk = std::make_shared<cobble::system_clock>();
+  auto started = std::chrono::steady_clock::now();
+  auto node = cobble::start_node(sys, cfg, store, clk);
+  if (!node) {
+    std::cerr << "cobbled: refusing to start: " << cobble::describe(node.error())
+              << "\n(nothing was changed; see `cobble log verify --data-dir " << data.string()
+              << "`)\n";
+    return 1;
+  }
+  auto recovery = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
+
+  auto ctx = std::make_shared<cobble::net::edge_context>();
+  ctx->sys = &sys;
+  ctx->projects = node->projects;
+  for (const auto& p : cfg.projects)
+    ctx->long_names[p.name] = p.long_name.empty() ? p.name : p.long_name;
+  ctx->log = node->log;
+  ctx->public_url = cfg.server.public_url;
+  auto routes = cobble::net::edge_routes(ctx);
+  cobble::net::admin_context actx{&sys, node->projects, admin};
+  for (auto& r : cobble::net::admin_routes(actx))
+    routes.push_back(std::move(r));
+  cobble::net::server_options opts;
+  opts.address = cfg.server.listen_address;
+  opts.port = cfg.server.port;
+  opts.threads = cfg.server.worker_threads;
+  opts.body_limit = cfg.server.body_limit;
+  opts.read_timeout = cfg.server.read_timeout;
+  cobble::net::http_server server{opts, std::move(routes)};
+  std::uint16_t bound = 0;
+  try {
+    bound = server.start();
+  } catch (const std::exception& e) {
+    std::cerr << "cobbled: cannot listen on " << opts.address << ":" << opts.port << ": "
+              << e.what() << '\n';
+    return 1;
+  }
+  ctx->http = &server.stats();
+
+  auto base = cfg.server.public_url.empty()
+                ? "http://" + opts.address + ":" + std::to_string(bound)
+                : cfg.server.public_url;
+  while (!base.empty() && base.back() == '/')
+    base.pop_back();
+  std::cout << "cobbled " << COBBLE_VERSION << ": data directory " << data.string()
+            << " (recovered " << node->recovered_seq << " events in " << recovery.count()
+            << " s, durability "
+            << (cfg.server.mode == cobble::config::durability::sync ? "sync" : "async") << ")\n";
+  std::cout << "listening on " << base << "\n";
+  {
+    caf::scoped_actor self{sys};
+    for (const auto& [name, project] : node->projects) {
+      std::cout << "project " << name << ": master URL " << base << "/" << name << "/\n";
+      self->request(project, std::chrono::seconds(30), cobble::atom::list_v, cobble::atom::user_v)
+        .receive(
+          [&](const cobble::user_list_ptr& users) {
+            for (const auto& u : *users)
+              std::cout << "  account key of user " << u.name << ": " << u.authenticator << "\n";
+          },
+          [&](caf::error& err) {
+            std::cerr << "cobbled: listing users failed: " << cobble::describe(err) << '\n';
+          });
+    }
+  }
+  std::cout << "admin API: " << base << "/api/ (token in "
+            << (cfg.server.admin_token.empty() ? (data / "admin_token").string()
+                                               : std::string{"the configuration"})
+            << ")" << std::endl;
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("signal {}: stopping", sig);
+  server.stop();
+  {
+    caf::scoped_actor self{sys};
+    self->request(node->node, std::chrono::seconds(60), cobble::atom::snapshot_v,
+                  cobble::atom::sync_v)
+      .receive([](std::uint64_t seq) { spdlog::info("final snapshot at seq {}", seq); },
+               [](caf::error& err) {
+                 spdlog::error("shutdown snapshot failed: {}", cobble::describe(err));
+               });
+  }
+  return 0;
+}
