@@ -103,6 +103,9 @@ struct project_summary {
   std::vector<app_summary> apps;
 };
 
+/// The summary of a project's state (the admin API's status, the CLI's offline replay).
+project_summary summarize(const project_state& s);
+
 /// A workunit with the names the admin API shows.
 struct workunit_view {
   workunit_rec wu;

@@ -510,6 +510,31 @@ std::map<id_type, std::vector<std::string>> project_logic::overdue(time_us now) 
   return out;
 }
 
+project_summary summarize(const project_state& ps) {
+  project_summary s;
+  s.name = ps.name;
+  s.long_name = ps.long_name;
+  s.users = ps.users.size();
+  s.hosts = ps.hosts.size();
+  s.workunits = ps.workunits.size();
+  s.counters = ps.counters;
+  std::map<std::uint32_t, std::size_t> unsent;
+  for (const auto& [id, wu] : ps.workunits) {
+    if (wu.state == wu_state::active)
+      ++s.active_workunits;
+    for (const auto& r : wu.results) {
+      if (r.state == result_state::in_progress)
+        ++s.results_in_progress;
+      else if (r.state == result_state::unsent)
+        ++unsent[wu.app];
+    }
+  }
+  for (const auto& a : ps.apps)
+    s.apps.push_back(app_summary{a.name, a.versions.size(), unsent[a.id]});
+  return s;
+}
+
+
 // -- the actor ----------------------------------------------------------------
 
 namespace {
@@ -544,6 +569,8 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
   host_init init{std::move(initial), st.log, project_actor{self}, st.clk,
                  st.logic.state.index};
   auto h = spawn_host(self->system(), std::move(init));
+  // Host actors end with their project (ordered shutdown; a failing host fails the project).
+  self->link_to(h);
   st.live_hosts.emplace(id, h);
   return h;
 }
@@ -664,28 +691,7 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         return rp;
       },
       [self](atom::status) -> project_summary_ptr {
-        const auto& ps = self->state.logic.state;
-        auto s = std::make_shared<project_summary>();
-        s->name = ps.name;
-        s->long_name = ps.long_name;
-        s->users = ps.users.size();
-        s->hosts = ps.hosts.size();
-        s->workunits = ps.workunits.size();
-        s->active_workunits = ps.active_workunits;
-        s->counters = ps.counters;
-        for (const auto& [id, wu] : ps.workunits)
-          for (const auto& r : wu.results)
-            if (r.state == result_state::in_progress)
-              ++s->results_in_progress;
-        for (const auto& a : ps.apps) {
-          app_summary as{a.name, a.versions.size(), 0};
-          if (auto q = ps.unsent.find(a.id); q != ps.unsent.end())
-            for (auto ref : q->second)
-              if (auto r = ps.result(ref); r && r->state == result_state::unsent)
-                ++as.unsent;
-          s->apps.push_back(std::move(as));
-        }
-        return s;
+        return std::make_shared<project_summary>(summarize(self->state.logic.state));
       },
       [self](atom::workunit, const std::string& key) -> caf::result<workunit_view_ptr> {
         const auto& ps = self->state.logic.state;

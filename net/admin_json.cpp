@@ -283,30 +283,6 @@ json to_json(const project_summary& s) {
           {"apps", std::move(apps)}};
 }
 
-project_summary summarize(const project_state& ps) {
-  project_summary s;
-  s.name = ps.name;
-  s.long_name = ps.long_name;
-  s.users = ps.users.size();
-  s.hosts = ps.hosts.size();
-  s.workunits = ps.workunits.size();
-  s.counters = ps.counters;
-  std::map<std::uint32_t, std::size_t> unsent;
-  for (const auto& [id, wu] : ps.workunits) {
-    if (wu.state == wu_state::active)
-      ++s.active_workunits;
-    for (const auto& r : wu.results) {
-      if (r.state == result_state::in_progress)
-        ++s.results_in_progress;
-      else if (r.state == result_state::unsent)
-        ++unsent[wu.app];
-    }
-  }
-  for (const auto& a : ps.apps)
-    s.apps.push_back(app_summary{a.name, a.versions.size(), unsent[a.id]});
-  return s;
-}
-
 json result_json(const workunit_rec& wu, std::uint32_t index, const std::string& name) {
   const auto& r = wu.results.at(index);
   bool reported = r.received != 0;

@@ -23,9 +23,6 @@ nlohmann::json time_json(time_us t);
 /// The status of one project: counts, counters, apps with their unsent results.
 nlohmann::json to_json(const project_summary& s);
 
-/// The summary of a project's state, computed the way the project actor answers `status`
-/// (offline replay uses it; the server asks the actor).
-project_summary summarize(const project_state& s);
 
 /// One result of a workunit (`index` is its replica number; `canonical` marks the canonical
 /// one): state, outcome, validation, host, times, the report and its outputs.

@@ -615,7 +615,7 @@ std::vector<entity_match> find_entity(const world& w, const entity_ref& ref,
     switch (ref.kind) {
       case entity_kind::project:
         if (ps.name == ref.key)
-          out.push_back({index, 0, net::to_json(net::summarize(ps))});
+          out.push_back({index, 0, net::to_json(cobble::summarize(ps))});
         break;
       case entity_kind::workunit: {
         const workunit_rec* wu = nullptr;
@@ -686,7 +686,7 @@ int log_replay(const global_options& g, const replay_options& o) {
     json all = json::array();
     for (const auto& pw : w.projects)
       if (!pw.project.name.empty() && (g.project.empty() || pw.project.name == g.project))
-        all.push_back(net::to_json(net::summarize(pw.project)));
+        all.push_back(net::to_json(cobble::summarize(pw.project)));
     if (g.json) {
       print_json(json{{"seq", w.seq}, {"projects", all}});
     } else {
@@ -842,8 +842,8 @@ std::optional<std::string> first_difference(const world& a, const world& b) {
              + std::to_string(sb.next_host) + "/" + std::to_string(sb.next_wu) + ")";
     if (!(sa.counters == sb.counters))
       return where + "counters differ "
-             + json_difference(net::to_json(net::summarize(sa)).at("counters"),
-                               net::to_json(net::summarize(sb)).at("counters"));
+             + json_difference(net::to_json(cobble::summarize(sa)).at("counters"),
+                               net::to_json(cobble::summarize(sb)).at("counters"));
     if (auto d = first_map_difference(
           pa.hosts, pb.hosts, [&](id_type id, const host_state* x, const host_state* y) {
             auto what = presence("host " + std::to_string(id) + " (state)", x, y);
