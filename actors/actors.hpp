@@ -67,10 +67,23 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::host, id_type>::with<host_view_ptr>,
   // Hosts by id, from offset, at most limit.
   caf::replies_to<atom::list, atom::host, std::uint64_t, std::uint64_t>::with<host_list_ptr>,
+  // May `host` (0: any host) upload output file `name`? Answers the file's max_nbytes, or an
+  // error when the file is no output of a result in progress on that host.
+  caf::replies_to<atom::upload, std::string, id_type>::with<double>,
+  // The assimilator deleted the files of a finished workunit (and these inputs).
+  caf::reacts_to<atom::cleanup, id_type, std::vector<std::string>>,
   // Every user account (admin API; includes authenticators).
   caf::replies_to<atom::list, atom::user>::with<user_list_ptr>,
   // Periodic deadline sweep.
   caf::reacts_to<atom::tick>>;
+
+/// The assimilation hook and file janitor (actors/assimilator.hpp).
+using assimilator_actor = caf::typed_actor<
+  // A workunit finished: copy the canonical outputs now (if assimilated), delete its files
+  // after the grace period, then tell the sender (its project).
+  caf::reacts_to<atom::assimilate, wu_files_ptr>,
+  // Internal: the grace period of a workunit's files is over.
+  caf::reacts_to<atom::cleanup, wu_files_ptr, project_actor>>;
 
 /// One app version: statistics over its validated results.
 using app_version_actor = subscriber_actor::extend<

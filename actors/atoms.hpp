@@ -47,6 +47,8 @@ using log_status_ptr = std::shared_ptr<const log_status>;
 using host_state_ptr = std::shared_ptr<host_state>;
 using result_names_ptr = std::shared_ptr<const std::vector<std::string>>;
 struct user_rec;
+struct wu_files;
+using wu_files_ptr = std::shared_ptr<const wu_files>;
 using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
 
 } // namespace cobble
@@ -70,6 +72,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, state, "state")
   CAF_ADD_ATOM(cobble, cobble::atom, start, "start")
   CAF_ADD_ATOM(cobble, cobble::atom, user, "user")
+  CAF_ADD_ATOM(cobble, cobble::atom, upload, "upload")
+  CAF_ADD_ATOM(cobble, cobble::atom, assimilate, "assimilate")
+  CAF_ADD_ATOM(cobble, cobble::atom, cleanup, "cleanup")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
@@ -89,3 +94,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::log_status_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_state_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_names_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::user_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)

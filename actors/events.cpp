@@ -39,7 +39,8 @@ const char* name_of_kind(std::uint16_t kind) {
   static constexpr const char* names[] = {
     "project_configured", "user_created",      "host_registered",  "host_described",
     "workunit_created",   "results_created",   "result_dispatched", "result_reported",
-    "result_timed_out",   "workunit_validated", "workunit_assimilated", "workunit_failed"};
+    "result_timed_out",   "workunit_validated", "workunit_assimilated", "workunit_failed",
+    "workunit_files_deleted"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];
@@ -81,6 +82,17 @@ const char* to_string(entity_kind x) {
   return "?";
 }
 
+std::uint32_t anonymous_version_id(std::uint32_t app, std::uint8_t resource) {
+  return 0x80000000u | (app << 4) | static_cast<std::uint32_t>(2 + resource);
+}
+
+std::string version_label(std::uint32_t id) {
+  if (!is_anonymous_version(id))
+    return std::to_string(id);
+  return "app " + std::to_string((id & 0x7fffffffu) >> 4) + " anonymous -"
+         + std::to_string(id & 0xfu);
+}
+
 std::uint16_t kind_of(const payload& p) {
   return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::kind; }, p);
 }
@@ -105,6 +117,7 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
       [](const ev::workunit_validated& x) { return std::pair{ek::workunit, x.wu}; },
       [](const ev::workunit_assimilated& x) { return std::pair{ek::workunit, x.wu}; },
       [](const ev::workunit_failed& x) { return std::pair{ek::workunit, x.wu}; },
+      [](const ev::workunit_files_deleted& x) { return std::pair{ek::workunit, x.wu}; },
     },
     p);
 }
@@ -228,6 +241,9 @@ std::string describe(const event& e) {
       },
       [](const ev::workunit_assimilated& x) { return fmt::format("canonical={}", x.canonical); },
       [](const ev::workunit_failed& x) { return fmt::format("reason={}", x.reason); },
+      [](const ev::workunit_files_deleted& x) {
+        return fmt::format("inputs_deleted={}", x.inputs.size());
+      },
     },
     e.data);
   return head + " " + detail;

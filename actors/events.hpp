@@ -123,6 +123,17 @@ void inspect_fields(F& f, wu_params& x) {
     x.max_success_results, x.inputs, x.input_open_names);
 }
 
+/// The identity under which statistics of an anonymous-platform version are kept: one per
+/// app and resource type, as the credit design's -2 (CPU), -3 (NVIDIA), -4 (ATI); -5 is
+/// Intel GPUs. The high bit keeps them apart from configured version ids.
+std::uint32_t anonymous_version_id(std::uint32_t app, std::uint8_t resource);
+
+/// True for ids made by anonymous_version_id.
+inline bool is_anonymous_version(std::uint32_t id) { return (id & 0x80000000u) != 0; }
+
+/// "-2", "-3", ... for anonymous ids, the number otherwise.
+std::string version_label(std::uint32_t id);
+
 /// The app version a result was sent with, echoed to the client exactly.
 struct version_echo {
   std::uint32_t app_version_id = 0; ///< The project's version it maps to.
@@ -275,6 +286,18 @@ struct workunit_failed {
   std::string reason;
 };
 
+/// The files of a finished workunit were deleted after the grace period.
+struct workunit_files_deleted {
+  static constexpr std::uint16_t kind = 13;
+  id_type wu = 0;
+  std::vector<std::string> inputs; ///< Inputs deleted with it (no other workunit used them).
+};
+
+template <class F>
+void inspect_fields(F& f, workunit_files_deleted& x) {
+  f(x.wu, x.inputs);
+}
+
 template <class F>
 void inspect_fields(F& f, project_configured& x) {
   f(x.name, x.long_name, x.apps);
@@ -331,7 +354,7 @@ using payload = std::variant<ev::project_configured, ev::user_created, ev::host_
                              ev::host_described, ev::workunit_created, ev::results_created,
                              ev::result_dispatched, ev::result_reported, ev::result_timed_out,
                              ev::workunit_validated, ev::workunit_assimilated,
-                             ev::workunit_failed>;
+                             ev::workunit_failed, ev::workunit_files_deleted>;
 
 /// A decoded event.
 struct event {

@@ -104,6 +104,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
         reply->project_name = ctx->project_name;
         reply->request_delay = ctx->request_delay;
         reply->next_rpc_delay = ctx->next_rpc_delay;
+        reply->host = st.host.id;
         if (ctx->new_host)
           reply->hostid = st.host.id;
         reply->user_name = ctx->user.name;

@@ -1,6 +1,7 @@
 #include "actors/node.hpp"
 
 #include "actors/app_version.hpp"
+#include "actors/assimilator.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
@@ -24,6 +25,7 @@ namespace {
 
 struct node_state {
   log_actor log;
+  assimilator_actor assimilator;
   std::vector<project_actor> projects;
   std::vector<app_version_actor> versions;
 };
@@ -63,6 +65,8 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   out.log = log;
   auto st = std::make_shared<node_state>();
   st->log = log;
+  if (opts.files)
+    st->assimilator = spawn_assimilator(sys, opts.files, opts.detached_log);
   for (std::size_t i = 0; i < cfg.projects.size(); ++i) {
     const auto& pc = cfg.projects[i];
     auto index = indices[i];
@@ -71,6 +75,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
     init.index = index;
     init.log = log;
     init.clk = clk;
+    init.assimilator = st->assimilator;
     if (index < w.projects.size()) {
       auto& pw = w.projects[index];
       for (auto& [id, av] : pw.app_versions)
@@ -84,10 +89,17 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
     if (index < w.projects.size())
       for (auto& [id, av] : w.projects[index].app_versions)
         have.insert(id);
-    for (const auto& app : apps_from_config(pc, init.state.apps))
+    for (const auto& app : apps_from_config(pc, init.state.apps)) {
       for (const auto& v : app.versions)
         if (!have.count(v.id))
           st->versions.push_back(spawn_app_version(sys, app_version_state{v.id}, index, log));
+      // Anonymous-platform versions: one identity per app and resource type.
+      for (std::uint8_t r = 0; r < n_resource_types; ++r) {
+        auto id = anonymous_version_id(app.id, r);
+        if (!have.count(id))
+          st->versions.push_back(spawn_app_version(sys, app_version_state{id}, index, log));
+      }
+    }
     auto p = spawn_project(sys, std::move(init));
     out.projects.emplace(pc.name, p);
     out.project_index.emplace(pc.name, index);
@@ -119,6 +131,8 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
                   self->send_exit(p, caf::exit_reason::user_shutdown);
                 for (auto& v : st->versions)
                   self->send_exit(v, caf::exit_reason::user_shutdown);
+                if (st->assimilator)
+                  self->send_exit(st->assimilator, caf::exit_reason::user_shutdown);
                 self->send_exit(st->log, caf::exit_reason::user_shutdown);
                 rp.deliver(seq);
                 self->quit();

@@ -8,6 +8,7 @@
 #include "actors/clock.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
+#include "storage/file_store.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
@@ -34,7 +35,9 @@ struct node_handles {
 
 /// Options of a node.
 struct node_options {
-  bool detached_log = true; ///< Off in deterministic tests.
+  bool detached_log = true; ///< Off in deterministic tests (also for the assimilator).
+  /// The data directory's files; null: no assimilator (files are left alone).
+  std::shared_ptr<storage::file_store> files;
 };
 
 /// Recovers state from `store` and starts every actor. Fails (changing nothing) when the log

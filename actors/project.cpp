@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 
 namespace cobble {
@@ -258,13 +259,11 @@ std::optional<version_choice> choose_version(const app_rec& app, const job_reque
         offered = &o;
     if (offered == nullptr)
       return std::nullopt;
-    for (const auto& v : app.versions)
-      if (v.platform == offered->platform && v.version_num == offered->version_num
-          && v.plan_class == offered->plan_class)
-        best = &v;
-    c.version = best;
-    c.echo = version_echo{best ? best->id : 0, offered->platform, offered->version_num,
-                          offered->plan_class};
+    // Statistics of anonymous versions are kept under their own identity per app and
+    // resource type (the credit design's -2/-3/-4), never mixed with the project's builds.
+    c.version = nullptr;
+    c.echo = version_echo{anonymous_version_id(app.id, res), offered->platform,
+                          offered->version_num, offered->plan_class};
     c.instances = t == resource_type::cpu ? std::max(offered->avg_ncpus, 0.001)
                                           : std::max(offered->coproc_count, 0.001);
     c.flops = offered->flops;
@@ -361,7 +360,7 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
         for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
           const auto& in = wu.params.inputs[i];
           w.inputs.push_back(file_ref{in.name, wu.params.input_open_names[i], true, false});
-          job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0});
+          job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0, {}});
         }
         auto& r = job.result;
         r.name = rname;
@@ -373,7 +372,7 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
         for (std::size_t i = 0; i < app.output_names.size(); ++i) {
           auto out_name = rname + "_" + std::to_string(i);
           r.outputs.push_back(file_ref{out_name, app.output_names[i], true, false});
-          job.files.push_back(file_description{out_name, true, 0, {}, app.max_output_nbytes});
+          job.files.push_back(file_description{out_name, true, 0, {}, app.max_output_nbytes, {}});
         }
         jobs.push_back(std::move(job));
         ++per_app[app.id];
@@ -497,6 +496,67 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
   return out;
 }
 
+std::optional<double> project_logic::upload_limit(std::string_view name, id_type host) const {
+  // Output names are "<result name>_<i>".
+  auto us = name.rfind('_');
+  if (us == std::string_view::npos || us + 1 >= name.size())
+    return std::nullopt;
+  std::uint32_t index = 0;
+  auto digits = name.substr(us + 1);
+  auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (err != std::errc{} || ptr != digits.data() + digits.size())
+    return std::nullopt;
+  auto ref = state.parse_result_name(name.substr(0, us));
+  if (!ref)
+    return std::nullopt;
+  auto r = state.result(*ref);
+  auto wu = state.workunit(ref->wu);
+  auto app = wu ? state.app(wu->app) : nullptr;
+  if (r == nullptr || app == nullptr || r->state != result_state::in_progress
+      || (host != 0 && r->host != host) || index >= app->output_names.size())
+    return std::nullopt;
+  return app->max_output_nbytes;
+}
+
+wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
+                                 double quiet_seconds) const {
+  wu_files out;
+  out.project = state.name;
+  out.wu = wu_id;
+  out.delete_after_seconds = delete_after_seconds;
+  out.input_quiet_seconds = quiet_seconds;
+  auto wu = state.workunit(wu_id);
+  if (wu == nullptr)
+    return out;
+  out.wu_name = wu->name;
+  out.assimilated = wu->state == wu_state::assimilated;
+  auto app = state.app(wu->app);
+  auto n_out = app ? app->output_names.size() : 0;
+  for (std::uint32_t i = 0; i < wu->results.size(); ++i) {
+    auto rname = state.result_name({wu_id, i});
+    for (std::size_t k = 0; k < n_out; ++k) {
+      auto file = rname + "_" + std::to_string(k);
+      out.outputs.push_back(file);
+      if (out.assimilated && wu->canonical && *wu->canonical == i)
+        out.canonical_outputs.emplace_back(file, app->output_names[k]);
+    }
+  }
+  for (const auto& in : wu->params.inputs)
+    if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1)
+      out.inputs.push_back(in.name);
+  return out;
+}
+
+std::vector<event> project_logic::files_deleted(id_type wu, std::vector<std::string> inputs,
+                                                time_us now) {
+  std::vector<event> out;
+  auto w = state.workunit(wu);
+  if (w == nullptr || w->files_deleted)
+    return out;
+  emit(out, ev::workunit_files_deleted{wu, std::move(inputs)}, now);
+  return out;
+}
+
 std::map<id_type, std::vector<std::string>> project_logic::overdue(time_us now) {
   std::map<id_type, std::vector<std::string>> out;
   while (!state.deadlines.empty() && state.deadlines.top().first <= now) {
@@ -544,6 +604,7 @@ struct project_actor_state {
   config::project_config config;
   log_actor log;
   clock_ptr clk;
+  assimilator_actor assimilator;
   std::unordered_map<id_type, host_actor> live_hosts;
   std::unordered_map<id_type, host_state> dormant_hosts;
   static inline const char* name = "project";
@@ -575,6 +636,16 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
   return h;
 }
 
+/// Hands a finished workunit's files to the assimilator (copy now, delete after the grace).
+void hand_over_files(project_ptr self, id_type wu, double delay) {
+  auto& st = self->state;
+  if (!st.assimilator)
+    return;
+  auto files = std::make_shared<wu_files>(
+    st.logic.files_of(wu, std::max(delay, 0.0), st.config.file_grace_period));
+  self->send(st.assimilator, atom::assimilate_v, wu_files_ptr{std::move(files)});
+}
+
 void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
   std::vector<event> events;
   auto now = self->state.clk->now();
@@ -583,7 +654,16 @@ void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
     events.insert(events.end(), std::make_move_iterator(more.begin()),
                   std::make_move_iterator(more.end()));
   }
+  std::vector<id_type> finished;
+  for (const auto& e : events) {
+    if (auto a = std::get_if<ev::workunit_assimilated>(&e.data))
+      finished.push_back(a->wu);
+    else if (auto f = std::get_if<ev::workunit_failed>(&e.data))
+      finished.push_back(f->wu);
+  }
   append(self, std::move(events));
+  for (auto wu : finished)
+    hand_over_files(self, wu, self->state.config.file_grace_period);
 }
 
 void schedule_tick(project_ptr self) {
@@ -603,6 +683,7 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     st.config = std::move(in.config);
     st.log = in.log;
     st.clk = in.clk;
+    st.assimilator = in.assimilator;
     st.dormant_hosts = std::move(in.hosts);
     // Learn reports and timeouts (decided by host actors) from the log.
     self->send(st.log, atom::subscribe_v,
@@ -617,6 +698,12 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
       if (wu.state == wu_state::active || wu.state == wu_state::validated)
         active.insert(id);
     run_transitions(self, active);
+    // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
+    // them when their grace period ends.
+    for (const auto& [id, wu] : st.logic.state.workunits)
+      if ((wu.state == wu_state::assimilated || wu.state == wu_state::failed) && !wu.files_deleted)
+        hand_over_files(self, id,
+                        st.config.file_grace_period - us_to_seconds(now - wu.finished));
     schedule_tick(self);
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {
@@ -770,6 +857,17 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
           out->push_back(host_view{reg, std::nullopt});
         }
         return out;
+      },
+      [self](atom::upload, const std::string& name, id_type host) -> caf::result<double> {
+        if (auto limit = self->state.logic.upload_limit(name, host))
+          return *limit;
+        return caf::make_error(ec::unknown_workunit,
+                               "'" + name + "' is no output of a result in progress on host "
+                                 + std::to_string(host));
+      },
+      [self](atom::cleanup, id_type wu, std::vector<std::string> inputs) {
+        append(self, self->state.logic.files_deleted(wu, std::move(inputs),
+                                                     self->state.clk->now()));
       },
       [self](atom::list, atom::user) -> user_list_ptr {
         auto out = std::make_shared<std::vector<user_rec>>();

@@ -7,6 +7,7 @@
 /// behavior is a list of thin handlers that call them, apply the events and append them.
 
 #include "actors/actors.hpp"
+#include "actors/assimilator.hpp"
 #include "actors/clock.hpp"
 #include "actors/messages.hpp"
 #include "actors/state.hpp"
@@ -59,6 +60,16 @@ public:
   /// Results in progress whose deadline is past, grouped by host (popped from the index).
   std::map<id_type, std::vector<std::string>> overdue(time_us now);
 
+  /// The max_nbytes of output file `name` when it belongs to a result in progress on `host`
+  /// (0: on any host); nullopt otherwise.
+  std::optional<double> upload_limit(std::string_view name, id_type host) const;
+
+  /// The files of a finished workunit, for the assimilator.
+  wu_files files_of(id_type wu, double delete_after_seconds, double quiet_seconds) const;
+
+  /// Records that a finished workunit's files are gone.
+  std::vector<event> files_deleted(id_type wu, std::vector<std::string> inputs, time_us now);
+
   /// Applies an event decided elsewhere (delivered by the log).
   void apply_delivered(const event& e) { apply(state, e); }
 
@@ -75,6 +86,7 @@ struct project_init {
   std::unordered_map<id_type, host_state> hosts;    ///< Recovered host states (dormant).
   log_actor log;
   clock_ptr clk;
+  assimilator_actor assimilator; ///< May be null (tests): files are then left alone.
 };
 
 /// Spawns a project actor and subscribes it to the events it learns from the log.

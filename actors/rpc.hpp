@@ -153,6 +153,7 @@ struct file_description {
   double nbytes = 0;        ///< Inputs: exact size (0 = unchecked).
   std::string md5_cksum;    ///< Inputs: checksum (empty = unchecked).
   double max_nbytes = 0;    ///< Outputs: size limit.
+  std::string xml_signature; ///< Outputs: token the client echoes when uploading (net/).
 };
 
 /// A workunit as sent to the client.
@@ -182,6 +183,7 @@ struct result_description {
 /// A scheduler reply, turned into XML by net/.
 struct sched_reply {
   std::string project_name;
+  std::uint64_t host = 0;              ///< The host this reply is for (not sent as such).
   std::optional<std::uint64_t> hostid; ///< Only on first contact.
   double request_delay = 0;
   std::optional<double> next_rpc_delay;

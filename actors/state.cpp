@@ -164,6 +164,7 @@ void rebuild_indices(project_state& s) {
   s.unsent.clear();
   s.deadlines = {};
   s.active_workunits = 0;
+  s.input_refs.clear();
   // Unsent results are served in creation order: workunit id, then index.
   std::vector<id_type> ids;
   ids.reserve(s.workunits.size());
@@ -173,6 +174,9 @@ void rebuild_indices(project_state& s) {
   for (auto id : ids) {
     const auto& wu = s.workunits.at(id);
     s.wu_by_name.emplace(wu.name, id);
+    if (!wu.files_deleted)
+      for (const auto& in : wu.params.inputs)
+        ++s.input_refs[in.name];
     if (wu.state == wu_state::active || wu.state == wu_state::validated)
       ++s.active_workunits;
     for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
@@ -215,6 +219,8 @@ void apply(project_state& s, const event& e) {
         s.next_wu = std::max(s.next_wu, x.id + 1);
         ++s.counters.workunits_created;
         ++s.active_workunits;
+        for (const auto& in : x.params.inputs)
+          ++s.input_refs[in.name];
         add_results(s, wu, x.n_results);
       },
       [&](const ev::results_created& x) {
@@ -287,6 +293,15 @@ void apply(project_state& s, const event& e) {
         ++s.counters.workunits_failed;
         if (s.active_workunits > 0)
           --s.active_workunits;
+      },
+      [&](const ev::workunit_files_deleted& x) {
+        auto i = s.workunits.find(x.wu);
+        if (i == s.workunits.end() || i->second.files_deleted)
+          return;
+        i->second.files_deleted = true;
+        for (const auto& in : i->second.params.inputs)
+          if (auto r = s.input_refs.find(in.name); r != s.input_refs.end() && --r->second == 0)
+            s.input_refs.erase(r);
       },
     },
     e.data);

@@ -75,6 +75,7 @@ struct workunit_rec {
   std::string failure;
   time_us created = 0;
   time_us finished = 0;
+  bool files_deleted = false;    ///< Uploads and unused inputs removed after the grace period.
   std::vector<result_rec> results;
   friend bool operator==(const workunit_rec&, const workunit_rec&) = default;
 };
@@ -82,7 +83,7 @@ struct workunit_rec {
 template <class F>
 void inspect_fields(F& f, workunit_rec& x) {
   f(x.id, x.name, x.app, x.params, x.state, x.canonical, x.failure, x.created, x.finished,
-    x.results);
+    x.files_deleted, x.results);
 }
 
 /// A user account.
@@ -157,6 +158,8 @@ struct project_state {
     deadlines;
   /// Workunits still active (derived), for the transitioner on recovery.
   std::size_t active_workunits = 0;
+  /// Input file name -> workunits whose files are not deleted yet that use it.
+  std::unordered_map<std::string, std::uint32_t> input_refs;
 
   /// The app with this id, or null.
   const app_rec* app(std::uint32_t id) const;

@@ -492,7 +492,7 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
                    project_config& out) {
   mapping m(p, node, path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
-             "users", "apps"});
+             "file_grace_period", "users", "apps"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -500,6 +500,7 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_duration(m, "request_delay", out.request_delay);
   read_duration(m, "next_rpc_delay", out.next_rpc_delay);
   read_duration(m, "deadline_check_interval", out.deadline_check_interval);
+  read_duration(m, "file_grace_period", out.file_grace_period);
   for_each_item(m, "users", [&](const YAML::Node& item, const std::string& item_path) {
     parse_user(p, item, item_path, out.users.emplace_back());
   });
@@ -585,6 +586,7 @@ private:
     if (p.next_rpc_delay)
       not_negative(path + ".next_rpc_delay", *p.next_rpc_delay);
     positive(path + ".deadline_check_interval", p.deadline_check_interval);
+    not_negative(path + ".file_grace_period", p.file_grace_period);
     std::set<std::string> users;
     for (std::size_t i = 0; i < p.users.size(); ++i) {
       auto user_path = path + ".users[" + std::to_string(i) + "]";
@@ -809,6 +811,7 @@ std::string to_yaml(const cobble_config& cfg) {
     if (p.next_rpc_delay)
       raw("next_rpc_delay", format_duration(*p.next_rpc_delay));
     raw("deadline_check_interval", format_duration(p.deadline_check_interval));
+    raw("file_grace_period", format_duration(p.file_grace_period));
     out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq;
     for (const auto& u : p.users) {
       out << YAML::Flow << YAML::BeginMap;

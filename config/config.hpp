@@ -77,6 +77,9 @@ struct project_config {
   double request_delay = 5;        ///< Minimum seconds between a client's RPCs.
   std::optional<double> next_rpc_delay; ///< Ask clients to come back after this many seconds.
   double deadline_check_interval = 10; ///< Seconds between deadline sweeps.
+  /// Seconds after a workunit finishes before its uploaded outputs and no-longer-used inputs
+  /// are deleted (the canonical outputs are kept under results/).
+  double file_grace_period = 86400;
   std::vector<app_config> apps;
   std::vector<user_config> users;
 

@@ -3,6 +3,7 @@
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "net/admin_json.hpp"
+#include "net/files.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/sec.hpp>
@@ -455,6 +456,11 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
         return respond(method_not_allowed({http::verb::get}));
       return list_hosts(ctx, p, *t, std::move(respond));
     }
+    if (coll == "files" && ctx->files) {
+      if (method != http::verb::post)
+        return respond(method_not_allowed({http::verb::post}));
+      return stage_input(ctx->files, path[2], std::move(req), std::move(respond));
+    }
     if (coll == "users") {
       if (is_get)
         return list_users(ctx, p, std::move(respond));
@@ -496,6 +502,7 @@ std::vector<route> admin_routes(admin_context ctx) {
   auto shared = std::make_shared<const admin_context>(std::move(ctx));
   route r;
   r.prefix = "/api/";
+  r.body_limit = shared->upload_limit;
   r.serve = [shared](request&& req, responder respond) {
     serve(shared, std::move(req), std::move(respond));
   };

@@ -25,6 +25,8 @@ struct admin_context {
   std::map<std::string, project_actor> projects;  ///< By project name.
   std::string token;                              ///< The bearer token every request must carry.
   std::chrono::milliseconds timeout{10000};       ///< Upper bound of one actor request.
+  std::shared_ptr<class file_service> files;      ///< Input staging; null: POST .../files is 404.
+  std::size_t upload_limit = 256u << 20;          ///< Body limit of the admin routes (staging).
 };
 
 /// The routes of the admin API, all under `/api/`.

@@ -603,6 +603,13 @@ public:
     append_number(s, value);
     end(tag);
   }
+  /// `<tag>`, the escaped value on a line of its own, `</tag>` (how BOINC writes signatures).
+  void block(std::string_view tag, std::string_view value) {
+    open(tag);
+    append_escaped(s, value);
+    s += '\n';
+    close(tag);
+  }
   void flag(std::string_view tag, bool on) {
     if (!on)
       return;
@@ -698,6 +705,8 @@ std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) 
     if (f.is_output) {
       x.text("upload_url", up_url);
       x.number("max_nbytes", f.max_nbytes);
+      if (!f.xml_signature.empty())
+        x.block("xml_signature", f.xml_signature);
     } else {
       url = download_url(urls, f.name);
       x.text("download_url", url);
@@ -844,6 +853,7 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
   std::optional<std::size_t> data_offset;
   bool in_file_info = false;
   bool in_signature = false;
+  std::string signature;
 
   std::size_t pos = 0;
   while (pos < body.size() && pos < max_header) {
@@ -858,12 +868,17 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
       break;
     }
     if (in_signature) {
-      if (line.find("</xml_signature>") != std::string_view::npos)
+      auto end = line.find("</xml_signature>");
+      signature += std::string{line.substr(0, end)};
+      if (end != std::string_view::npos)
         in_signature = false;
       continue;
     }
     if (line.starts_with("<xml_signature>")) {
-      in_signature = line.find("</xml_signature>") == std::string_view::npos;
+      auto inner = line.substr(std::string_view{"<xml_signature>"}.size());
+      auto end = inner.find("</xml_signature>");
+      signature += std::string{inner.substr(0, end)};
+      in_signature = end == std::string_view::npos;
       continue;
     }
     if (line == "<file_info>") {
@@ -936,6 +951,7 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
                            std::to_string(h.nbytes));
   if (md5)
     h.md5_cksum = std::move(*md5);
+  h.xml_signature = xml_unescape(trim(signature));
   return result::success(std::move(h));
 }
 

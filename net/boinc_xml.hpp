@@ -113,6 +113,7 @@ struct upload_header {
   std::string md5_cksum;     ///< file_upload: MD5 of the whole file (empty if absent).
   long long offset = 0;      ///< file_upload: where the data starts in the file (0 if absent).
   std::size_t data_offset = 0; ///< file_upload: index in the body of the first raw byte.
+  std::string xml_signature; ///< file_upload: the `<xml_signature>` text the server gave, trimmed.
 };
 
 /// Parses an upload POST body line by line, never feeding the raw data to an XML parser.

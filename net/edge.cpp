@@ -3,8 +3,11 @@
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "net/boinc_xml.hpp"
+#include "net/files.hpp"
 
 #include <caf/all.hpp>
+
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 namespace cobble::net {
@@ -54,7 +57,19 @@ void serve_scheduler(std::shared_ptr<edge_context> ctx, const std::string& name,
             m.rpc_refused++;
           m.jobs_sent += reply->results.size();
           m.results_reported += rq->results.size();
-          auto body = write_sched_reply(*reply, urls);
+          std::string body;
+          if (ctx->files && std::any_of(reply->files.begin(), reply->files.end(),
+                                        [](const file_description& f) { return f.is_output; })) {
+            // Each output carries a token binding it to this host; the upload handler
+            // accepts the file only with it.
+            auto signed_reply = *reply;
+            for (auto& f : signed_reply.files)
+              if (f.is_output)
+                f.xml_signature = ctx->files->sign(f.name, reply->host);
+            body = write_sched_reply(signed_reply, urls);
+          } else {
+            body = write_sched_reply(*reply, urls);
+          }
           m.rpc_latency.observe(std::chrono::steady_clock::now() - start);
           respond(shaped(shape, http::status::ok, std::move(body), "text/xml"));
         },

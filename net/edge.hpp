@@ -29,6 +29,7 @@ struct edge_context {
   std::chrono::seconds rpc_timeout{60};
   std::shared_ptr<edge_metrics> metrics = std::make_shared<edge_metrics>();
   const server_stats* http = nullptr; ///< Set once the server exists (for /metrics).
+  std::shared_ptr<class file_service> files; ///< Signs output files; null: unsigned.
 };
 
 /// The routes of every project plus /healthz and /metrics.

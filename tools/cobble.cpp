@@ -38,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+namespace fs = std::filesystem;
+
 namespace {
 
 namespace asio = boost::asio;
@@ -188,6 +190,11 @@ public:
   /// POST with a JSON body.
   json post(const std::string& path, const json& body) const {
     return call(http::verb::post, path, body.dump());
+  }
+
+  /// POST with raw bytes (input staging).
+  json post_bytes(const std::string& path, const std::string& bytes) const {
+    return call(http::verb::post, path, bytes);
   }
 
 private:
@@ -922,7 +929,18 @@ struct create_options {
   double fpops_est = 0, fpops_bound = 0, delay_bound = 0;
   int min_quorum = 0, target_nresults = 0;
   std::string submitter;
+  std::vector<std::string> inputs; ///< PATH or PATH:OPEN_NAME
 };
+
+/// Reads a whole file; throws with the path in the message.
+std::string slurp(const std::string& path) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    throw std::runtime_error("cannot read input file " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
 
 int run(int argc, char** argv) {
   CLI::App app{"cobble: the operator's command line of a Cobble server"};
@@ -976,6 +994,10 @@ int run(int argc, char** argv) {
   auto tn = create->add_option("--target-nresults", co.target_nresults, "Replicas created at once")
               ->check(CLI::PositiveNumber);
   create->add_option("--submitter", co.submitter, "Who creates the work (default: cobble-cli)");
+  create->add_option("--input", co.inputs,
+                     "Input file PATH[:OPEN_NAME] (repeatable): copied into the server's data "
+                     "directory (identical content is stored once); the app opens it as "
+                     "OPEN_NAME (default: the file's name)");
   create->callback([&] {
     action = [&] {
       if (fe->count())
@@ -988,6 +1010,16 @@ int run(int argc, char** argv) {
         co.spec.min_quorum = co.min_quorum;
       if (tn->count())
         co.spec.target_nresults = co.target_nresults;
+      for (const auto& in : co.inputs) {
+        auto colon = in.rfind(':');
+        auto path = colon == std::string::npos ? in : in.substr(0, colon);
+        auto open = colon == std::string::npos ? fs::path{in}.filename().string()
+                                               : in.substr(colon + 1);
+        auto staged = on.api().post_bytes(on.project_path() + "/files", slurp(path));
+        co.spec.inputs.push_back(input_spec{staged.at("stored_name").get<std::string>(), open,
+                                            staged.at("nbytes").get<double>(),
+                                            staged.at("md5").get<std::string>()});
+      }
       auto item = net::to_json(co.spec);
       if (count_opt->count())
         item["count"] = co.count;

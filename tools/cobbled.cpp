@@ -6,6 +6,7 @@
 #include "config/config.hpp"
 #include "net/admin_api.hpp"
 #include "net/edge.hpp"
+#include "net/files.hpp"
 #include "net/http_server.hpp"
 #include "storage/event_store.hpp"
 
@@ -36,11 +37,8 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-/// The admin token: from the configuration, or kept in <data_dir>/admin_token (created 0600).
-std::string admin_token(const cobble::config::server_config& server) {
-  if (!server.admin_token.empty())
-    return server.admin_token;
-  auto path = server.data_dir / "admin_token";
+/// A secret kept in a 0600 file of the data directory, created on first use.
+std::string kept_secret(const fs::path& path) {
   if (fs::exists(path)) {
     std::ifstream in{path};
     std::string token;
@@ -55,6 +53,13 @@ std::string admin_token(const cobble::config::server_config& server) {
   }
   fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
   return token;
+}
+
+/// The admin token: from the configuration, or kept in <data_dir>/admin_token.
+std::string admin_token(const cobble::config::server_config& server) {
+  if (!server.admin_token.empty())
+    return server.admin_token;
+  return kept_secret(server.data_dir / "admin_token");
 }
 
 } // namespace
@@ -147,12 +152,16 @@ int main(int argc, char** argv) {
   }
   std::shared_ptr<cobble::storage::event_store> store = std::move(*opened);
   std::string admin;
+  std::string upload_secret;
   try {
     admin = admin_token(cfg.server);
+    upload_secret = kept_secret(data / "upload_secret");
   } catch (const std::exception& e) {
-    std::cerr << "cobbled: admin token: " << e.what() << '\n';
+    std::cerr << "cobbled: secrets in " << data << ": " << e.what() << '\n';
     return 1;
   }
+  auto file_store = std::make_shared<cobble::storage::file_store>(data);
+  auto files = std::make_shared<cobble::net::file_service>(file_store, upload_secret);
 
   caf::actor_system_config sys_cfg;
   cobble::register_types(sys_cfg);
@@ -160,7 +169,9 @@ int main(int argc, char** argv) {
   caf::actor_system sys{sys_cfg};
   auto clk = std::make_shared<cobble::system_clock>();
   auto started = std::chrono::steady_clock::now();
-  auto node = cobble::start_node(sys, cfg, store, clk);
+  cobble::node_options node_opts;
+  node_opts.files = file_store;
+  auto node = cobble::start_node(sys, cfg, store, clk, node_opts);
   if (!node) {
     std::cerr << "cobbled: refusing to start: " << cobble::describe(node.error())
               << "\n(nothing was changed; see `cobble log verify --data-dir " << data.string()
@@ -176,9 +187,17 @@ int main(int argc, char** argv) {
     ctx->long_names[p.name] = p.long_name.empty() ? p.name : p.long_name;
   ctx->log = node->log;
   ctx->public_url = cfg.server.public_url;
+  ctx->files = files;
   auto routes = cobble::net::edge_routes(ctx);
-  cobble::net::admin_context actx{&sys, node->projects, admin};
+  cobble::net::admin_context actx;
+  actx.sys = &sys;
+  actx.projects = node->projects;
+  actx.token = admin;
+  actx.files = files;
+  actx.upload_limit = cfg.server.upload_limit;
   for (auto& r : cobble::net::admin_routes(actx))
+    routes.push_back(std::move(r));
+  for (auto& r : cobble::net::file_routes({&sys, node->projects, files, cfg.server.upload_limit}))
     routes.push_back(std::move(r));
   cobble::net::server_options opts;
   opts.address = cfg.server.listen_address;

@@ -81,7 +81,7 @@ struct actor_fixture {
   }
 
   void start() {
-    auto n = start_node(sys, cfg, store, clk, node_options{false});
+    auto n = start_node(sys, cfg, store, clk, node_options{false, nullptr});
     REQUIRE(static_cast<bool>(n));
     node = std::move(*n);
     project = node.projects.at("demo");
@@ -279,8 +279,8 @@ TEST_CASE_METHOD(actor_fixture, "two agreeing reports make the workunit assimila
   REQUIRE(hv->state.has_value());
   CHECK(hv->state->in_progress.empty());
   CHECK(hv->state->results_reported == 1);
-  CHECK(hv->state->app_versions.at(1).n_success == 1);
-  CHECK(hv->state->app_versions.at(1).elapsed_sum == 100);
+  CHECK(hv->state->app_versions.at(anonymous_version_id(1, 0)).n_success == 1);
+  CHECK(hv->state->app_versions.at(anonymous_version_id(1, 0)).elapsed_sum == 100);
 }
 
 TEST_CASE_METHOD(actor_fixture, "reports that do not count are acknowledged and change nothing",
@@ -384,7 +384,7 @@ TEST_CASE_METHOD(actor_fixture, "a missed deadline times the result out and repl
   CHECK(s->counters.results_created == 3);
   auto hv = host(h1);
   CHECK(hv->state->in_progress.empty());
-  CHECK(hv->state->app_versions.at(1).n_timeout == 1);
+  CHECK(hv->state->app_versions.at(anonymous_version_id(1, 0)).n_timeout == 1);
 
   // Another sweep does not time it out again.
   sched.trigger_timeouts();
@@ -440,7 +440,7 @@ TEST_CASE_METHOD(actor_fixture, "replaying the log rebuilds what the actors hold
     REQUIRE(pw.hosts.count(h) == 1);
     CHECK(pw.hosts.at(h) == *hv->state);
   }
-  CHECK(pw.app_versions.at(1).n_valid == 2);
+  CHECK(pw.app_versions.at(anonymous_version_id(1, 0)).n_valid == 2);
 
   // A snapshot taken now equals the full replay, and recovery starts from it.
   auto snap_seq = ask<std::uint64_t>(node.log, atom::snapshot_v);

@@ -113,6 +113,7 @@ std::vector<event> samples() {
     9, 1u, {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}}}));
   out.push_back(make(ev::workunit_assimilated{9, 1}));
   out.push_back(make(ev::workunit_failed{9, "too many errors (4)"}));
+  out.push_back(make(ev::workunit_files_deleted{9, {"in_0cc175b9c0f1b6a831c399e269772661"}}));
   return out;
 }
 
@@ -138,20 +139,22 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::workunit_validated::kind == 10);
   CHECK(ev::workunit_assimilated::kind == 11);
   CHECK(ev::workunit_failed::kind == 12);
+  CHECK(ev::workunit_files_deleted::kind == 13);
   // The record carries the same numbers, and the names the CLI prints belong to them.
   auto all = samples();
-  REQUIRE(all.size() == 12);
+  REQUIRE(all.size() == 13);
   const char* names[] = {"project_configured", "user_created",       "host_registered",
                          "host_described",     "workunit_created",   "results_created",
                          "result_dispatched",  "result_reported",    "result_timed_out",
-                         "workunit_validated", "workunit_assimilated", "workunit_failed"};
+                         "workunit_validated", "workunit_assimilated", "workunit_failed",
+                         "workunit_files_deleted"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
     CHECK(std::string{kind_name(static_cast<std::uint16_t>(i + 1))} == names[i]);
   }
   CHECK(std::string{kind_name(0)} == "unknown");
-  CHECK(std::string{kind_name(13)} == "unknown");
+  CHECK(std::string{kind_name(14)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -269,6 +272,11 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.wu == 9);
     CHECK(x.reason == "too many errors (4)");
   }
+  SECTION("workunit_files_deleted") {
+    auto x = std::get<ev::workunit_files_deleted>(round_trip(all[12]).data);
+    CHECK(x.wu == 9);
+    CHECK(x.inputs == std::vector<std::string>{"in_0cc175b9c0f1b6a831c399e269772661"});
+  }
 }
 
 TEST_CASE("records that cannot be read decode to nothing", "[events]") {
@@ -278,7 +286,7 @@ TEST_CASE("records that cannot be read decode to nothing", "[events]") {
     REQUIRE(from_record(good).has_value());
     // An unknown kind.
     auto r = good;
-    r.kind = 13;
+    r.kind = static_cast<std::uint16_t>(std::variant_size_v<payload> + 1);
     CHECK_FALSE(from_record(r).has_value());
     r.kind = 0;
     CHECK_FALSE(from_record(r).has_value());
@@ -324,7 +332,7 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
-  CHECK(touching(entity_kind::workunit, 9) == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12});
+  CHECK(touching(entity_kind::workunit, 9) == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13});
   CHECK(touching(entity_kind::workunit, 6).empty());
   // User 5: its creation and its host's registration.
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});

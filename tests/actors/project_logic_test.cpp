@@ -375,7 +375,9 @@ TEST_CASE("select_jobs echoes the anonymous client's version exactly", "[project
     CHECK(jobs[0].result.platform == "x86_64-pc-linux-gnu");
     CHECK(jobs[0].result.version_num == 100);
     CHECK(jobs[0].result.plan_class == "");
-    CHECK(jobs[0].dispatched.version == version_echo{1, "x86_64-pc-linux-gnu", 100, ""});
+    // Statistics of anonymous versions have their own identity (app 1, CPU: "-2").
+    CHECK(jobs[0].dispatched.version
+          == version_echo{anonymous_version_id(1, 0), "x86_64-pc-linux-gnu", 100, ""});
   }
   SECTION("a version of its own, the highest it offers") {
     auto r = f.anon_request(host, 1);
@@ -390,8 +392,9 @@ TEST_CASE("select_jobs echoes the anonymous client's version exactly", "[project
     CHECK(jobs[0].result.plan_class == "mt");
     CHECK(jobs[0].dispatched.version.version_num == 105);
     CHECK(jobs[0].dispatched.version.plan_class == "mt");
-    // Statistics go to the app's CPU version.
-    CHECK(jobs[0].dispatched.version.app_version_id == 1);
+    // Statistics go to the app's anonymous CPU identity, not to the project's build.
+    CHECK(jobs[0].dispatched.version.app_version_id == anonymous_version_id(1, 0));
+    CHECK(version_label(jobs[0].dispatched.version.app_version_id) == "app 1 anonymous -2");
   }
   SECTION("no version of this app") {
     auto r = f.anon_request(host, 1e6);
@@ -535,8 +538,9 @@ TEST_CASE("transition: two agreeing successes validate and assimilate", "[projec
   const auto& v = std::get<ev::workunit_validated>(events[0].data);
   CHECK(v.canonical == std::optional<std::uint32_t>{r0.index});
   REQUIRE(v.verdicts.size() == 2);
-  CHECK(v.verdicts[0] == verdict{r0.index, true, h1, 1, 100, 100});
-  CHECK(v.verdicts[1] == verdict{r1.index, true, h2, 1, 120, 120});
+  auto anon = anonymous_version_id(1, 0);
+  CHECK(v.verdicts[0] == verdict{r0.index, true, h1, anon, 100, 100});
+  CHECK(v.verdicts[1] == verdict{r1.index, true, h2, anon, 120, 120});
   CHECK(std::get<ev::workunit_assimilated>(events[1].data).canonical == r0.index);
   CHECK(f.wu(id).state == wu_state::assimilated);
   CHECK(f.wu(id).canonical == std::optional<std::uint32_t>{0});

@@ -1,0 +1,89 @@
+#include "actors/assimilator.hpp"
+
+#include <caf/all.hpp>
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+namespace fs = std::filesystem;
+
+namespace cobble {
+
+namespace {
+
+struct assimilator_state {
+  std::shared_ptr<storage::file_store> files;
+  static inline const char* name = "assimilator";
+};
+
+/// Copies the canonical outputs to results/<wu>/ (idempotent: a copy that exists stays).
+void keep_canonical(storage::file_store& files, const wu_files& w) {
+  auto dir = files.results_dir(w.project) / w.wu_name;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  for (const auto& [stored, open] : w.canonical_outputs) {
+    auto from = files.output_path(w.project, stored);
+    auto to = dir / (storage::safe_file_name(open) ? open : stored);
+    if (fs::exists(to, ec))
+      continue;
+    if (!fs::exists(from, ec)) {
+      spdlog::warn("assimilation of {}: output {} was never uploaded", w.wu_name, stored);
+      continue;
+    }
+    fs::copy_file(from, to, ec);
+    if (ec)
+      spdlog::error("assimilation of {}: cannot copy {} to {}: {}", w.wu_name, from.string(),
+                    to.string(), ec.message());
+  }
+}
+
+/// Deletes the workunit's files; returns the inputs it deleted.
+std::vector<std::string> delete_files(storage::file_store& files, const wu_files& w) {
+  for (const auto& out : w.outputs)
+    files.remove_output(w.project, out);
+  std::vector<std::string> deleted;
+  auto now = fs::file_time_type::clock::now();
+  for (const auto& in : w.inputs) {
+    std::error_code ec;
+    auto path = files.download_dir(w.project) / in;
+    auto mtime = fs::last_write_time(path, ec);
+    if (ec)
+      continue;
+    // Staging touches an input; one staged again recently is about to be used again.
+    if (now - mtime < std::chrono::duration<double>(w.input_quiet_seconds))
+      continue;
+    if (files.remove_input(w.project, in))
+      deleted.push_back(in);
+  }
+  return deleted;
+}
+
+} // namespace
+
+assimilator_actor spawn_assimilator(caf::actor_system& sys,
+                                    std::shared_ptr<storage::file_store> files, bool detached) {
+  auto fn = [](assimilator_actor::stateful_pointer<assimilator_state> self,
+               std::shared_ptr<storage::file_store> fs_) -> assimilator_actor::behavior_type {
+    self->state.files = std::move(fs_);
+    return {
+      [self](atom::assimilate, const wu_files_ptr& w) {
+        if (w->assimilated)
+          keep_canonical(*self->state.files, *w);
+        auto project = caf::actor_cast<project_actor>(self->current_sender());
+        auto delay = std::chrono::milliseconds(
+          static_cast<std::int64_t>(std::max(w->delete_after_seconds, 0.0) * 1000));
+        self->delayed_send(self, delay, atom::cleanup_v, w, project);
+      },
+      [self](atom::cleanup, const wu_files_ptr& w, const project_actor& project) {
+        auto inputs = delete_files(*self->state.files, *w);
+        if (project)
+          self->send(project, atom::cleanup_v, w->wu, std::move(inputs));
+      },
+    };
+  };
+  if (detached)
+    return sys.spawn<caf::detached>(fn, std::move(files));
+  return sys.spawn(fn, std::move(files));
+}
+
+} // namespace cobble

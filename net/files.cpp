@@ -1,0 +1,292 @@
+#include "net/files.hpp"
+
+#include "actors/error.hpp"
+#include "net/boinc_xml.hpp"
+
+#include <boost/asio/post.hpp>
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <openssl/crypto.h>
+#include <openssl/hmac.h>
+#include <spdlog/spdlog.h>
+
+#include <charconv>
+
+namespace cobble::net {
+
+namespace {
+
+std::string hmac_hex(std::string_view key, std::string_view data) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
+       reinterpret_cast<const unsigned char*>(data.data()), data.size(), out, &len);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s.push_back(hex[out[i] >> 4]);
+    s.push_back(hex[out[i] & 15]);
+  }
+  return s;
+}
+
+response text_response(unsigned version, bool keep_alive, http::status status, std::string body,
+                       std::string_view type) {
+  response res{status, version};
+  res.set(http::field::server, "cobble");
+  res.set(http::field::content_type, type);
+  res.keep_alive(keep_alive);
+  res.body() = std::move(body);
+  res.prepare_payload();
+  return res;
+}
+
+/// Parses "bytes=N-" or "bytes=N-M"; nullopt for anything else (served as a plain 200).
+std::optional<std::pair<std::uint64_t, std::optional<std::uint64_t>>>
+parse_range(std::string_view h) {
+  if (!h.starts_with("bytes="))
+    return std::nullopt;
+  h.remove_prefix(6);
+  auto dash = h.find('-');
+  if (dash == std::string_view::npos || dash == 0 || h.find(',') != std::string_view::npos)
+    return std::nullopt;
+  std::uint64_t from = 0;
+  auto a = h.substr(0, dash);
+  if (std::from_chars(a.data(), a.data() + a.size(), from).ptr != a.data() + a.size())
+    return std::nullopt;
+  auto b = h.substr(dash + 1);
+  if (b.empty())
+    return std::pair{from, std::optional<std::uint64_t>{}};
+  std::uint64_t to = 0;
+  if (std::from_chars(b.data(), b.data() + b.size(), to).ptr != b.data() + b.size() || to < from)
+    return std::nullopt;
+  return std::pair{from, std::optional<std::uint64_t>{to}};
+}
+
+void serve_download(const std::shared_ptr<file_service>& files, const std::string& project,
+                    request&& req, responder respond) {
+  auto target = std::string_view{req.target()};
+  auto q = target.find('?');
+  if (q != std::string_view::npos)
+    target = target.substr(0, q);
+  auto name = std::string{target.substr(target.rfind('/') + 1)};
+  unsigned version = req.version();
+  bool keep_alive = req.keep_alive();
+  bool head = req.method() == http::verb::head;
+  auto range = parse_range(req[http::field::range]);
+  if (!storage::safe_file_name(name)) {
+    respond(text_response(version, keep_alive, http::status::not_found, "no such file\n",
+                          "text/plain"));
+    return;
+  }
+  files->post([files, project, name, version, keep_alive, head, range, respond] {
+    try {
+      auto size = files->store().input_size(project, name);
+      if (!size) {
+        respond(text_response(version, keep_alive, http::status::not_found,
+                              "no such file: " + name + "\n", "text/plain"));
+        return;
+      }
+      // A range starting at or past the end is answered with the whole file, never 416:
+      // the BOINC client treats every 4xx on a download as permanent.
+      if (range && range->first < *size) {
+        auto last = std::min<std::uint64_t>(range->second.value_or(*size - 1), *size - 1);
+        auto body = head ? std::string{}
+                         : *files->store().read_input(project, name, range->first,
+                                                      last - range->first + 1);
+        auto res = text_response(version, keep_alive, http::status::partial_content,
+                                 std::move(body), "application/octet-stream");
+        res.set(http::field::content_range, "bytes " + std::to_string(range->first) + "-"
+                                              + std::to_string(last) + "/"
+                                              + std::to_string(*size));
+        if (head)
+          res.content_length(last - range->first + 1);
+        respond(std::move(res));
+        return;
+      }
+      auto body = head ? std::string{} : *files->store().read_input(project, name, 0, *size);
+      auto res = text_response(version, keep_alive, http::status::ok, std::move(body),
+                               "application/octet-stream");
+      res.set(http::field::accept_ranges, "bytes");
+      if (head)
+        res.content_length(*size);
+      respond(std::move(res));
+    } catch (const std::exception& e) {
+      spdlog::error("download of {}: {}", name, e.what());
+      respond(text_response(version, keep_alive, http::status::internal_server_error,
+                            "cannot read the file\n", "text/plain"));
+    }
+  });
+}
+
+void serve_upload(const file_routes_context& ctx, const std::string& project,
+                  const project_actor& actor, request&& req, responder respond) {
+  auto files = ctx.files;
+  unsigned version = req.version();
+  bool keep_alive = req.keep_alive();
+  auto answer = [respond, version, keep_alive](int status, std::optional<long long> size,
+                                               std::string_view message) {
+    respond(text_response(version, keep_alive, http::status::ok,
+                          upload_reply(status, size, message), "text/xml"));
+  };
+  auto body = std::make_shared<std::string>(std::move(req.body()));
+  auto parsed = parse_upload_header(*body);
+  if (!parsed) {
+    spdlog::info("upload refused: {}", parsed.error);
+    answer(-1, std::nullopt, parsed.error);
+    return;
+  }
+  auto h = std::make_shared<upload_header>(std::move(*parsed.value));
+  std::uint64_t host = 0;
+  if (h->kind == upload_header::kind_t::file_upload) {
+    auto who = files->verify(h->xml_signature, h->name);
+    if (!who) {
+      spdlog::info("upload of {} refused: missing or invalid signature", h->name);
+      answer(-1, std::nullopt, "upload not authorized for " + h->name);
+      return;
+    }
+    host = *who;
+    auto data_len = body->size() - h->data_offset;
+    if (static_cast<long long>(data_len) != h->nbytes - h->offset) {
+      answer(1, std::nullopt,
+             "upload of " + h->name + " is incomplete: expected "
+               + std::to_string(h->nbytes - h->offset) + " bytes, got "
+               + std::to_string(data_len));
+      return;
+    }
+  }
+  ctx.sys->spawn([files, project, actor, h, body, host, answer](caf::event_based_actor* self) {
+    self->request(actor, std::chrono::seconds(30), atom::upload_v, h->name, host)
+      .then(
+        [files, project, h, body, answer](double max_nbytes) {
+          files->post([files, project, h, body, answer, max_nbytes] {
+            try {
+              auto& store = files->store();
+              auto stored = store.output_size(project, h->name);
+              if (h->kind == upload_header::kind_t::get_file_size) {
+                answer(0, static_cast<long long>(stored), {});
+                return;
+              }
+              if (static_cast<double>(h->nbytes) > max_nbytes) {
+                answer(-1, std::nullopt,
+                       h->name + " is " + std::to_string(h->nbytes)
+                         + " bytes, over its limit of "
+                         + std::to_string(static_cast<long long>(max_nbytes)));
+                return;
+              }
+              if (static_cast<std::uint64_t>(h->offset) > stored) {
+                answer(-1, std::nullopt,
+                       "offset " + std::to_string(h->offset) + " is beyond the "
+                         + std::to_string(stored) + " bytes stored of " + h->name);
+                return;
+              }
+              auto data = std::string_view{*body}.substr(h->data_offset);
+              auto progress = store.write_output(project, h->name,
+                                                 static_cast<std::uint64_t>(h->offset), data);
+              if (progress.size == static_cast<std::uint64_t>(h->nbytes) && !h->md5_cksum.empty()) {
+                auto md5 = storage::md5_of_file(store.output_path(project, h->name));
+                if (!md5 || *md5 != h->md5_cksum) {
+                  store.remove_output(project, h->name);
+                  answer(1, std::nullopt,
+                         "checksum of " + h->name + " does not match; upload it again");
+                  return;
+                }
+              }
+              answer(0, std::nullopt, {});
+            } catch (const std::exception& e) {
+              spdlog::error("upload of {}: {}", h->name, e.what());
+              answer(1, std::nullopt, "the server could not store the file; retry later");
+            }
+          });
+        },
+        [h, answer](caf::error& err) {
+          spdlog::info("upload of {} refused: {}", h->name, describe(err));
+          answer(-1, std::nullopt, "unknown file " + h->name);
+        });
+  });
+}
+
+} // namespace
+
+file_service::file_service(std::shared_ptr<storage::file_store> files, std::string secret,
+                           int threads)
+  : files_(std::move(files)), secret_(std::move(secret)),
+    pool_(std::make_unique<boost::asio::thread_pool>(std::max(threads, 1))) {
+}
+
+file_service::~file_service() {
+  pool_->join();
+}
+
+void file_service::post(std::function<void()> f) {
+  boost::asio::post(*pool_, std::move(f));
+}
+
+std::string file_service::sign(std::string_view file, std::uint64_t host) const {
+  auto h = std::to_string(host);
+  return "cobble:" + h + ":" + hmac_hex(secret_, std::string{file} + "|" + h);
+}
+
+std::optional<std::uint64_t> file_service::verify(std::string_view token,
+                                                  std::string_view file) const {
+  if (!token.starts_with("cobble:"))
+    return std::nullopt;
+  token.remove_prefix(7);
+  auto colon = token.find(':');
+  if (colon == std::string_view::npos)
+    return std::nullopt;
+  std::uint64_t host = 0;
+  auto digits = token.substr(0, colon);
+  if (std::from_chars(digits.data(), digits.data() + digits.size(), host).ptr
+        != digits.data() + digits.size()
+      || host == 0)
+    return std::nullopt;
+  auto expected = hmac_hex(secret_, std::string{file} + "|" + std::string{digits});
+  auto given = token.substr(colon + 1);
+  if (given.size() != expected.size() || CRYPTO_memcmp(given.data(), expected.data(), given.size()) != 0)
+    return std::nullopt;
+  return host;
+}
+
+std::vector<route> file_routes(file_routes_context ctx) {
+  std::vector<route> routes;
+  auto shared = std::make_shared<file_routes_context>(std::move(ctx));
+  for (const auto& [name, actor] : shared->projects) {
+    routes.push_back(route{"/" + name + "/download/", false,
+                           {http::verb::get, http::verb::head}, 0,
+                           [shared, name](request&& req, responder respond) {
+                             serve_download(shared->files, name, std::move(req),
+                                            std::move(respond));
+                           }});
+    routes.push_back(route{"/" + name + "/upload", true, {http::verb::post}, shared->upload_limit,
+                           [shared, name, actor](request&& req, responder respond) {
+                             serve_upload(*shared, name, actor, std::move(req),
+                                          std::move(respond));
+                           }});
+  }
+  return routes;
+}
+
+void stage_input(const std::shared_ptr<file_service>& files, const std::string& project,
+                 request&& req, responder respond) {
+  unsigned version = req.version();
+  bool keep_alive = req.keep_alive();
+  auto body = std::make_shared<std::string>(std::move(req.body()));
+  files->post([files, project, body, version, keep_alive, respond] {
+    try {
+      auto staged = files->store().stage(project, *body);
+      nlohmann::json j{{"stored_name", staged.name},
+                       {"md5", staged.md5},
+                       {"nbytes", staged.nbytes},
+                       {"existed", staged.existed}};
+      respond(text_response(version, keep_alive, http::status::created, j.dump(),
+                            "application/json"));
+    } catch (const std::exception& e) {
+      spdlog::error("staging an input of {}: {}", project, e.what());
+      respond(text_response(version, keep_alive, http::status::internal_server_error,
+                            nlohmann::json{{"error", e.what()}}.dump(), "application/json"));
+    }
+  });
+}
+
+} // namespace cobble::net

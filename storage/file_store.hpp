@@ -1,0 +1,84 @@
+#pragma once
+
+/// The files of a project on disk: staged inputs (content-addressed, stored once), uploaded
+/// outputs (resumable), and the outputs the assimilation hook keeps. Plain blocking file
+/// I/O: callers run it off the Asio threads and outside cooperative actor handlers (the edge
+/// uses a thread pool, the assimilator is a detached actor).
+///
+/// Layout under the data directory:
+///   projects/<project>/download/<name>   inputs; name = "in_<md5>" (or a name given at staging)
+///   projects/<project>/upload/<name>     outputs, as uploaded ("<result name>_<i>")
+///   projects/<project>/results/<wu>/...  the canonical outputs of assimilated workunits
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cobble::storage {
+
+/// A staged input file.
+struct staged_file {
+  std::string name;   ///< Name in the download area.
+  std::string md5;    ///< Hex MD5 of the content.
+  std::uint64_t nbytes = 0;
+  bool existed = false; ///< Identical content was already staged.
+};
+
+/// The result of a write at an offset.
+struct upload_progress {
+  std::uint64_t size = 0; ///< Bytes stored after the write.
+};
+
+/// True for names that stay inside one directory: non-empty, at most 255 bytes, no '/', '\\',
+/// "..", control characters or a leading '.'.
+bool safe_file_name(std::string_view name);
+
+/// Hex MD5 of bytes.
+std::string md5_hex(std::string_view bytes);
+
+/// Hex MD5 of a file; nullopt when it cannot be read.
+std::optional<std::string> md5_of_file(const std::filesystem::path& file);
+
+class file_store {
+public:
+  explicit file_store(std::filesystem::path data_dir) : root_(std::move(data_dir)) {}
+
+  std::filesystem::path download_dir(std::string_view project) const;
+  std::filesystem::path upload_dir(std::string_view project) const;
+  std::filesystem::path results_dir(std::string_view project) const;
+
+  /// Stores input content under "in_<md5>" unless identical content is already there.
+  /// Written to a temporary file and renamed, so a crash never leaves a partial input.
+  /// Throws std::runtime_error on I/O failure.
+  staged_file stage(std::string_view project, std::string_view content);
+
+  /// Size of a file in the download area; nullopt when absent or the name is unsafe.
+  std::optional<std::uint64_t> input_size(std::string_view project, std::string_view name) const;
+
+  /// Reads [offset, offset+length) of a staged input (clamped to its size); nullopt when
+  /// absent or unsafe. Throws on I/O failure.
+  std::optional<std::string> read_input(std::string_view project, std::string_view name,
+                                        std::uint64_t offset, std::uint64_t length) const;
+
+  /// Bytes of an output stored so far (0 when none).
+  std::uint64_t output_size(std::string_view project, std::string_view name) const;
+
+  /// Writes `data` at `offset` of an output, dropping anything stored past the offset, and
+  /// flushes it to disk. The caller checks offset <= output_size(). Throws on I/O failure.
+  upload_progress write_output(std::string_view project, std::string_view name,
+                               std::uint64_t offset, std::string_view data);
+
+  /// Path of an output (for the validator and the assimilation hook).
+  std::filesystem::path output_path(std::string_view project, std::string_view name) const;
+
+  /// Removes an output or an input; true if it existed.
+  bool remove_output(std::string_view project, std::string_view name);
+  bool remove_input(std::string_view project, std::string_view name);
+
+private:
+  std::filesystem::path root_;
+};
+
+} // namespace cobble::storage
