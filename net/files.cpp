@@ -147,11 +147,11 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
     }
     host = *who;
     auto data_len = body->size() - h->data_offset;
-    if (static_cast<long long>(data_len) != h->nbytes - h->offset) {
-      answer(1, std::nullopt,
-             "upload of " + h->name + " is incomplete: expected "
-               + std::to_string(h->nbytes - h->offset) + " bytes, got "
-               + std::to_string(data_len));
+    if (static_cast<long long>(data_len) > h->nbytes - h->offset) {
+      answer(-1, std::nullopt,
+             "upload of " + h->name + " carries " + std::to_string(data_len)
+               + " bytes, more than the " + std::to_string(h->nbytes - h->offset)
+               + " its header announces");
       return;
     }
   }
@@ -183,7 +183,14 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
               auto data = std::string_view{*body}.substr(h->data_offset);
               auto progress = store.write_output(project, h->name,
                                                  static_cast<std::uint64_t>(h->offset), data);
-              if (progress.size == static_cast<std::uint64_t>(h->nbytes) && !h->md5_cksum.empty()) {
+              if (progress.size < static_cast<std::uint64_t>(h->nbytes)) {
+                // What arrived is kept; the client asks for the size and resumes there.
+                answer(1, std::nullopt,
+                       "upload of " + h->name + " is incomplete (" + std::to_string(progress.size)
+                         + " of " + std::to_string(h->nbytes) + " bytes stored); resume");
+                return;
+              }
+              if (!h->md5_cksum.empty()) {
                 auto md5 = storage::md5_of_file(store.output_path(project, h->name));
                 if (!md5 || *md5 != h->md5_cksum) {
                   store.remove_output(project, h->name);

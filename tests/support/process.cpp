@@ -11,6 +11,16 @@
 namespace cobble::test {
 
 child_process::child_process(std::vector<std::string> argv, bool merge_stderr) {
+  spawn_options options;
+  options.merge_stderr = merge_stderr;
+  start(std::move(argv), options);
+}
+
+child_process::child_process(std::vector<std::string> argv, const spawn_options& options) {
+  start(std::move(argv), options);
+}
+
+void child_process::start(std::vector<std::string> argv, const spawn_options& options) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
@@ -18,13 +28,21 @@ child_process::child_process(std::vector<std::string> argv, bool merge_stderr) {
   if (pid_ < 0)
     throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    if (options.own_process_group)
+      setpgid(0, 0);
     dup2(fds[1], STDOUT_FILENO);
-    if (merge_stderr)
+    if (options.merge_stderr)
       dup2(fds[1], STDERR_FILENO);
     // The test process may block signals; the child must not inherit that.
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (const auto& name : options.unset_env)
+      unsetenv(name.c_str());
+    for (const auto& [name, value] : options.set_env)
+      setenv(name.c_str(), value.c_str(), 1);
+    if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0)
+      _exit(127);
     std::vector<char*> args;
     for (auto& a : argv)
       args.push_back(a.data());
@@ -32,11 +50,17 @@ child_process::child_process(std::vector<std::string> argv, bool merge_stderr) {
     execvp(args[0], args.data());
     _exit(127);
   }
+  if (options.own_process_group) {
+    setpgid(pid_, pid_); // also in the parent: no race with signal() right after the fork
+    group_ = true;
+  }
   close(fds[1]);
   fd_ = fds[0];
 }
 
 child_process::~child_process() {
+  if (group_ && pid_ > 0)
+    kill(-pid_, SIGKILL); // the group outlives its reaped leader while members remain
   if (!reaped_ && pid_ > 0) {
     kill(pid_, SIGKILL);
     waitpid(pid_, &status_, 0);
@@ -95,8 +119,38 @@ std::optional<std::string> child_process::wait_for(const std::string& needle,
   }
 }
 
+std::size_t child_process::drain() {
+  std::size_t added = 0;
+  while (fd_ >= 0) {
+    pollfd p{fd_, POLLIN, 0};
+    if (poll(&p, 1, 0) <= 0)
+      break;
+    char buf[4096];
+    auto n = ::read(fd_, buf, sizeof buf);
+    if (n <= 0) {
+      close(fd_);
+      fd_ = -1;
+      break;
+    }
+    buffer_.append(buf, static_cast<std::size_t>(n));
+  }
+  for (auto nl = buffer_.find('\n'); nl != std::string::npos; nl = buffer_.find('\n')) {
+    lines_.push_back(buffer_.substr(0, nl));
+    buffer_.erase(0, nl + 1);
+    ++added;
+  }
+  if (fd_ < 0 && !buffer_.empty()) {
+    lines_.push_back(std::move(buffer_));
+    buffer_.clear();
+    ++added;
+  }
+  return added;
+}
+
 void child_process::signal(int sig) {
-  if (!reaped_ && pid_ > 0)
+  if (group_ && pid_ > 0)
+    kill(-pid_, sig);
+  else if (!reaped_ && pid_ > 0)
     kill(pid_, sig);
 }
 
@@ -116,6 +170,23 @@ std::optional<int> child_process::wait(std::chrono::milliseconds timeout) {
     if (!read_line(std::chrono::milliseconds(20)))
       std::this_thread::yield();
   }
+}
+
+std::size_t pump_output(const std::vector<child_process*>& children,
+                        std::chrono::milliseconds timeout) {
+  std::vector<pollfd> fds;
+  for (auto* c : children)
+    if (c != nullptr && c->output_fd() >= 0)
+      fds.push_back(pollfd{c->output_fd(), POLLIN, 0});
+  if (fds.empty())
+    return 0;
+  if (poll(fds.data(), fds.size(), static_cast<int>(timeout.count())) <= 0)
+    return 0;
+  std::size_t added = 0;
+  for (auto* c : children)
+    if (c != nullptr)
+      added += c->drain();
+  return added;
 }
 
 std::pair<int, std::string> run_command(std::vector<std::string> argv,

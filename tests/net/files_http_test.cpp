@@ -1,0 +1,218 @@
+// File transfer against a real cobbled: input staging, downloads with Range, and the BOINC
+// upload handler (size query, resume at an offset, and every refusal of bad input).
+
+#include "../support/cobbled.hpp"
+
+#include <boost/beast/http.hpp>
+
+using namespace cobble::test;
+namespace http = boost::beast::http;
+
+namespace {
+
+/// Deterministic bytes of any length.
+std::string pattern(std::size_t n, unsigned seed) {
+  std::string out(n, '\0');
+  std::uint32_t x = seed * 2654435761u + 1;
+  for (auto& c : out) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    c = static_cast<char>(x & 0xff);
+  }
+  return out;
+}
+
+std::string upload_body(const std::string& name, const std::string& signature, long long max,
+                        long long nbytes, const std::string& md5, long long offset,
+                        std::string_view data) {
+  // The header exactly as the 7.20 client writes it (file_xfer.cpp), then the raw bytes.
+  std::string h = "<data_server_request>\n"
+                  "    <core_client_major_version>7</core_client_major_version>\n"
+                  "    <core_client_minor_version>20</core_client_minor_version>\n"
+                  "    <core_client_release>5</core_client_release>\n"
+                  "<file_upload>\n<file_info>\n    <name>" + name + "</name>\n"
+                  "    <max_nbytes>" + std::to_string(max) + "</max_nbytes>\n"
+                  "<xml_signature>\n" + signature + "\n</xml_signature>\n</file_info>\n"
+                  "<nbytes>" + std::to_string(nbytes) + "</nbytes>\n"
+                  "<md5_cksum>" + md5 + "</md5_cksum>\n"
+                  "<offset>" + std::to_string(offset) + "</offset>\n<data>\n";
+  return h + std::string{data};
+}
+
+std::string size_query(const std::string& name) {
+  return "<data_server_request>\n    <core_client_major_version>7</core_client_major_version>\n"
+         "    <core_client_minor_version>20</core_client_minor_version>\n"
+         "    <core_client_release>5</core_client_release>\n"
+         "<get_file_size>" + name + "</get_file_size>\n</data_server_request>\n";
+}
+
+int status_of(const std::string& body) {
+  auto a = body.find("<status>");
+  REQUIRE(a != std::string::npos);
+  return std::stoi(body.substr(a + 8));
+}
+
+std::string md5_of(const std::string& bytes);
+
+std::vector<fs::path> files_outside_uploads(const fs::path& data) {
+  std::vector<fs::path> out;
+  for (auto& e : fs::recursive_directory_iterator(data))
+    if (e.is_regular_file() && e.path().string().find("/upload/") == std::string::npos
+        && e.path().string().find("/log/") == std::string::npos)
+      out.push_back(e.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+} // namespace
+
+#include <openssl/evp.h>
+namespace {
+std::string md5_of(const std::string& bytes) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), out, &len, EVP_md5(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s += hex[out[i] >> 4];
+    s += hex[out[i] & 15];
+  }
+  return s;
+}
+} // namespace
+
+TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {
+  temp_dir dir;
+  server s{dir.path};
+  auto input = dir.path / "input.dat";
+  auto content = pattern(100000, 7);
+  std::ofstream{input, std::ios::binary} << content;
+  auto [code, out] = run_command(
+    {COBBLE_BINARY_DIR "/tools/cobble", "--server", "http://127.0.0.1:" + std::to_string(s.port),
+     "--data-dir", s.data.string(), "work", "create", "--app", "testapp", "--count", "2",
+     "--input", input.string() + ":in.txt"},
+    60s);
+  INFO(out);
+  REQUIRE(code == 0);
+  // Identical content is stored once.
+  std::size_t staged = 0;
+  for (auto& e : fs::directory_iterator(s.data / "projects/demo/download"))
+    staged += e.path().filename().string().starts_with("in_");
+  CHECK(staged == 1);
+
+  http_client c{"127.0.0.1", s.port};
+  auto job = rpc(c, make_request(s.account_key, 0, 100, 1, {}));
+  REQUIRE(job.jobs.size() == 1);
+  REQUIRE(job.input_refs.size() == 1);
+  const parsed_reply::file* in = nullptr;
+  for (auto& f : job.files)
+    if (f.name == job.input_refs[0])
+      in = &f;
+  REQUIRE(in != nullptr);
+  CHECK(in->md5 == md5_of(content));
+  CHECK(in->nbytes == content.size());
+  auto path = in->download_url.substr(in->download_url.find("/demo/"));
+  auto whole = c.get(path);
+  CHECK(whole.status == 200);
+  CHECK(whole.body == content);
+
+  // A resumed download: Range bytes=N- gives 206 and the rest.
+  http_client raw{"127.0.0.1", s.port};
+  {
+    boost::asio::io_context ioc;
+    boost::beast::tcp_stream stream{ioc};
+    stream.connect({boost::asio::ip::make_address("127.0.0.1"), s.port});
+    auto get_range = [&](const std::string& range) {
+      http::request<http::empty_body> req{http::verb::get, path, 11};
+      req.set(http::field::host, "127.0.0.1");
+      req.set(http::field::range, range);
+      http::write(stream, req);
+      boost::beast::flat_buffer buf;
+      http::response<http::string_body> res;
+      http::read(stream, buf, res);
+      return res;
+    };
+    auto part = get_range("bytes=60000-");
+    CHECK(part.result() == http::status::partial_content);
+    CHECK(part.body() == content.substr(60000));
+    CHECK(part[http::field::content_range] == "bytes 60000-99999/100000");
+    auto past = get_range("bytes=200000-");
+    CHECK(past.result() == http::status::ok); // never 416: the client would give up
+    CHECK(past.body() == content);
+  }
+  CHECK(c.get("/demo/download/in_0000").status == 404);
+  CHECK(c.get("/demo/download/..%2Fadmin_token").status == 404);
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("uploads resume at their offset and bad uploads are refused with status -1") {
+  temp_dir dir;
+  server s{dir.path};
+  create_work(s, "wu_up");
+  http_client c{"127.0.0.1", s.port};
+  auto job = rpc(c, make_request(s.account_key, 0, 100, 1, {}));
+  REQUIRE(job.jobs.size() == 1);
+  const parsed_reply::file* out = nullptr;
+  for (auto& f : job.files)
+    if (f.name == job.jobs[0].output)
+      out = &f;
+  REQUIRE(out != nullptr);
+  CHECK(out->upload_url.ends_with("/demo/upload"));
+  CHECK(out->max_nbytes > 0);
+  REQUIRE(!out->signature.empty());
+  auto before = files_outside_uploads(s.data);
+
+  auto content = pattern(3u << 20, 11);
+  auto md5 = md5_of(content);
+  auto max = static_cast<long long>(out->max_nbytes);
+  auto n = static_cast<long long>(content.size());
+
+  // Size query before anything is stored.
+  auto q = c.post("/demo/upload", size_query(out->name));
+  CHECK(status_of(q.body) == 0);
+  CHECK(q.body.find("<file_size>0</file_size>") != std::string::npos);
+  // An interrupted upload: the first part arrives, the rest does not.
+  auto first = c.post("/demo/upload",
+                      upload_body(out->name, out->signature, max, n, md5, 0,
+                                  std::string_view{content}.substr(0, 1234567)));
+  CHECK(status_of(first.body) == 1);
+  q = c.post("/demo/upload", size_query(out->name));
+  CHECK(q.body.find("<file_size>1234567</file_size>") != std::string::npos);
+  // The client resumes at the stored size.
+  auto rest = c.post("/demo/upload",
+                     upload_body(out->name, out->signature, max, n, md5, 1234567,
+                                 std::string_view{content}.substr(1234567)));
+  INFO(rest.body);
+  CHECK(status_of(rest.body) == 0);
+  CHECK(read_file(s.data / "projects/demo/upload" / out->name) == content);
+
+  SECTION("refusals") {
+    auto refuse = [&](const std::string& body) {
+      auto r = c.post("/demo/upload", body);
+      INFO(r.body);
+      CHECK(r.status == 200);
+      CHECK(status_of(r.body) == -1);
+      CHECK(r.body.find("<message>") != std::string::npos);
+    };
+    // An unknown file (no result of this name), even with a token for another file.
+    refuse(upload_body("wu_nothere_0_0", out->signature, max, 4, md5_of("abcd"), 0, "abcd"));
+    // No or a forged token.
+    refuse(upload_body(out->name, "", max, 4, md5_of("abcd"), 0, "abcd"));
+    refuse(upload_body(out->name, "cobble:1:0000", max, 4, md5_of("abcd"), 0, "abcd"));
+    // Over max_nbytes.
+    refuse(upload_body(out->name, out->signature, max, max + 1, "", 0, "x"));
+    // Names that leave the upload area.
+    refuse(upload_body("../admin_token", out->signature, max, 4, "", 0, "abcd"));
+    refuse(upload_body("a/b", out->signature, max, 4, "", 0, "abcd"));
+    refuse(size_query("../../log/CURRENT"));
+    // An offset beyond what is stored.
+    auto other = rpc(c, make_request(s.account_key, 0, 100, 1, {}));
+    (void)other;
+    refuse(upload_body(out->name, out->signature, max, n + 10, "", n + 5, "abcde"));
+    // Nothing was written outside the upload area.
+    CHECK(files_outside_uploads(s.data) == before);
+  }
+  CHECK(s.stop() == 0);
+}

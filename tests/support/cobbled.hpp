@@ -1,0 +1,221 @@
+#pragma once
+
+// Test support: a real cobbled on its own data directory (127.0.0.1, port 0), scheduler
+// requests in the exact shape a BOINC 7.20.5 client sends (from tests/net/fixtures), and a
+// reader of scheduler replies.
+
+#include "http_client.hpp"
+#include "process.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+#include <pugixml.hpp>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <regex>
+#include <sstream>
+
+namespace cobble::test {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using json = nlohmann::json;
+
+inline std::string read_file(const fs::path& p) {
+  std::ifstream in{p, std::ios::binary};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct temp_dir {
+  fs::path path;
+  temp_dir() {
+    std::random_device rd;
+    path = fs::temp_directory_path() / ("cobble-http-" + std::to_string(rd()) + std::to_string(rd()));
+    fs::create_directories(path);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+/// A running cobbled on its own data directory.
+struct server {
+  fs::path data;
+  std::unique_ptr<child_process> proc;
+  unsigned short port = 0;
+  std::string account_key;
+  std::string token;
+
+  explicit server(fs::path dir) : data(std::move(dir)) { start(); }
+
+  void start() {
+    proc = std::make_unique<child_process>(std::vector<std::string>{
+      COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", data.string(), "--port", "0",
+      "--log-level", "warn"});
+    auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
+    INFO("cobbled output so far: " << join(proc->lines()));
+    REQUIRE(listening);
+    port = static_cast<unsigned short>(std::stoi(listening->substr(listening->rfind(':') + 1)));
+    auto key = proc->wait_for("account key of user demo: ", 30s);
+    REQUIRE(key);
+    account_key = key->substr(key->rfind(' ') + 1);
+    auto admin = proc->wait_for("admin API:", 30s);
+    REQUIRE(admin);
+    std::ifstream in{data / "admin_token"};
+    std::getline(in, token);
+    REQUIRE(!token.empty());
+  }
+
+  void kill9() {
+    proc->signal(SIGKILL);
+    REQUIRE(proc->wait(30s).value_or(-1) == 128 + SIGKILL);
+  }
+
+  int stop() {
+    proc->signal(SIGTERM);
+    return proc->wait(60s).value_or(-1);
+  }
+
+  static std::string join(const std::vector<std::string>& lines) {
+    std::string out;
+    for (auto& l : lines)
+      out += l + "\n";
+    return out;
+  }
+};
+
+struct report {
+  std::string name;
+  int state = 5;
+  int exit_status = 0;
+  std::string elapsed = "2.035510";
+  std::vector<std::pair<std::string, std::string>> files; // name, md5
+};
+
+/// A scheduler request in the 7.20.5 fixture's shape with our account, host and results.
+inline std::string make_request(const std::string& auth, std::uint64_t hostid, double req_secs,
+                         double req_instances, const std::vector<report>& results) {
+  static const std::string fixture =
+    read_file(fs::path{COBBLE_SOURCE_DIR} / "tests/net/fixtures/sched_request_7.20.5.xml");
+  auto head = fixture.substr(0, fixture.find("    <result>"));
+  auto tail = fixture.substr(fixture.find("<app_versions>"));
+  head = std::regex_replace(head, std::regex{"<authenticator>[^<]*</authenticator>"},
+                            "<authenticator>" + auth + "</authenticator>");
+  head = std::regex_replace(head, std::regex{"<hostid>[^<]*</hostid>"},
+                            "<hostid>" + std::to_string(hostid) + "</hostid>");
+  head = std::regex_replace(head, std::regex{"<cpu_req_secs>[^<]*</cpu_req_secs>"},
+                            "<cpu_req_secs>" + std::to_string(req_secs) + "</cpu_req_secs>");
+  head = std::regex_replace(head, std::regex{"<work_req_seconds>[^<]*</work_req_seconds>"},
+                            "<work_req_seconds>" + std::to_string(req_secs)
+                              + "</work_req_seconds>");
+  head = std::regex_replace(head, std::regex{"<cpu_req_instances>[^<]*</cpu_req_instances>"},
+                            "<cpu_req_instances>" + std::to_string(req_instances)
+                              + "</cpu_req_instances>");
+  tail = std::regex_replace(tail, std::regex{"<other_results>[\\s\\S]*</other_results>"},
+                            "<other_results>\n</other_results>");
+  std::string body;
+  for (const auto& r : results) {
+    body += "    <result>\n        <name>" + r.name + "</name>\n"
+            "        <final_cpu_time>0.000000</final_cpu_time>\n"
+            "        <final_elapsed_time>" + r.elapsed + "</final_elapsed_time>\n"
+            "        <exit_status>" + std::to_string(r.exit_status) + "</exit_status>\n"
+            "        <state>" + std::to_string(r.state) + "</state>\n"
+            "        <platform>x86_64-pc-linux-gnu</platform>\n"
+            "        <version_num>100</version_num>\n"
+            "        <app_version_num>100</app_version_num>\n"
+            "<stderr_out>\n<core_client_version>7.20.5</core_client_version>\n"
+            "<![CDATA[\n<stderr_txt>\ndone\n</stderr_txt>\n]]>\n</stderr_out>\n";
+    for (const auto& [name, md5] : r.files)
+      body += "    <file_info>\n        <name>" + name + "</name>\n"
+              "        <nbytes>12.000000</nbytes>\n        <max_nbytes>65536.000000</max_nbytes>\n"
+              "        <md5_cksum>" + md5 + "</md5_cksum>\n"
+              "        <upload_url>http://127.0.0.1/demo/upload</upload_url>\n    </file_info>\n";
+    body += "    </result>\n";
+  }
+  return head + body + tail;
+}
+
+/// What the tests read from a scheduler reply.
+struct parsed_reply {
+  std::optional<std::uint64_t> hostid;
+  double request_delay = -1;
+  std::vector<std::string> messages;
+  std::vector<std::string> acks;
+  struct job {
+    std::string result, wu, platform, output;
+    double deadline = 0;
+  };
+  std::vector<job> jobs;
+  struct file {
+    std::string name, download_url, upload_url, md5, signature;
+    double nbytes = 0, max_nbytes = 0;
+  };
+  std::vector<file> files;
+  std::vector<std::string> input_refs; ///< file_name of every workunit input
+};
+
+inline parsed_reply parse_reply(const std::string& xml) {
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(xml.c_str()));
+  auto root = doc.child("scheduler_reply");
+  REQUIRE(root);
+  parsed_reply out;
+  if (auto h = root.child("hostid"))
+    out.hostid = std::stoull(h.text().get());
+  if (auto d = root.child("request_delay"))
+    out.request_delay = d.text().as_double();
+  for (auto m : root.children("message"))
+    out.messages.push_back(m.text().get());
+  for (auto a : root.children("result_ack"))
+    out.acks.push_back(a.child("name").text().get());
+  for (auto f : root.children("file_info")) {
+    std::string sig = f.child("xml_signature").text().get();
+    sig.erase(0, sig.find_first_not_of(" \n"));
+    sig.erase(sig.find_last_not_of(" \n") + 1);
+    out.files.push_back({f.child("name").text().get(), f.child("download_url").text().get(),
+                         f.child("upload_url").text().get(), f.child("md5_cksum").text().get(), sig,
+                         f.child("nbytes").text().as_double(),
+                         f.child("max_nbytes").text().as_double()});
+  }
+  for (auto w : root.children("workunit"))
+    for (auto ref : w.children("file_ref"))
+      out.input_refs.push_back(ref.child("file_name").text().get());
+  for (auto r : root.children("result"))
+    out.jobs.push_back({r.child("name").text().get(), r.child("wu_name").text().get(),
+                        r.child("platform").text().get(),
+                        r.child("file_ref").child("file_name").text().get(),
+                        r.child("report_deadline").text().as_double()});
+  return out;
+}
+
+inline parsed_reply rpc(http_client& c, const std::string& body) {
+  auto r = c.post("/demo/cgi", body);
+  REQUIRE(r.status == 200);
+  return parse_reply(r.body);
+}
+
+inline json admin_get(server& s, const std::string& target) {
+  http_client c{"127.0.0.1", s.port};
+  auto r = c.get(target, s.token);
+  INFO(target << " -> " << r.status << " " << r.body);
+  REQUIRE(r.status == 200);
+  return json::parse(r.body);
+}
+
+inline void create_work(server& s, const std::string& name) {
+  http_client c{"127.0.0.1", s.port};
+  auto r = c.post("/api/projects/demo/workunits",
+                  json{{"app", "testapp"}, {"name", name}}.dump(), s.token, "application/json");
+  INFO(r.body);
+  REQUIRE(r.status == 201);
+}
+
+
+} // namespace cobble::test
