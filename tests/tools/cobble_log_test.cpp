@@ -2,6 +2,8 @@
 // directory prepared through the real event path (a node, admin requests, a snapshot).
 
 #include "../storage/temp_dir.hpp"
+#include "../support/http_client.hpp"
+#include "../support/process.hpp"
 
 #include "actors/clock.hpp"
 #include "actors/error.hpp"
@@ -22,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -263,4 +266,50 @@ TEST_CASE("cobble reports usage errors with exit code 2", "[tools][cobble]") {
   auto missing = run_cobble("--data-dir " + quoted(empty.path()) + " log verify");
   CHECK(missing.code == 1);
   CHECK_THAT(missing.output, Catch::Contains("no event log"));
+}
+
+TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
+          "[tools][cobbled][log]") {
+  storage::test::temp_dir dir{"cobbled-corrupt"};
+  prepare(dir.path());
+  std::uint64_t last = 0;
+  {
+    // One more event after the newest snapshot, so recovery must read it.
+    cobble::test::child_process server{{COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir",
+                                        dir.path().string(), "--port", "0"}};
+    auto line = server.wait_for("listening on http://127.0.0.1:", 60s);
+    REQUIRE(line);
+    auto port = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
+    REQUIRE(server.wait_for("admin API:", 30s));
+    std::ifstream in{dir.path() / "admin_token"};
+    std::string token;
+    std::getline(in, token);
+    cobble::test::http_client c{"127.0.0.1", port};
+    auto r = c.post("/api/projects/demo/workunits", R"({"app":"testapp","name":"gamma"})", token,
+                    "application/json");
+    REQUIRE(r.status == 201);
+    server.signal(SIGKILL);
+    server.wait(30s);
+  }
+  {
+    auto store = storage::event_store::open(dir.path() / "log");
+    REQUIRE(store);
+    last = (*store)->last_seq();
+    auto snaps = (*store)->snapshots();
+    REQUIRE(!snaps.empty());
+    REQUIRE(snaps.back().seq < last);
+  }
+  corrupt_event(dir.path(), last);
+  auto [code, out] = cobble::test::run_command(
+    {COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", dir.path().string(), "--port", "0"}, 60s);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK_THAT(out, Catch::Contains("refusing to start"));
+  CHECK_THAT(out, Catch::Contains("event " + std::to_string(last)));
+  // Nothing was overwritten or appended: the damaged event is still the last one.
+  auto store = storage::event_store::open(dir.path() / "log");
+  REQUIRE(store);
+  CHECK((*store)->last_seq() == last);
+  auto read = (*store)->read(last);
+  CHECK_FALSE(static_cast<bool>(read));
 }
