@@ -1,5 +1,7 @@
 #include "net/boinc_xml.hpp"
 
+#include "storage/file_store.hpp"
+
 #include <pugixml.hpp>
 
 #include <algorithm>
@@ -831,14 +833,6 @@ bool to_byte_count(std::string_view s, long long& out) {
   return true;
 }
 
-bool safe_file_name(std::string_view name) {
-  if (name.empty() || name.find("..") != std::string_view::npos)
-    return false;
-  for (char c : name)
-    if (c == '/' || c == '\\' || static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
-      return false;
-  return true;
-}
 
 } // namespace
 
@@ -922,7 +916,7 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
   if (!data_offset) {
     if (!get_file_size)
       return result::failure("upload request has no <data> line and no <get_file_size>");
-    if (!safe_file_name(*get_file_size))
+    if (!storage::safe_file_name(*get_file_size))
       return result::failure(get_file_size->empty() ? "get_file_size request has no file name"
                                                     : "unsafe file name in get_file_size");
     h.kind = upload_header::kind_t::get_file_size;
@@ -934,7 +928,7 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
   h.data_offset = *data_offset;
   if (!name || name->empty())
     return result::failure("upload request has no file name");
-  if (!safe_file_name(*name))
+  if (!storage::safe_file_name(*name))
     return result::failure("unsafe file name in upload request");
   h.name = std::move(*name);
   if (!nbytes_text)
