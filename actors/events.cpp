@@ -10,13 +10,6 @@ namespace cobble {
 
 namespace {
 
-template <class... Ts>
-struct overload : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-overload(Ts...) -> overload<Ts...>;
-
 // Decodes the alternative whose kind matches, by walking the variant's alternatives.
 template <std::size_t I = 0>
 bool decode_payload(std::uint16_t kind, storage::decoder& dec, payload& out) {

@@ -498,15 +498,11 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
 
 std::optional<double> project_logic::upload_limit(std::string_view name, id_type host) const {
   // Output names are "<result name>_<i>".
-  auto us = name.rfind('_');
-  if (us == std::string_view::npos || us + 1 >= name.size())
+  auto split = split_indexed_name(name);
+  if (!split)
     return std::nullopt;
-  std::uint32_t index = 0;
-  auto digits = name.substr(us + 1);
-  auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-  if (err != std::errc{} || ptr != digits.data() + digits.size())
-    return std::nullopt;
-  auto ref = state.parse_result_name(name.substr(0, us));
+  auto [result_name, index] = *split;
+  auto ref = state.parse_result_name(result_name);
   if (!ref)
     return std::nullopt;
   auto r = state.result(*ref);

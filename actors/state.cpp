@@ -9,13 +9,6 @@ namespace cobble {
 
 namespace {
 
-template <class... Ts>
-struct overload : Ts... {
-  using Ts::operator()...;
-};
-template <class... Ts>
-overload(Ts...) -> overload<Ts...>;
-
 result_rec* find_result(project_state& s, result_ref r) {
   auto i = s.workunits.find(r.wu);
   if (i == s.workunits.end() || r.index >= i->second.results.size())
@@ -126,15 +119,11 @@ const result_rec* project_state::result(result_ref r) const {
 }
 
 std::optional<result_ref> project_state::parse_result_name(std::string_view name) const {
-  auto us = name.rfind('_');
-  if (us == std::string_view::npos || us + 1 >= name.size())
+  auto split = split_indexed_name(name);
+  if (!split)
     return std::nullopt;
-  std::uint32_t index = 0;
-  auto digits = name.substr(us + 1);
-  auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-  if (err != std::errc{} || ptr != digits.data() + digits.size())
-    return std::nullopt;
-  auto i = wu_by_name.find(std::string{name.substr(0, us)});
+  auto [base, index] = *split;
+  auto i = wu_by_name.find(std::string{base});
   if (i == wu_by_name.end())
     return std::nullopt;
   result_ref r{i->second, index};

@@ -2,8 +2,12 @@
 
 /// Identifiers and small value types shared by events, state and actors.
 
+#include <charconv>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cobble {
@@ -21,6 +25,29 @@ time_us seconds_to_us(double s);
 
 /// Microseconds to seconds.
 inline double us_to_seconds(time_us t) { return static_cast<double>(t) / 1e6; }
+
+/// Combines lambdas into one visitor (for std::visit over event payloads).
+template <class... Ts>
+struct overload : Ts... {
+  using Ts::operator()...;
+};
+template <class... Ts>
+overload(Ts...) -> overload<Ts...>;
+
+/// Splits "<base>_<index>" (result names "<wu>_<i>", output names "<result>_<i>") at the last
+/// '_'; nullopt when there is no index after it.
+inline std::optional<std::pair<std::string_view, std::uint32_t>>
+split_indexed_name(std::string_view name) {
+  auto us = name.rfind('_');
+  if (us == std::string_view::npos || us + 1 >= name.size())
+    return std::nullopt;
+  std::uint32_t index = 0;
+  auto digits = name.substr(us + 1);
+  auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+  if (err != std::errc{} || ptr != digits.data() + digits.size())
+    return std::nullopt;
+  return std::pair{name.substr(0, us), index};
+}
 
 /// A result is the index-th replica of a workunit; its name is "<wu name>_<index>".
 struct result_ref {

@@ -269,6 +269,19 @@ void create_work(const ctx_ptr& ctx, const project_actor& p, const request& req,
     atom::create_v, work_batch_ptr{ptr});
 }
 
+/// One page of a listing: {"offset", "limit", "count", "items"}.
+template <class T, class F>
+response page_response(std::uint64_t offset, std::uint64_t limit, const std::vector<T>& xs,
+                       F to_item) {
+  json items = json::array();
+  for (const auto& v : xs)
+    items.push_back(to_item(v));
+  return json_response(http::status::ok, json{{"offset", offset},
+                                              {"limit", limit},
+                                              {"count", xs.size()},
+                                              {"items", std::move(items)}});
+}
+
 void list_workunits(const ctx_ptr& ctx, const project_actor& p, const target& t,
                     responder respond) {
   std::uint64_t offset = 0, limit = 0;
@@ -279,13 +292,7 @@ void list_workunits(const ctx_ptr& ctx, const project_actor& p, const target& t,
   ask(
     ctx, respond, p,
     [respond, offset, limit](const workunit_list_ptr& xs) {
-      json items = json::array();
-      for (const auto& v : *xs)
-        items.push_back(to_json_brief(v));
-      respond(json_response(http::status::ok, json{{"offset", offset},
-                                                   {"limit", limit},
-                                                   {"count", xs->size()},
-                                                   {"items", std::move(items)}}));
+      respond(page_response(offset, limit, *xs, [](const auto& v) { return to_json_brief(v); }));
     },
     atom::list_v, atom::workunit_v, offset, limit);
 }
@@ -334,13 +341,7 @@ void list_hosts(const ctx_ptr& ctx, const project_actor& p, const target& t, res
   ask(
     ctx, respond, p,
     [respond, offset, limit](const host_list_ptr& xs) {
-      json items = json::array();
-      for (const auto& v : *xs)
-        items.push_back(to_json(v));
-      respond(json_response(http::status::ok, json{{"offset", offset},
-                                                   {"limit", limit},
-                                                   {"count", xs->size()},
-                                                   {"items", std::move(items)}}));
+      respond(page_response(offset, limit, *xs, [](const auto& v) { return to_json(v); }));
     },
     atom::list_v, atom::host_v, offset, limit);
 }
