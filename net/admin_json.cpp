@@ -108,6 +108,7 @@ json workunit_head(const workunit_view& v) {
           {"state", to_string(v.wu.state)},
           {"created", time_json(v.wu.created)},
           {"finished", time_json(v.wu.finished)},
+          {"files_deleted", v.wu.files_deleted},
           {"canonical_result", optional_string(canonical)},
           {"failure", optional_string(v.wu.failure)},
           {"result_counts", counts_json(v.wu)}};

@@ -216,3 +216,62 @@ TEST_CASE("uploads resume at their offset and bad uploads are refused with statu
   }
   CHECK(s.stop() == 0);
 }
+
+TEST_CASE("assimilation keeps the canonical output and deletes finished work's files") {
+  temp_dir dir;
+  auto cfg = dir.path / "cobble.yaml";
+  std::ofstream{cfg} << "projects:\n"
+                        "  - name: demo\n"
+                        "    long_name: Files demo\n"
+                        "    file_grace_period: 0s\n"
+                        "    users: [{name: demo}]\n"
+                        "    apps:\n"
+                        "      - name: testapp\n"
+                        "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
+  server s{dir.path / "data", {"--config", cfg.string()}};
+  auto input = dir.path / "input.dat";
+  std::ofstream{input, std::ios::binary} << pattern(5000, 3);
+  auto [code, out] = run_command(
+    {COBBLE_BINARY_DIR "/tools/cobble", "--server", "http://127.0.0.1:" + std::to_string(s.port),
+     "--data-dir", s.data.string(), "work", "create", "--app", "testapp", "--name", "wu_files",
+     "--input", input.string() + ":in.txt"},
+    60s);
+  INFO(out);
+  REQUIRE(code == 0);
+  auto output = pattern(20000, 5);
+  auto md5 = md5_of(output);
+  // Two hosts compute it, upload the same output and report it.
+  for (int host = 0; host < 2; ++host) {
+    http_client c{"127.0.0.1", s.port};
+    auto job = rpc(c, make_request(s.account_key, 0, 100, 1, {}));
+    REQUIRE(job.jobs.size() == 1);
+    const parsed_reply::file* f = nullptr;
+    for (auto& x : job.files)
+      if (x.name == job.jobs[0].output)
+        f = &x;
+    REQUIRE(f != nullptr);
+    auto up = c.post("/demo/upload",
+                     upload_body(f->name, f->signature, static_cast<long long>(f->max_nbytes),
+                                 static_cast<long long>(output.size()), md5, 0, output));
+    REQUIRE(status_of(up.body) == 0);
+    auto hostid = *job.hostid;
+    rpc(c, make_request(s.account_key, hostid, 0, 0,
+                        {{job.jobs[0].result, 5, 0, "1.0", {{f->name, md5}}}}));
+  }
+  // The janitor runs on its own thread: wait (bounded) until the workunit says so.
+  json wu;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  do {
+    wu = admin_get(s, "/api/projects/demo/workunits/wu_files");
+  } while (!wu["files_deleted"].get<bool>() && std::chrono::steady_clock::now() < deadline);
+  INFO(wu.dump(2));
+  CHECK(wu["state"] == "assimilated");
+  REQUIRE(wu["files_deleted"].get<bool>());
+  CHECK(read_file(s.data / "projects/demo/results/wu_files/out.txt") == output);
+  CHECK(fs::is_empty(s.data / "projects/demo/upload"));
+  std::size_t inputs = 0;
+  for (auto& e : fs::directory_iterator(s.data / "projects/demo/download"))
+    inputs += e.path().filename().string().starts_with("in_");
+  CHECK(inputs == 0);
+  CHECK(s.stop() == 0);
+}

@@ -53,12 +53,18 @@ struct server {
   std::string account_key;
   std::string token;
 
-  explicit server(fs::path dir) : data(std::move(dir)) { start(); }
+  std::vector<std::string> extra; ///< More arguments for cobbled (e.g. --config FILE).
+
+  explicit server(fs::path dir, std::vector<std::string> more = {})
+    : data(std::move(dir)), extra(std::move(more)) {
+    start();
+  }
 
   void start() {
-    proc = std::make_unique<child_process>(std::vector<std::string>{
-      COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", data.string(), "--port", "0",
-      "--log-level", "warn"});
+    std::vector<std::string> args{COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", data.string(),
+                                  "--port", "0", "--log-level", "warn"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    proc = std::make_unique<child_process>(std::move(args));
     auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
     INFO("cobbled output so far: " << join(proc->lines()));
     REQUIRE(listening);
