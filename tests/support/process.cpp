@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,10 +25,16 @@ void child_process::start(std::vector<std::string> argv, const spawn_options& op
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
+  const pid_t parent = getpid();
   pid_ = fork();
   if (pid_ < 0)
     throw std::runtime_error("fork failed");
   if (pid_ == 0) {
+    if (options.die_with_parent) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) // the parent died before prctl
+        _exit(127);
+    }
     if (options.own_process_group)
       setpgid(0, 0);
     dup2(fds[1], STDOUT_FILENO);

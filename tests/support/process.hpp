@@ -25,6 +25,9 @@ struct spawn_options {
   /// Starts the child as the leader of a new process group, and signals the whole group
   /// (signal(), the destructor), so grandchildren (a BOINC client's apps) go with it.
   bool own_process_group = false;
+  /// The child gets SIGKILL when the test process dies, even by SIGKILL (a CTest timeout),
+  /// where no destructor runs (Linux PR_SET_PDEATHSIG).
+  bool die_with_parent = false;
 };
 
 /// A child process with stdout (and stderr, merged) on a pipe.
