@@ -13,6 +13,7 @@ namespace {
 
 struct assimilator_state {
   std::shared_ptr<storage::file_store> files;
+  clock_ptr clk;
   static inline const char* name = "assimilator";
 };
 
@@ -61,18 +62,24 @@ std::vector<std::string> delete_files(storage::file_store& files, const wu_files
 } // namespace
 
 assimilator_actor spawn_assimilator(caf::actor_system& sys,
-                                    std::shared_ptr<storage::file_store> files, bool detached) {
+                                    std::shared_ptr<storage::file_store> files, clock_ptr clk,
+                                    bool detached) {
   auto fn = [](assimilator_actor::stateful_pointer<assimilator_state> self,
-               std::shared_ptr<storage::file_store> fs_) -> assimilator_actor::behavior_type {
+               std::shared_ptr<storage::file_store> fs_,
+               clock_ptr c) -> assimilator_actor::behavior_type {
     self->state.files = std::move(fs_);
+    self->state.clk = std::move(c);
     return {
       [self](atom::assimilate, const wu_files_ptr& w) {
         if (w->assimilated)
           keep_canonical(*self->state.files, *w);
         auto project = caf::actor_cast<project_actor>(self->current_sender());
-        auto delay = std::chrono::milliseconds(
-          static_cast<std::int64_t>(std::max(w->delete_after_seconds, 0.0) * 1000));
-        self->delayed_send(self, delay, atom::cleanup_v, w, project);
+        auto addr = self->address();
+        self->state.clk->schedule(seconds_to_us(std::max(w->delete_after_seconds, 0.0)),
+                                  [addr, w, project] {
+                                    if (auto h = caf::actor_cast<caf::actor>(addr))
+                                      caf::anon_send(h, atom::cleanup_v, w, project);
+                                  });
       },
       [self](atom::cleanup, const wu_files_ptr& w, const project_actor& project) {
         auto inputs = delete_files(*self->state.files, *w);
@@ -82,8 +89,8 @@ assimilator_actor spawn_assimilator(caf::actor_system& sys,
     };
   };
   if (detached)
-    return sys.spawn<caf::detached>(fn, std::move(files));
-  return sys.spawn(fn, std::move(files));
+    return sys.spawn<caf::detached>(fn, std::move(files), std::move(clk));
+  return sys.spawn(fn, std::move(files), std::move(clk));
 }
 
 } // namespace cobble

@@ -7,6 +7,7 @@
 /// grace period, then tells the project, which records `workunit_files_deleted`.
 
 #include "actors/actors.hpp"
+#include "actors/clock.hpp"
 #include "storage/file_store.hpp"
 
 #include <caf/actor_system.hpp>
@@ -32,8 +33,10 @@ struct wu_files {
 };
 
 /// Spawns the assimilator (detached) over the data directory's files.
+/// Spawns the assimilator (detached) over the data directory's files; grace periods run on
+/// `clk`.
 assimilator_actor spawn_assimilator(caf::actor_system& sys,
-                                    std::shared_ptr<storage::file_store> files,
+                                    std::shared_ptr<storage::file_store> files, clock_ptr clk,
                                     bool detached = true);
 
 } // namespace cobble

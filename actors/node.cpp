@@ -66,7 +66,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   auto st = std::make_shared<node_state>();
   st->log = log;
   if (opts.files)
-    st->assimilator = spawn_assimilator(sys, opts.files, opts.detached_log);
+    st->assimilator = spawn_assimilator(sys, opts.files, clk, opts.detached_log);
   for (std::size_t i = 0; i < cfg.projects.size(); ++i) {
     const auto& pc = cfg.projects[i];
     auto index = indices[i];

@@ -662,11 +662,14 @@ void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
     hand_over_files(self, wu, self->state.config.file_grace_period);
 }
 
+/// Arms the next deadline sweep on the project's clock (virtual in tests and the emulator).
 void schedule_tick(project_ptr self) {
-  auto period = std::chrono::duration<double>(std::max(self->state.config.deadline_check_interval,
-                                                       0.01));
-  self->delayed_send(self, std::chrono::duration_cast<std::chrono::milliseconds>(period),
-                     atom::tick_v);
+  auto period = seconds_to_us(std::max(self->state.config.deadline_check_interval, 0.01));
+  auto addr = self->address();
+  self->state.clk->schedule(period, [addr] {
+    if (auto h = caf::actor_cast<caf::actor>(addr))
+      caf::anon_send(h, atom::tick_v);
+  });
 }
 
 } // namespace

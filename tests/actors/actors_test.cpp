@@ -362,15 +362,14 @@ TEST_CASE_METHOD(actor_fixture, "a missed deadline times the result out and repl
   auto name1 = r1->results.at(0).name;
 
   // Ticks before the deadline change nothing.
+  // The project's sweeps are timers on the project's clock: advancing it runs them.
   clk->advance(seconds_to_us(delay_bound - 60));
-  sched.trigger_timeouts();
   sched.run();
   CHECK(workunit("job")->wu.results[0].state == result_state::in_progress);
   CHECK(status()->counters.results_timed_out == 0);
 
   // Past the deadline, the project's next deadline sweep times it out.
   clk->advance(seconds_to_us(120));
-  sched.trigger_timeouts();
   sched.run();
   auto w = workunit("job");
   REQUIRE(w->wu.results.size() == 3);
@@ -387,7 +386,7 @@ TEST_CASE_METHOD(actor_fixture, "a missed deadline times the result out and repl
   CHECK(hv->state->app_versions.at(anonymous_version_id(1, 0)).n_timeout == 1);
 
   // Another sweep does not time it out again.
-  sched.trigger_timeouts();
+  clk->advance(seconds_to_us(60));
   sched.run();
   CHECK(status()->counters.results_timed_out == 1);
 
