@@ -72,6 +72,8 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::upload, std::string, id_type>::with<double>,
   // The assimilator deleted the files of a finished workunit (and these inputs).
   caf::reacts_to<atom::cleanup, id_type, std::vector<std::string>>,
+  // The apps with their replication settings and versions.
+  caf::replies_to<atom::list, atom::app>::with<app_list_ptr>,
   // Every user account (admin API; includes authenticators).
   caf::replies_to<atom::list, atom::user>::with<user_list_ptr>,
   // Periodic deadline sweep.

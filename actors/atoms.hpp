@@ -49,6 +49,8 @@ using result_names_ptr = std::shared_ptr<const std::vector<std::string>>;
 struct user_rec;
 struct wu_files;
 using wu_files_ptr = std::shared_ptr<const wu_files>;
+struct app_rec;
+using app_list_ptr = std::shared_ptr<const std::vector<app_rec>>;
 using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
 
 } // namespace cobble
@@ -75,6 +77,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, upload, "upload")
   CAF_ADD_ATOM(cobble, cobble::atom, assimilate, "assimilate")
   CAF_ADD_ATOM(cobble, cobble::atom, cleanup, "cleanup")
+  CAF_ADD_ATOM(cobble, cobble::atom, app, "app")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
@@ -95,3 +98,4 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_state_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_names_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::user_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)

@@ -868,6 +868,9 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         append(self, self->state.logic.files_deleted(wu, std::move(inputs),
                                                      self->state.clk->now()));
       },
+      [self](atom::list, atom::app) -> app_list_ptr {
+        return std::make_shared<std::vector<app_rec>>(self->state.logic.state.apps);
+      },
       [self](atom::list, atom::user) -> user_list_ptr {
         auto out = std::make_shared<std::vector<user_rec>>();
         for (const auto& [id, u] : self->state.logic.state.users)

@@ -307,17 +307,14 @@ void show_workunit(const ctx_ptr& ctx, const project_actor& p, const std::string
 
 void show_result(const ctx_ptr& ctx, const project_actor& p, const std::string& name,
                  responder respond) {
-  auto us = name.rfind('_');
-  std::optional<std::uint64_t> index;
-  if (us != std::string::npos && us > 0)
-    index = parse_u64(std::string_view{name}.substr(us + 1));
-  if (!index) {
+  auto split = split_indexed_name(name);
+  if (!split || split->first.empty()) {
     respond(error_response(http::status::not_found,
                            "no result '" + name + "' (result names are <workunit>_<index>)"));
     return;
   }
-  auto wu_name = name.substr(0, us);
-  auto i = *index;
+  auto wu_name = std::string{split->first};
+  std::uint64_t i = split->second;
   ask(
     ctx, respond, p,
     [respond, name, i](const workunit_view_ptr& v) {
@@ -330,6 +327,18 @@ void show_result(const ctx_ptr& ctx, const project_actor& p, const std::string& 
       respond(json_response(http::status::ok, out));
     },
     atom::workunit_v, wu_name);
+}
+
+void list_apps(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+  ask(
+    ctx, respond, p,
+    [respond](const app_list_ptr& apps) {
+      json out = json::array();
+      for (const auto& a : *apps)
+        out.push_back(to_json(a));
+      respond(json_response(http::status::ok, out));
+    },
+    atom::list_v, atom::app_v);
 }
 
 void list_hosts(const ctx_ptr& ctx, const project_actor& p, const target& t, responder respond) {
@@ -456,6 +465,11 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
       if (!is_get)
         return respond(method_not_allowed({http::verb::get}));
       return list_hosts(ctx, p, *t, std::move(respond));
+    }
+    if (coll == "apps") {
+      if (!is_get)
+        return respond(method_not_allowed({http::verb::get}));
+      return list_apps(ctx, p, std::move(respond));
     }
     if (coll == "files" && ctx->files) {
       if (method != http::verb::post)

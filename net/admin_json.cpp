@@ -394,6 +394,36 @@ json to_json(const host_view& v) {
   return out;
 }
 
+json to_json(const app_rec& a) {
+  json versions = json::array();
+  for (const auto& v : a.versions)
+    versions.push_back({{"id", v.id},
+                        {"platform", v.platform},
+                        {"version_num", v.version_num},
+                        {"plan_class", v.plan_class},
+                        {"avg_ncpus", v.avg_ncpus},
+                        {"resource", to_string(static_cast<resource_type>(v.resource))},
+                        {"coproc_count", v.coproc_count}});
+  return json{{"id", a.id},
+              {"name", a.name},
+              {"user_friendly_name", a.user_friendly_name},
+              {"min_quorum", a.min_quorum},
+              {"target_nresults", a.target_nresults},
+              {"max_error_results", a.max_error_results},
+              {"max_total_results", a.max_total_results},
+              {"max_success_results", a.max_success_results},
+              {"delay_bound", a.delay_bound},
+              {"max_jobs_per_rpc", a.max_jobs_per_rpc},
+              {"validator", a.validator == 1 ? "accept_all" : "bitwise"},
+              {"rsc_fpops_est", a.rsc_fpops_est},
+              {"rsc_fpops_bound", a.rsc_fpops_bound},
+              {"rsc_memory_bound", a.rsc_memory_bound},
+              {"rsc_disk_bound", a.rsc_disk_bound},
+              {"max_output_nbytes", a.max_output_nbytes},
+              {"output_names", a.output_names},
+              {"versions", std::move(versions)}};
+}
+
 json to_json(const user_rec& u) {
   return {{"id", u.id},
           {"name", u.name},

@@ -193,6 +193,15 @@ TEST_CASE_METHOD(admin_fixture, "projects are listed and summarized", "[net][adm
   CHECK(wrong_method.status == 405);
   CHECK(wrong_method.allow == "GET");
   CHECK(get("/api/elsewhere").status == 404);
+  auto apps = get("/api/projects/demo/apps");
+  REQUIRE(apps.status == 200);
+  REQUIRE(apps.body.size() == 1);
+  CHECK(apps.body[0]["name"] == "testapp");
+  CHECK(apps.body[0]["min_quorum"] == 2);
+  CHECK(apps.body[0]["validator"] == "bitwise");
+  REQUIRE(apps.body[0]["versions"].size() == 1);
+  CHECK(apps.body[0]["versions"][0]["platform"] == "x86_64-pc-linux-gnu");
+  CHECK(apps.body[0]["versions"][0]["resource"] == "CPU");
 }
 
 TEST_CASE_METHOD(admin_fixture, "work is created, listed and shown", "[net][admin]") {
