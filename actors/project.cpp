@@ -574,10 +574,9 @@ project_summary summarize(const project_state& ps) {
   s.hosts = ps.hosts.size();
   s.workunits = ps.workunits.size();
   s.counters = ps.counters;
+  s.active_workunits = ps.active_workunits; // kept by apply: not yet assimilated or failed
   std::map<std::uint32_t, std::size_t> unsent;
   for (const auto& [id, wu] : ps.workunits) {
-    if (wu.state == wu_state::active)
-      ++s.active_workunits;
     for (const auto& r : wu.results) {
       if (r.state == result_state::in_progress)
         ++s.results_in_progress;
@@ -589,7 +588,6 @@ project_summary summarize(const project_state& ps) {
     s.apps.push_back(app_summary{a.name, a.versions.size(), unsent[a.id]});
   return s;
 }
-
 
 // -- the actor ----------------------------------------------------------------
 

@@ -156,7 +156,7 @@ struct project_state {
   std::priority_queue<std::pair<time_us, result_ref>, std::vector<std::pair<time_us, result_ref>>,
                       std::greater<>>
     deadlines;
-  /// Workunits still active (derived), for the transitioner on recovery.
+  /// Workunits not yet assimilated or failed (derived; the status page's count).
   std::size_t active_workunits = 0;
   /// Input file name -> workunits whose files are not deleted yet that use it.
   std::unordered_map<std::string, std::uint32_t> input_refs;
