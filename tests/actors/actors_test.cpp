@@ -8,7 +8,7 @@
 #include "actors/node.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>

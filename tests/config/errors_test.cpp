@@ -1,6 +1,6 @@
 #include "config/config.hpp"
 
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -4,7 +4,7 @@
 #include "actors/node.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
-#include "../storage/temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -88,7 +88,7 @@ answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
 
 /// A running node (demo configuration, temporary data directory) behind the admin API.
 struct admin_fixture {
-  storage::test::temp_dir dir{"admin-api"};
+  cobble::test::temp_dir dir{"admin-api"};
   caf::actor_system_config cfg;
   std::unique_ptr<caf::actor_system> sys;
   node_handles handles;

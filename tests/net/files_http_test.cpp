@@ -85,8 +85,8 @@ std::string md5_of(const std::string& bytes) {
 
 TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {
   temp_dir dir;
-  server s{dir.path};
-  auto input = dir.path / "input.dat";
+  server s{dir.path()};
+  auto input = dir.path() / "input.dat";
   auto content = pattern(100000, 7);
   std::ofstream{input, std::ios::binary} << content;
   auto [code, out] = run_command(
@@ -149,7 +149,7 @@ TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {
 
 TEST_CASE("uploads resume at their offset and bad uploads are refused with status -1") {
   temp_dir dir;
-  server s{dir.path};
+  server s{dir.path()};
   create_work(s, "wu_up");
   http_client c{"127.0.0.1", s.port};
   auto job = rpc(c, make_request(s.account_key, 0, 100, 1, {}));
@@ -219,7 +219,7 @@ TEST_CASE("uploads resume at their offset and bad uploads are refused with statu
 
 TEST_CASE("assimilation keeps the canonical output and deletes finished work's files") {
   temp_dir dir;
-  auto cfg = dir.path / "cobble.yaml";
+  auto cfg = dir.path() / "cobble.yaml";
   std::ofstream{cfg} << "projects:\n"
                         "  - name: demo\n"
                         "    long_name: Files demo\n"
@@ -228,8 +228,8 @@ TEST_CASE("assimilation keeps the canonical output and deletes finished work's f
                         "    apps:\n"
                         "      - name: testapp\n"
                         "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
-  server s{dir.path / "data", {"--config", cfg.string()}};
-  auto input = dir.path / "input.dat";
+  server s{dir.path() / "data", {"--config", cfg.string()}};
+  auto input = dir.path() / "input.dat";
   std::ofstream{input, std::ios::binary} << pattern(5000, 3);
   auto [code, out] = run_command(
     {COBBLE_BINARY_DIR "/tools/cobble", "--server", "http://127.0.0.1:" + std::to_string(s.port),

@@ -25,7 +25,7 @@ const std::string md5_a = "6f5902ac237024bdd0c176cb93063dc4";
 
 TEST_CASE("a 7.20 client attaches, gets a job, reports it, and a quorum of two validates") {
   temp_dir dir;
-  server s{dir.path};
+  server s{dir.path()};
   http_client c{"127.0.0.1", s.port};
 
   SECTION("the master page names the scheduler at column 0") {
@@ -80,7 +80,7 @@ TEST_CASE("a 7.20 client attaches, gets a job, reports it, and a quorum of two v
 
 TEST_CASE("bad scheduler requests get a message and a delay and change nothing") {
   temp_dir dir;
-  server s{dir.path};
+  server s{dir.path()};
   http_client c{"127.0.0.1", s.port};
   create_work(s, "wu_bad");
   auto before = admin_get(s, "/api/projects/demo");
@@ -145,7 +145,7 @@ TEST_CASE("bad scheduler requests get a message and a delay and change nothing")
 
 TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifies") {
   temp_dir dir;
-  auto s = std::make_unique<server>(dir.path);
+  auto s = std::make_unique<server>(dir.path());
   create_work(*s, "wu_crash");
   parsed_reply a, b;
   {
@@ -191,7 +191,7 @@ TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifie
   CHECK(status["counters"]["results_dispatched"] == 2);
   CHECK(s->stop() == 0);
   auto [code, out] = cobble::test::run_command(
-    {COBBLE_BINARY_DIR "/tools/cobble", "log", "verify", "--data-dir", dir.path.string()}, 120s);
+    {COBBLE_BINARY_DIR "/tools/cobble", "log", "verify", "--data-dir", dir.path().string()}, 120s);
   INFO(out);
   CHECK(code == 0);
 }

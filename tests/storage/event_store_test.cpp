@@ -2,7 +2,7 @@
 
 #include "storage/error.hpp"
 #include "storage/keys.hpp"
-#include "temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 
 #include <rocksdb/db.h>
 
@@ -11,7 +11,7 @@
 #include <memory>
 
 using namespace cobble::storage;
-using cobble::storage::test::temp_dir;
+using cobble::test::temp_dir;
 
 namespace {
 
@@ -399,11 +399,12 @@ TEST_CASE("read-only open works after the writer closed, and fails on a missing 
   auto reader = open_store(dir.path(), ro);
   CHECK(scan_all(*reader).size() == 3);
 
-  temp_dir nowhere;
-  auto none = event_store::open(nowhere.path(), ro);
+  temp_dir parent;
+  auto nowhere = parent.path() / "absent";
+  auto none = event_store::open(nowhere, ro);
   REQUIRE_FALSE(none);
-  CHECK_THAT(describe(none.error()), Catch::Contains(nowhere.path().string()));
-  CHECK_FALSE(std::filesystem::exists(nowhere.path()));
+  CHECK_THAT(describe(none.error()), Catch::Contains(nowhere.string()));
+  CHECK_FALSE(std::filesystem::exists(nowhere));
 }
 
 TEST_CASE("stats count one batch and one sync per append in sync mode",

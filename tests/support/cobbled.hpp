@@ -6,6 +6,7 @@
 
 #include "http_client.hpp"
 #include "process.hpp"
+#include "temp_dir.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -32,18 +33,6 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-struct temp_dir {
-  fs::path path;
-  temp_dir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("cobble-http-" + std::to_string(rd()) + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 /// A running cobbled on its own data directory.
 struct server {

@@ -1,7 +1,7 @@
 // Tests of `cobble log tail|replay|verify`: they run the built `cobble` binary on a data
 // directory prepared through the real event path (a node, admin requests, a snapshot).
 
-#include "../storage/temp_dir.hpp"
+#include "../support/temp_dir.hpp"
 #include "../support/http_client.hpp"
 #include "../support/process.hpp"
 
@@ -157,7 +157,7 @@ void corrupt_event(const std::filesystem::path& dir, std::uint64_t seq) {
 
 TEST_CASE("cobble log tail, replay and verify on a prepared data directory",
           "[tools][cobble][log]") {
-  storage::test::temp_dir dir{"cobble-log"};
+  cobble::test::temp_dir dir{"cobble-log"};
   prepare(dir.path());
   auto data = "--data-dir " + quoted(dir.path());
 
@@ -262,7 +262,7 @@ TEST_CASE("cobble reports usage errors with exit code 2", "[tools][cobble]") {
   auto help = run_cobble("log replay --help");
   CHECK(help.code == 0);
   CHECK_THAT(help.output, Catch::Contains("--entity"));
-  storage::test::temp_dir empty{"cobble-empty"};
+  cobble::test::temp_dir empty{"cobble-empty"};
   auto missing = run_cobble("--data-dir " + quoted(empty.path()) + " log verify");
   CHECK(missing.code == 1);
   CHECK_THAT(missing.output, Catch::Contains("no event log"));
@@ -270,7 +270,7 @@ TEST_CASE("cobble reports usage errors with exit code 2", "[tools][cobble]") {
 
 TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
           "[tools][cobbled][log]") {
-  storage::test::temp_dir dir{"cobbled-corrupt"};
+  cobble::test::temp_dir dir{"cobbled-corrupt"};
   prepare(dir.path());
   std::uint64_t last = 0;
   {

@@ -1,22 +1,26 @@
 #pragma once
 
-/// A fresh temporary directory per test, removed afterwards.
+// Test support: a unique temporary directory per test, removed when the test ends.
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <string_view>
+#include <system_error>
+
+#include <stdlib.h>
 
 namespace cobble::test {
 
-/// Creates a unique directory under the system temporary directory; removes it on destruction.
+/// Creates a fresh directory under the system temp directory (mkdtemp); removes it on exit.
 class temp_dir {
 public:
-  temp_dir() {
-    auto pattern = (std::filesystem::temp_directory_path() / "cobble-config-XXXXXX").string();
+  explicit temp_dir(const std::string& tag = "test") {
+    auto pattern =
+      (std::filesystem::temp_directory_path() / ("cobble-" + tag + "-XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed");
+      throw std::runtime_error("mkdtemp failed for " + pattern);
     path_ = pattern;
   }
   temp_dir(const temp_dir&) = delete;
