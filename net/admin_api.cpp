@@ -282,8 +282,10 @@ response page_response(std::uint64_t offset, std::uint64_t limit, const std::vec
                                               {"items", std::move(items)}});
 }
 
-void list_workunits(const ctx_ptr& ctx, const project_actor& p, const target& t,
-                    responder respond) {
+/// GET of a paged listing: reads offset/limit, asks the project, answers one page.
+template <class Ptr, class Kind, class F>
+void list_page(const ctx_ptr& ctx, const project_actor& p, const target& t, responder respond,
+               Kind kind, F to_item) {
   std::uint64_t offset = 0, limit = 0;
   if (auto err = paging(t, offset, limit)) {
     respond(error_response(http::status::bad_request, *err));
@@ -291,10 +293,16 @@ void list_workunits(const ctx_ptr& ctx, const project_actor& p, const target& t,
   }
   ask(
     ctx, respond, p,
-    [respond, offset, limit](const workunit_list_ptr& xs) {
-      respond(page_response(offset, limit, *xs, [](const auto& v) { return to_json_brief(v); }));
+    [respond, offset, limit, to_item](const Ptr& xs) {
+      respond(page_response(offset, limit, *xs, to_item));
     },
-    atom::list_v, atom::workunit_v, offset, limit);
+    atom::list_v, kind, offset, limit);
+}
+
+void list_workunits(const ctx_ptr& ctx, const project_actor& p, const target& t,
+                    responder respond) {
+  list_page<workunit_list_ptr>(ctx, p, t, std::move(respond), atom::workunit_v,
+                               [](const workunit_view& v) { return to_json_brief(v); });
 }
 
 void show_workunit(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
@@ -342,17 +350,8 @@ void list_apps(const ctx_ptr& ctx, const project_actor& p, responder respond) {
 }
 
 void list_hosts(const ctx_ptr& ctx, const project_actor& p, const target& t, responder respond) {
-  std::uint64_t offset = 0, limit = 0;
-  if (auto err = paging(t, offset, limit)) {
-    respond(error_response(http::status::bad_request, *err));
-    return;
-  }
-  ask(
-    ctx, respond, p,
-    [respond, offset, limit](const host_list_ptr& xs) {
-      respond(page_response(offset, limit, *xs, [](const auto& v) { return to_json(v); }));
-    },
-    atom::list_v, atom::host_v, offset, limit);
+  list_page<host_list_ptr>(ctx, p, t, std::move(respond), atom::host_v,
+                           [](const host_view& v) { return to_json(v); });
 }
 
 void show_host(const ctx_ptr& ctx, const project_actor& p, const std::string& key,

@@ -33,6 +33,14 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+/// strtod and strtol accept a leading '+', from_chars does not: drop one (but not "+-").
+bool drop_plus(std::string_view& s) {
+  if (s.front() != '+')
+    return true;
+  s.remove_prefix(1);
+  return !s.empty() && s.front() != '-' && s.front() != '+';
+}
+
 /// Parses a floating-point number with strtod syntax, without depending on the locale.
 /// Empty text is 0 (as BOINC's parser has it). NaN and infinities are accepted.
 bool to_double(std::string_view s, double& out) {
@@ -41,11 +49,8 @@ bool to_double(std::string_view s, double& out) {
     out = 0;
     return true;
   }
-  if (s.front() == '+') {
-    s.remove_prefix(1);
-    if (s.empty() || s.front() == '-' || s.front() == '+')
-      return false;
-  }
+  if (!drop_plus(s))
+    return false;
   double v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ptr != s.data() + s.size())
@@ -69,11 +74,8 @@ bool to_integer(std::string_view s, I& out) {
     out = 0;
     return true;
   }
-  if (s.front() == '+') {
-    s.remove_prefix(1);
-    if (s.empty() || s.front() == '-' || s.front() == '+')
-      return false;
-  }
+  if (!drop_plus(s))
+    return false;
   I v{};
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
   if (ec != std::errc{} || ptr != s.data() + s.size())
