@@ -118,6 +118,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           apply(st.host, e, {});
           events.push_back(std::move(e));
         }
+        std::vector<id_type> reported;
         for (const auto& r : req->results) {
           reply->result_acks.push_back(r.name);
           auto held = st.host.in_progress.find(r.name);
@@ -137,6 +138,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
             spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, "
                          "cpu {}): stored as reported, flagged",
                          st.host.id, r.name, r.final_elapsed_time, r.final_cpu_time);
+          reported.push_back(held->second.result.wu);
           auto e = make_event(self, ev::result_reported{held->second.result, st.host.id, rep});
           e.project = project_index;
           apply(st.host, e, r.name);
@@ -158,6 +160,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
         }
         jr->send_work = wants && !req->dont_send_work;
         jr->sequences_held = req->sequences_held;
+        jr->reported = std::move(reported);
         for (const auto& o : req->other_results)
           jr->other_results.push_back(o.name);
         // Without work to send, the project is asked only about listed sequences and

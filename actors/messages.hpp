@@ -33,6 +33,9 @@ struct job_request {
   bool send_work = true;                  ///< False: only sequence notices, no jobs.
   std::vector<std::string> sequences_held; ///< Sequences the client lists (by name).
   std::vector<std::string> other_results; ///< Results the client holds, not reporting.
+  /// Workunits whose results this RPC reported (their events may not have reached the
+  /// project yet): sequences no longer count them as held.
+  std::vector<id_type> reported;
   /// The host's average elapsed seconds per app version (its runtime statistics).
   std::map<std::uint32_t, double> avg_elapsed;
 };
@@ -169,6 +172,7 @@ struct seq_query {
   double est_seconds = 0;         ///< Estimated runtime of one element on the host (0: unknown).
   bool may_assign = false;        ///< Assign the sequence to the host if it has a free chain.
   std::uint32_t high_water = 2;   ///< Elements the host may hold at once.
+  std::vector<id_type> reported;  ///< Workunits the host reported in this RPC.
 };
 
 /// A sequence's answer to a query or a command.

@@ -499,7 +499,7 @@ project_logic::sequence_plan project_logic::plan_sequences(const job_request& re
   std::uint32_t held = 0;
   for (const auto& [id, e] : state.sequences)
     if (!e.ended && holds(e)) {
-      out.queries.emplace_back(id, seq_query{req.host, 0, false, high_water});
+      out.queries.emplace_back(id, seq_query{req.host, 0, false, high_water, req.reported});
       ++held;
     }
   if (!req.send_work)
@@ -516,7 +516,7 @@ project_logic::sequence_plan project_logic::plan_sequences(const job_request& re
     // Only a host that can finish an element within the maximum result time.
     if (!est || (e.max_result_time > 0 && *est > e.max_result_time))
       continue;
-    out.queries.emplace_back(id, seq_query{req.host, *est, true, high_water});
+    out.queries.emplace_back(id, seq_query{req.host, *est, true, high_water, req.reported});
     ++held;
   }
   return out;

@@ -99,7 +99,8 @@ seq_answer sequence_logic::query(const seq_query& q, time_us now) {
   const auto& chain = state.replicas[r].chain;
   std::uint32_t in_flight = 0;
   for (const auto& el : chain)
-    if (el.status == seq_element_status::in_progress && el.host == q.host)
+    if (el.status == seq_element_status::in_progress && el.host == q.host
+        && std::find(q.reported.begin(), q.reported.end(), el.wu) == q.reported.end())
       ++in_flight;
   for (const auto& el : chain) {
     if (in_flight >= q.high_water)
