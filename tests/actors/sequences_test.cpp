@@ -404,7 +404,7 @@ TEST_CASE_METHOD(seq_fixture, "trajectories extended two or three results at a t
   CHECK(show("traj-1")->state.length() == 10);
 }
 
-TEST_CASE_METHOD(seq_fixture, "a host that misses a deadline loses the sequence; it continues "
+TEST_CASE_METHOD(seq_fixture, "a host that misses a deadline loses the sequence and it continues "
                               "elsewhere from the last full state upload",
                  "[sequences]") {
   create("clim", 20, 3, 1, 3 * 86400, 10 * 86400);
@@ -479,7 +479,7 @@ TEST_CASE_METHOD(seq_fixture, "a host that misses a deadline loses the sequence;
   CHECK(names_of(*again) == std::vector<std::string>{"clim@6_0"});
 }
 
-TEST_CASE_METHOD(seq_fixture, "an operator reassigns a sequence; the old host is told",
+TEST_CASE_METHOD(seq_fixture, "an operator reassigns a sequence and the old host is told",
                  "[sequences]") {
   create("run", 10, 5);
   auto a = new_host();

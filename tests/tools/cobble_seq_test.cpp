@@ -48,7 +48,7 @@ std::string request_listing(const server& s, std::uint64_t hostid, double req_se
 
 } // namespace
 
-TEST_CASE("an operator runs a sequence with cobble seq; the host is told when it loses it",
+TEST_CASE("an operator runs a sequence with cobble seq and the host is told when it loses it",
           "[integration][sequences]") {
   temp_dir dir{"cobble-seq"};
   server s{dir.path()};
