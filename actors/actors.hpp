@@ -43,7 +43,27 @@ using host_actor = caf::typed_actor<
   // still holds.
   caf::reacts_to<atom::timeout, result_names_ptr>,
   // A copy of the host's state (admin API, tests).
-  caf::replies_to<atom::state>::with<host_state_ptr>>;
+  caf::replies_to<atom::state>::with<host_state_ptr>,
+  // Events decided elsewhere that change what the host holds (a work sequence taken from
+  // it or ended); the project forwards them.
+  caf::reacts_to<atom::deliver, event_batch_ptr>>;
+
+/// One work sequence: its replica chains, their assignments and links, its dead branches.
+using work_sequence_actor = caf::typed_actor<
+  // The events of the sequence's workunits (dispatches, reports, timeouts, validations) as
+  // the project applied them.
+  caf::reacts_to<atom::deliver, event_batch_ptr>,
+  // A host's scheduler RPC: whether the host holds the sequence (assigning it when asked
+  // and the host is fast enough) and which elements to send it. The answer carries the
+  // events the sequence decided (already appended), for the project to apply.
+  caf::replies_to<atom::rpc, seq_query_ptr>::with<seq_answer_ptr>,
+  // An operator's or the result handler's command (extend, end, reassign, unassign); the
+  // answer carries the events and the state after them.
+  caf::replies_to<atom::command, seq_command_ptr>::with<seq_answer_ptr>,
+  // A copy of the state.
+  caf::replies_to<atom::state>::with<sequence_state_ptr>,
+  // Periodic relocation check (a timer on the project's clock).
+  caf::reacts_to<atom::tick>>;
 
 /// One project: accounts, apps, workunits and results, job cache, validation, assimilation.
 using project_actor = subscriber_actor::extend<
@@ -76,6 +96,16 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::list, atom::app>::with<app_list_ptr>,
   // Every user account (admin API; includes authenticators).
   caf::replies_to<atom::list, atom::user>::with<user_list_ptr>,
+  // Creates a work sequence (admin API); answers with it when durable.
+  caf::replies_to<atom::create, sequence_spec_ptr>::with<sequence_view_ptr>,
+  // One work sequence by name or numeric id.
+  caf::replies_to<atom::sequence, std::string>::with<sequence_view_ptr>,
+  // Work sequences by id, from offset, at most limit.
+  caf::replies_to<atom::list, atom::sequence, std::uint64_t, std::uint64_t>::with<
+    sequence_list_ptr>,
+  // Extends, ends, reassigns or unassigns a sequence (by name or id); answers with it when
+  // the events are durable.
+  caf::replies_to<atom::command, std::string, seq_command_ptr>::with<sequence_view_ptr>,
   // Periodic deadline sweep.
   caf::reacts_to<atom::tick>>;
 

@@ -50,6 +50,19 @@ struct user_rec;
 struct wu_files;
 using wu_files_ptr = std::shared_ptr<const wu_files>;
 struct app_rec;
+struct sequence_state;
+struct sequence_spec;
+struct seq_query;
+struct seq_answer;
+struct seq_command;
+struct sequence_view;
+using sequence_state_ptr = std::shared_ptr<const sequence_state>;
+using sequence_spec_ptr = std::shared_ptr<const sequence_spec>;
+using seq_query_ptr = std::shared_ptr<const seq_query>;
+using seq_answer_ptr = std::shared_ptr<const seq_answer>;
+using seq_command_ptr = std::shared_ptr<const seq_command>;
+using sequence_view_ptr = std::shared_ptr<const sequence_view>;
+using sequence_list_ptr = std::shared_ptr<const std::vector<sequence_view>>;
 using app_list_ptr = std::shared_ptr<const std::vector<app_rec>>;
 using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
 
@@ -78,6 +91,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, assimilate, "assimilate")
   CAF_ADD_ATOM(cobble, cobble::atom, cleanup, "cleanup")
   CAF_ADD_ATOM(cobble, cobble::atom, app, "app")
+  CAF_ADD_ATOM(cobble, cobble::atom, sequence, "sequence")
+  CAF_ADD_ATOM(cobble, cobble::atom, command, "command")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
@@ -99,3 +114,10 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_names_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::user_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_state_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_spec_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::seq_query_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::seq_answer_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::seq_command_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_view_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_list_ptr)

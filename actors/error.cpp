@@ -30,6 +30,10 @@ const char* to_string(ec x) {
       return "corrupt_log";
     case ec::unauthorized:
       return "unauthorized";
+    case ec::unknown_sequence:
+      return "unknown_sequence";
+    case ec::conflict:
+      return "conflict";
   }
   return "?";
 }

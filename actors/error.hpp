@@ -23,6 +23,8 @@ enum class ec : std::uint8_t {
   storage_failure,     ///< The event log failed; the process stops (fail-stop).
   corrupt_log,         ///< An event or snapshot cannot be decoded.
   unauthorized,
+  unknown_sequence,    ///< No work sequence with that name or id.
+  conflict,            ///< The entity's state forbids it (e.g. extending an ended sequence).
 };
 
 /// A short name of the code.

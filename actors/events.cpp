@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace cobble {
@@ -33,7 +34,8 @@ const char* name_of_kind(std::uint16_t kind) {
     "project_configured", "user_created",      "host_registered",  "host_described",
     "workunit_created",   "results_created",   "result_dispatched", "result_reported",
     "result_timed_out",   "workunit_validated", "workunit_assimilated", "workunit_failed",
-    "workunit_files_deleted"};
+    "workunit_files_deleted", "sequence_created", "sequence_extended", "sequence_ended",
+    "sequence_assigned", "sequence_deassigned", "sequence_element_checked"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];
@@ -71,8 +73,24 @@ const char* to_string(entity_kind x) {
       return "host";
     case entity_kind::workunit:
       return "wu";
+    case entity_kind::sequence:
+      return "seq";
   }
   return "?";
+}
+
+const char* to_string(seq_element_kind x) {
+  return x == seq_element_kind::state ? "state" : "heartbeat";
+}
+
+std::string sequence_element_name(const std::string& seq, std::uint32_t position,
+                                  std::uint8_t replica, std::uint32_t branch) {
+  auto out = seq + "@" + std::to_string(position);
+  if (replica > 0)
+    out += "r" + std::to_string(replica);
+  if (branch > 0)
+    out += "b" + std::to_string(branch);
+  return out;
 }
 
 std::uint32_t anonymous_version_id(std::uint32_t app, std::uint8_t resource) {
@@ -111,8 +129,27 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
       [](const ev::workunit_assimilated& x) { return std::pair{ek::workunit, x.wu}; },
       [](const ev::workunit_failed& x) { return std::pair{ek::workunit, x.wu}; },
       [](const ev::workunit_files_deleted& x) { return std::pair{ek::workunit, x.wu}; },
+      [](const ev::sequence_created& x) { return std::pair{ek::sequence, x.id}; },
+      [](const ev::sequence_extended& x) { return std::pair{ek::sequence, x.seq}; },
+      [](const ev::sequence_ended& x) { return std::pair{ek::sequence, x.seq}; },
+      [](const ev::sequence_assigned& x) { return std::pair{ek::sequence, x.seq}; },
+      [](const ev::sequence_deassigned& x) { return std::pair{ek::sequence, x.seq}; },
+      [](const ev::sequence_element_checked& x) { return std::pair{ek::sequence, x.seq}; },
     },
     p);
+}
+
+std::vector<id_type> hosts_of_sequence_event(const payload& p) {
+  std::vector<id_type> out;
+  if (auto x = std::get_if<ev::sequence_assigned>(&p))
+    out.push_back(x->host);
+  else if (auto x = std::get_if<ev::sequence_deassigned>(&p))
+    out.push_back(x->host);
+  else if (auto x = std::get_if<ev::sequence_ended>(&p))
+    for (const auto& [h, name] : x->aborted)
+      if (std::find(out.begin(), out.end(), h) == out.end())
+        out.push_back(h);
+  return out;
 }
 
 std::optional<id_type> host_of(const payload& p) {
@@ -143,6 +180,14 @@ bool touches(const event& e, entity_kind kind, id_type id) {
   auto [k, i] = entity_of(e.data);
   if (k == kind && i == id)
     return true;
+  // A sequence's history includes everything that happened to its workunits.
+  if (kind == entity_kind::sequence && k == entity_kind::workunit && sequence_of_wu(i) == id)
+    return true;
+  if (kind == entity_kind::host) {
+    auto hs = hosts_of_sequence_event(e.data);
+    if (std::find(hs.begin(), hs.end(), id) != hs.end())
+      return true;
+  }
   if (kind == entity_kind::host) {
     auto h = host_of(e.data);
     if (h && *h == id)
@@ -236,6 +281,27 @@ std::string describe(const event& e) {
       [](const ev::workunit_failed& x) { return fmt::format("reason={}", x.reason); },
       [](const ev::workunit_files_deleted& x) {
         return fmt::format("inputs_deleted={}", x.inputs.size());
+      },
+      [](const ev::sequence_created& x) {
+        return fmt::format("name={} app={} elements={} replicas={} max_result_time={:g} by={}",
+                           x.name, x.app, x.elements.size(), x.replicas, x.max_result_time,
+                           x.by);
+      },
+      [](const ev::sequence_extended& x) {
+        return fmt::format("elements={} by={}", x.elements.size(), x.by);
+      },
+      [](const ev::sequence_ended& x) {
+        return fmt::format("cancelled={} reason={} by={}", x.cancelled.size(), x.reason, x.by);
+      },
+      [](const ev::sequence_assigned& x) {
+        return fmt::format("replica={} host={} by={}", x.replica, x.host, x.by);
+      },
+      [](const ev::sequence_deassigned& x) {
+        return fmt::format("replica={} host={} restart={} dead={} reason={} by={}", x.replica,
+                           x.host, x.restart, x.dead.size(), x.reason, x.by);
+      },
+      [](const ev::sequence_element_checked& x) {
+        return fmt::format("position={} {}", x.position, x.agree ? "agree" : "DISAGREE");
       },
     },
     e.data);

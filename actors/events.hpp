@@ -22,7 +22,13 @@ namespace cobble {
 inline constexpr std::uint8_t current_payload_version = 1;
 
 /// Entity kinds in event headers (what `cobble log replay --entity KIND:ID` filters on).
-enum class entity_kind : std::uint8_t { project = 1, user = 2, host = 3, workunit = 4 };
+enum class entity_kind : std::uint8_t {
+  project = 1,
+  user = 2,
+  host = 3,
+  workunit = 4,
+  sequence = 5,
+};
 
 const char* to_string(entity_kind x);
 
@@ -187,6 +193,27 @@ void inspect_fields(F& f, verdict& x) {
   f(x.index, x.valid, x.host, x.app_version_id, x.elapsed, x.cpu);
 }
 
+/// What the result of a sequence element uploads: the full state files (the app's output
+/// files; the chain can restart from it) or nothing at all (a heartbeat).
+enum class seq_element_kind : std::uint8_t { heartbeat = 0, state = 1 };
+
+const char* to_string(seq_element_kind x);
+
+/// One workunit of a sequence chain, as the event that creates it names it.
+struct seq_element_rec {
+  id_type wu = 0;              ///< In the sequence's id range (sequence_wu_id).
+  std::string name;            ///< "<sequence>@<position>[r<replica>][b<branch>]".
+  std::uint32_t position = 0;  ///< 1-based place in the sequence.
+  std::uint8_t replica = 0;    ///< Which parallel chain (0 unless replicated).
+  seq_element_kind kind = seq_element_kind::heartbeat;
+  friend bool operator==(const seq_element_rec&, const seq_element_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, seq_element_rec& x) {
+  f(x.wu, x.name, x.position, x.replica, x.kind);
+}
+
 namespace ev {
 
 /// The project's apps and versions as configured; recorded whenever the configuration changes.
@@ -298,6 +325,100 @@ void inspect_fields(F& f, workunit_files_deleted& x) {
   f(x.wu, x.inputs);
 }
 
+/// A work sequence was created with its first elements (one result per workunit, on every
+/// replica chain). Decided by the project (it owns the names); applied by the project (the
+/// workunits) and the sequence.
+struct sequence_created {
+  static constexpr std::uint16_t kind = 14;
+  id_type id = 0;
+  std::string name;
+  std::uint32_t app = 0;
+  double max_result_time = 0;  ///< Seconds a host may need for one element.
+  std::uint8_t replicas = 1;   ///< Parallel chains on different hosts (1 or 2).
+  bool accept_all = false;     ///< The app's validator accepts every success.
+  wu_params params;            ///< Of every element (min_quorum = target_nresults = 1).
+  std::vector<seq_element_rec> elements;
+  std::string by;              ///< Who created it.
+};
+
+/// More elements at the end of every replica chain (the result handler or an operator).
+struct sequence_extended {
+  static constexpr std::uint16_t kind = 15;
+  id_type seq = 0;
+  std::vector<seq_element_rec> elements;
+  std::string by;
+};
+
+/// The sequence has ended: no more elements; what was not reported yet is cancelled and its
+/// hosts lose the assignment.
+struct sequence_ended {
+  static constexpr std::uint16_t kind = 16;
+  id_type seq = 0;
+  std::string reason;
+  std::vector<id_type> cancelled;           ///< Workunits not yet reported.
+  std::vector<std::pair<id_type, std::string>> aborted; ///< (host, result) taken back.
+  std::string by;
+};
+
+/// A replica chain of the sequence was assigned to a host (by the scheduler or an operator).
+struct sequence_assigned {
+  static constexpr std::uint16_t kind = 17;
+  id_type seq = 0;
+  std::uint8_t replica = 0;
+  id_type host = 0;
+  std::string by;              ///< "scheduler" or the operator.
+};
+
+/// A replica chain was taken from its host (relocation check or operator). The elements after
+/// the last full state upload become a dead branch; copies of them continue the chain.
+struct sequence_deassigned {
+  static constexpr std::uint16_t kind = 18;
+  id_type seq = 0;
+  std::uint8_t replica = 0;
+  id_type host = 0;
+  std::string reason;
+  std::uint32_t restart = 0;   ///< Position of the last full state upload kept (0: none).
+  std::vector<id_type> dead;   ///< Workunits of the dead branch.
+  std::vector<std::string> aborted; ///< Results of the dead branch the host still held.
+  std::vector<seq_element_rec> replacements; ///< Copies of the dead positions.
+  std::string by;              ///< "relocation check" or the operator.
+};
+
+/// Corresponding elements of a replicated sequence were compared across their workunits.
+struct sequence_element_checked {
+  static constexpr std::uint16_t kind = 19;
+  id_type seq = 0;
+  std::uint32_t position = 0;
+  bool agree = false;
+  std::vector<id_type> wus;    ///< One per replica, in replica order.
+};
+
+template <class F>
+void inspect_fields(F& f, sequence_created& x) {
+  f(x.id, x.name, x.app, x.max_result_time, x.replicas, x.accept_all, x.params, x.elements,
+    x.by);
+}
+template <class F>
+void inspect_fields(F& f, sequence_extended& x) {
+  f(x.seq, x.elements, x.by);
+}
+template <class F>
+void inspect_fields(F& f, sequence_ended& x) {
+  f(x.seq, x.reason, x.cancelled, x.aborted, x.by);
+}
+template <class F>
+void inspect_fields(F& f, sequence_assigned& x) {
+  f(x.seq, x.replica, x.host, x.by);
+}
+template <class F>
+void inspect_fields(F& f, sequence_deassigned& x) {
+  f(x.seq, x.replica, x.host, x.reason, x.restart, x.dead, x.aborted, x.replacements, x.by);
+}
+template <class F>
+void inspect_fields(F& f, sequence_element_checked& x) {
+  f(x.seq, x.position, x.agree, x.wus);
+}
+
 template <class F>
 void inspect_fields(F& f, project_configured& x) {
   f(x.name, x.long_name, x.apps);
@@ -354,7 +475,10 @@ using payload = std::variant<ev::project_configured, ev::user_created, ev::host_
                              ev::host_described, ev::workunit_created, ev::results_created,
                              ev::result_dispatched, ev::result_reported, ev::result_timed_out,
                              ev::workunit_validated, ev::workunit_assimilated,
-                             ev::workunit_failed, ev::workunit_files_deleted>;
+                             ev::workunit_failed, ev::workunit_files_deleted,
+                             ev::sequence_created, ev::sequence_extended, ev::sequence_ended,
+                             ev::sequence_assigned, ev::sequence_deassigned,
+                             ev::sequence_element_checked>;
 
 /// A decoded event.
 struct event {
@@ -379,6 +503,39 @@ bool touches(const event& e, entity_kind kind, id_type id);
 
 /// The host an event concerns, if any (registration, description, dispatch, report, timeout).
 std::optional<id_type> host_of(const payload& p);
+
+/// The hosts a sequence event takes results or assignments from or gives them to.
+std::vector<id_type> hosts_of_sequence_event(const payload& p);
+
+// -- work sequence identities ---------------------------------------------------
+
+/// Workunits of sequences have ids of their own range, 2^52 + seq * 2^20 + n, so a sequence
+/// actor names new workunits without asking the project (plain workunits count from 1 and
+/// stay below 2^52; every id stays below 2^53, exact in JSON doubles).
+inline constexpr id_type sequence_wu_base = id_type{1} << 52;
+inline constexpr id_type max_sequence_id = (id_type{1} << 31) - 1;
+inline constexpr std::uint32_t max_sequence_wus = 1u << 20;
+
+/// The id of the n-th workunit (from 0) a sequence creates.
+inline id_type sequence_wu_id(id_type seq, std::uint32_t n) {
+  return sequence_wu_base + (seq << 20) + n;
+}
+
+/// The sequence a workunit id belongs to, or 0 for plain workunits.
+inline id_type sequence_of_wu(id_type wu) {
+  return wu >= sequence_wu_base ? (wu - sequence_wu_base) >> 20 : 0;
+}
+
+/// The name of a sequence element's workunit: "<sequence>@<position>", with "r<replica>" for
+/// replicas after the first and "b<branch>" for copies made by a relocation. '@' cannot occur
+/// in other workunit names.
+std::string sequence_element_name(const std::string& seq, std::uint32_t position,
+                                  std::uint8_t replica, std::uint32_t branch);
+
+/// True for names of sequence elements, their results and their files.
+inline bool is_sequence_name(std::string_view name) {
+  return name.find('@') != std::string_view::npos;
+}
 
 /// The result an event concerns, if any.
 std::optional<result_ref> result_of(const payload& p);

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -117,6 +118,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           apply(st.host, e, {});
           events.push_back(std::move(e));
         }
+        std::vector<id_type> reported;
         for (const auto& r : req->results) {
           reply->result_acks.push_back(r.name);
           auto held = st.host.in_progress.find(r.name);
@@ -124,6 +126,11 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
             spdlog::info("host {} reported result '{}' it does not hold (not sent to it, "
                          "already reported or timed out): acknowledged, not applied",
                          st.host.id, r.name);
+            if (is_sequence_name(r.name))
+              reply->messages.push_back(
+                {"Result " + r.name + " was not accepted: this host no longer holds it (its "
+                 "work sequence was taken from the host, or ended).",
+                 false});
             continue;
           }
           auto rep = report_from(r);
@@ -131,6 +138,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
             spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, "
                          "cpu {}): stored as reported, flagged",
                          st.host.id, r.name, r.final_elapsed_time, r.final_cpu_time);
+          reported.push_back(held->second.result.wu);
           auto e = make_event(self, ev::result_reported{held->second.result, st.host.id, rep});
           e.project = project_index;
           apply(st.host, e, r.name);
@@ -150,10 +158,23 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           jr->requests.push_back(req->request_for(static_cast<resource_type>(t)));
           wants = wants || jr->requests.back().wants_work();
         }
-        if (!wants || req->dont_send_work) {
+        jr->send_work = wants && !req->dont_send_work;
+        jr->sequences_held = req->sequences_held;
+        jr->reported = std::move(reported);
+        for (const auto& o : req->other_results)
+          jr->other_results.push_back(o.name);
+        // Without work to send, the project is asked only about listed sequences and
+        // results a sequence may have taken back.
+        bool seq_news = !req->sequences_held.empty()
+                        || std::any_of(jr->other_results.begin(), jr->other_results.end(),
+                                       [](const std::string& n) { return is_sequence_name(n); });
+        if (!jr->send_work && !seq_news) {
           finish();
           return rp;
         }
+        for (const auto& [id, hav] : st.host.app_versions)
+          if (hav.elapsed_n > 0)
+            jr->avg_elapsed[id] = hav.elapsed_sum / static_cast<double>(hav.elapsed_n);
         jr->anonymous = req->platform_name == "anonymous" || !req->app_versions.empty();
         jr->offered = req->app_versions;
         jr->platform = req->platform_name;
@@ -168,6 +189,11 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                 apply(self->state.host, e, job.result.name);
               }
               add_jobs(*reply, *grant);
+              reply->sequences_revoked = grant->sequences_revoked;
+              reply->result_aborts.insert(reply->result_aborts.end(), grant->aborts.begin(),
+                                          grant->aborts.end());
+              reply->messages.insert(reply->messages.end(), grant->messages.begin(),
+                                     grant->messages.end());
               finish();
             },
             [self, reply, finish](caf::error& err) mutable {
@@ -195,6 +221,10 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
       },
       [self](atom::state) -> host_state_ptr {
         return std::make_shared<host_state>(self->state.host);
+      },
+      [self](atom::deliver, const event_batch_ptr& batch) {
+        for (const auto& e : *batch)
+          apply(self->state.host, e, {});
       },
     };
   };

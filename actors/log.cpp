@@ -220,6 +220,9 @@ caf::expected<world> recover(const storage::event_store& store, bool from_scratc
       auto blob = store.read_snapshot(it->seq);
       if (!blob)
         return blob.error();
+      // A snapshot of an older format is passed over: the events it summarizes are replayed.
+      if (auto v = snapshot_format(*blob); v != 0 && v < snapshot_version)
+        continue;
       auto decoded = decode_snapshot(*blob);
       if (!decoded)
         return caf::make_error(ec::corrupt_log,

@@ -5,6 +5,7 @@
 #include "actors/atoms.hpp"
 #include "actors/state.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +30,14 @@ struct job_request {
   bool anonymous = false;                 ///< Client runs app_info.xml versions.
   std::vector<client_app_version> offered; ///< Its versions (anonymous platform).
   std::string platform;                   ///< Its platform when not anonymous.
+  bool send_work = true;                  ///< False: only sequence notices, no jobs.
+  std::vector<std::string> sequences_held; ///< Sequences the client lists (by name).
+  std::vector<std::string> other_results; ///< Results the client holds, not reporting.
+  /// Workunits whose results this RPC reported (their events may not have reached the
+  /// project yet): sequences no longer count them as held.
+  std::vector<id_type> reported;
+  /// The host's average elapsed seconds per app version (its runtime statistics).
+  std::map<std::uint32_t, double> avg_elapsed;
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.
@@ -43,6 +52,9 @@ struct granted_job {
 /// The project's answer to a job_request.
 struct job_grant {
   std::vector<granted_job> jobs;
+  std::vector<std::string> sequences_revoked; ///< Listed sequences the host no longer holds.
+  std::vector<std::string> aborts;            ///< Results the client should abort.
+  std::vector<reply_message> messages;
 };
 
 /// An input file of new work, already staged into the data directory.
@@ -130,6 +142,65 @@ struct log_status {
   std::uint64_t last_snapshot_seq = 0;
   /// Histogram of commit batch sizes: counts of batches with <=1, <=2, <=4, ... events.
   std::vector<std::uint64_t> batch_size_buckets;
+};
+
+// -- work sequences -------------------------------------------------------------
+
+/// A work sequence to create (admin API, `cobble seq create`). Unset fields take the app's
+/// defaults.
+struct sequence_spec {
+  std::string name;
+  std::string app;
+  std::uint32_t count = 0;          ///< Elements (workunits) created now.
+  std::uint32_t state_every = 0;    ///< Positions that are multiples upload full state; 0: none.
+  bool final_state = false;         ///< The last element created uploads full state.
+  double max_result_time = 0;       ///< Seconds; 0: the elements' delay_bound.
+  std::uint8_t replicas = 1;        ///< 1, or 2 for element-by-element validation.
+  std::string command_line;
+  std::optional<double> rsc_fpops_est;
+  std::optional<double> rsc_fpops_bound;
+  std::optional<double> rsc_memory_bound;
+  std::optional<double> rsc_disk_bound;
+  std::optional<double> delay_bound;
+  std::vector<input_spec> inputs;   ///< Inputs of every element (e.g. the initial state).
+  std::string by;                   ///< Who creates it.
+};
+
+/// What the project asks a sequence during a host's RPC.
+struct seq_query {
+  id_type host = 0;
+  double est_seconds = 0;         ///< Estimated runtime of one element on the host (0: unknown).
+  bool may_assign = false;        ///< Assign the sequence to the host if it has a free chain.
+  std::uint32_t high_water = 2;   ///< Elements the host may hold at once.
+  std::vector<id_type> reported;  ///< Workunits the host reported in this RPC.
+};
+
+/// A sequence's answer to a query or a command.
+struct seq_answer {
+  id_type seq = 0;
+  bool held = false;              ///< The host holds the sequence (after the query).
+  std::vector<id_type> send;      ///< Element workunits to dispatch to the host, in order.
+  std::vector<event> events;      ///< Decided (and appended) by the sequence; apply them.
+  std::shared_ptr<const sequence_state> state; ///< Commands: the state after the events.
+};
+
+/// An operator's or result handler's command to a sequence.
+struct seq_command {
+  enum class op : std::uint8_t { extend, end, reassign, unassign };
+  op what = op::extend;
+  std::string by;                 ///< Who did it.
+  std::uint32_t count = 0;        ///< extend: elements per replica chain.
+  std::uint32_t state_every = 0;  ///< extend: positions that are multiples upload full state.
+  bool final_state = false;       ///< extend: the last new element uploads full state.
+  std::string reason;             ///< end
+  id_type to = 0;                 ///< reassign: the host.
+  std::uint8_t replica = 0;       ///< reassign, unassign: which chain.
+};
+
+/// A sequence as the admin API shows it.
+struct sequence_view {
+  sequence_state state;
+  std::string app_name;
 };
 
 } // namespace cobble

@@ -82,6 +82,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
         st->versions.push_back(spawn_app_version(sys, av, index, log));
       init.state = std::move(pw.project);
       init.hosts = std::move(pw.hosts);
+      init.sequences = std::move(pw.sequences);
     }
     init.state.index = index;
     // Versions first configured now get their actor too.

@@ -2,6 +2,7 @@
 
 #include "actors/error.hpp"
 #include "actors/host.hpp"
+#include "actors/work_sequence.hpp"
 
 #include <caf/all.hpp>
 #include <openssl/rand.h>
@@ -296,6 +297,47 @@ bool host_has_result_of(const workunit_rec& wu, id_type host) {
 
 } // namespace
 
+granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type host,
+                                    const version_echo& echo, time_us now,
+                                    std::vector<event>& events) {
+  const auto& wu = state.workunits.at(ref.wu);
+  granted_job job;
+  auto deadline = now + seconds_to_us(wu.params.delay_bound);
+  ev::result_dispatched d{ref, host, deadline, echo};
+  job.dispatched = d;
+  job.time = now;
+  emit(events, d, now);
+  auto rname = state.result_name(ref);
+  auto& w = job.workunit;
+  w.name = wu.name;
+  w.app_name = app.name;
+  w.command_line = wu.params.command_line;
+  w.rsc_fpops_est = wu.params.rsc_fpops_est;
+  w.rsc_fpops_bound = wu.params.rsc_fpops_bound;
+  w.rsc_memory_bound = wu.params.rsc_memory_bound;
+  w.rsc_disk_bound = wu.params.rsc_disk_bound;
+  for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
+    const auto& in = wu.params.inputs[i];
+    w.inputs.push_back(file_ref{in.name, wu.params.input_open_names[i], true, false});
+    job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0, {}});
+  }
+  auto& r = job.result;
+  r.name = rname;
+  r.wu_name = wu.name;
+  r.report_deadline = us_to_seconds(deadline);
+  r.platform = echo.platform;
+  r.version_num = echo.version_num;
+  r.plan_class = echo.plan_class;
+  // Heartbeat elements of a sequence upload nothing.
+  bool outputs = !wu.sequence || wu.sequence->kind == seq_element_kind::state;
+  for (std::size_t i = 0; outputs && i < app.output_names.size(); ++i) {
+    auto out_name = rname + "_" + std::to_string(i);
+    r.outputs.push_back(file_ref{out_name, app.output_names[i], true, false});
+    job.files.push_back(file_description{out_name, true, 0, {}, app.max_output_nbytes, {}});
+  }
+  return job;
+}
+
 std::vector<granted_job> project_logic::select_jobs(const job_request& req, time_us now,
                                                     std::vector<event>& events) {
   std::vector<granted_job> jobs;
@@ -336,44 +378,12 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
         if (wit == state.workunits.end())
           continue;
         const auto& wu = wit->second;
-        if (wu.state != wu_state::active || ref.index >= wu.results.size()
+        if (wu.state != wu_state::active || wu.sequence || ref.index >= wu.results.size()
             || wu.results[ref.index].state != result_state::unsent)
           continue;
         if (host_has_result_of(wu, req.host))
           continue;
-        // Dispatch.
-        granted_job job;
-        auto deadline = now + seconds_to_us(wu.params.delay_bound);
-        ev::result_dispatched d{ref, req.host, deadline, choice->echo};
-        job.dispatched = d;
-        job.time = now;
-        emit(events, d, now);
-        auto rname = state.result_name(ref);
-        auto& w = job.workunit;
-        w.name = wu.name;
-        w.app_name = app.name;
-        w.command_line = wu.params.command_line;
-        w.rsc_fpops_est = wu.params.rsc_fpops_est;
-        w.rsc_fpops_bound = wu.params.rsc_fpops_bound;
-        w.rsc_memory_bound = wu.params.rsc_memory_bound;
-        w.rsc_disk_bound = wu.params.rsc_disk_bound;
-        for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
-          const auto& in = wu.params.inputs[i];
-          w.inputs.push_back(file_ref{in.name, wu.params.input_open_names[i], true, false});
-          job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0, {}});
-        }
-        auto& r = job.result;
-        r.name = rname;
-        r.wu_name = wu.name;
-        r.report_deadline = us_to_seconds(deadline);
-        r.platform = choice->echo.platform;
-        r.version_num = choice->echo.version_num;
-        r.plan_class = choice->echo.plan_class;
-        for (std::size_t i = 0; i < app.output_names.size(); ++i) {
-          auto out_name = rname + "_" + std::to_string(i);
-          r.outputs.push_back(file_ref{out_name, app.output_names[i], true, false});
-          job.files.push_back(file_description{out_name, true, 0, {}, app.max_output_nbytes, {}});
-        }
+        auto job = dispatch(app, ref, req.host, choice->echo, now, events);
         jobs.push_back(std::move(job));
         ++per_app[app.id];
         secs -= wu.params.rsc_fpops_est / choice->flops;
@@ -382,6 +392,183 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
     }
   }
   return jobs;
+}
+
+// -- work sequences -------------------------------------------------------------
+
+namespace {
+
+/// The first version of an app the host can run, over the resource types in order.
+std::optional<version_choice> any_version(const app_rec& app, const job_request& req) {
+  for (int t = 0; t < n_resource_types; ++t)
+    if (auto c = choose_version(app, req, static_cast<resource_type>(t)))
+      return c;
+  return std::nullopt;
+}
+
+} // namespace
+
+caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, time_us now) {
+  auto bad = [](std::string text) { return caf::make_error(ec::invalid_argument, std::move(text)); };
+  if (!valid_wu_name(spec.name))
+    return bad("sequence name '" + spec.name
+               + "' must be 1-200 characters of letters, digits, _ - .");
+  if (state.seq_by_name.count(spec.name))
+    return caf::make_error(ec::duplicate, "a sequence named '" + spec.name + "' exists");
+  auto app = state.app(spec.app);
+  if (app == nullptr)
+    return caf::make_error(ec::unknown_app, "no app named '" + spec.app + "'");
+  if (spec.count < 1 || spec.count > 100000)
+    return bad("count must be from 1 to 100000");
+  if (spec.replicas < 1 || spec.replicas > 2)
+    return bad("replicas must be 1 or 2");
+  if (static_cast<std::uint64_t>(spec.count) * spec.replicas > max_sequence_wus)
+    return bad("a sequence has at most " + std::to_string(max_sequence_wus) + " workunits");
+  if (!(spec.max_result_time >= 0))
+    return bad("max_result_time must not be negative");
+  for (auto err : {positive("rsc_fpops_est", spec.rsc_fpops_est),
+                   positive("rsc_fpops_bound", spec.rsc_fpops_bound),
+                   positive("rsc_memory_bound", spec.rsc_memory_bound),
+                   positive("rsc_disk_bound", spec.rsc_disk_bound),
+                   positive("delay_bound", spec.delay_bound)})
+    if (err)
+      return bad(describe(err));
+  if (state.next_seq > max_sequence_id)
+    return caf::make_error(ec::invalid_argument, "no sequence ids left");
+  ev::sequence_created c;
+  c.id = state.next_seq;
+  c.name = spec.name;
+  c.app = app->id;
+  c.replicas = spec.replicas;
+  c.accept_all = app->validator == 1;
+  c.by = spec.by.empty() ? "admin" : spec.by;
+  auto& p = c.params;
+  p.command_line = spec.command_line;
+  p.rsc_fpops_est = spec.rsc_fpops_est.value_or(app->rsc_fpops_est);
+  p.rsc_fpops_bound = spec.rsc_fpops_bound.value_or(std::max(app->rsc_fpops_bound,
+                                                             p.rsc_fpops_est * 10));
+  p.rsc_memory_bound = spec.rsc_memory_bound.value_or(app->rsc_memory_bound);
+  p.rsc_disk_bound = spec.rsc_disk_bound.value_or(app->rsc_disk_bound);
+  p.delay_bound = spec.delay_bound.value_or(app->delay_bound);
+  if (p.rsc_fpops_bound < p.rsc_fpops_est)
+    return bad("rsc_fpops_bound must be at least rsc_fpops_est");
+  // One result per workunit: the sequence, not the workunit, replicates and relocates.
+  p.min_quorum = 1;
+  p.target_nresults = 1;
+  p.max_error_results = 0;
+  p.max_total_results = 1;
+  p.max_success_results = 1;
+  for (const auto& in : spec.inputs) {
+    if (in.stored_name.empty() || in.open_name.empty())
+      return bad("input without a name");
+    p.inputs.push_back(file_rec{in.stored_name, in.nbytes, in.md5});
+    p.input_open_names.push_back(in.open_name);
+  }
+  c.max_result_time = spec.max_result_time > 0 ? spec.max_result_time : p.delay_bound;
+  c.elements = make_sequence_elements(c.id, c.name, c.replicas, 0, 1, spec.count,
+                                      spec.state_every, spec.final_state);
+  auto e = make(std::move(c), now);
+  apply(state, e);
+  return e;
+}
+
+std::optional<double> project_logic::estimate_seconds(const app_rec& app,
+                                                      const wu_params& params,
+                                                      const job_request& req) const {
+  auto choice = any_version(app, req);
+  if (!choice)
+    return std::nullopt;
+  if (auto i = req.avg_elapsed.find(choice->echo.app_version_id);
+      i != req.avg_elapsed.end() && i->second > 0)
+    return i->second;
+  return params.rsc_fpops_est / choice->flops;
+}
+
+project_logic::sequence_plan project_logic::plan_sequences(const job_request& req,
+                                                           std::uint32_t high_water,
+                                                           std::uint32_t per_host) const {
+  sequence_plan out;
+  auto holds = [&](const seq_entry& e) {
+    return std::find(e.hosts.begin(), e.hosts.end(), req.host) != e.hosts.end();
+  };
+  for (const auto& name : req.sequences_held) {
+    auto e = state.sequence(name);
+    if (e == nullptr || e->ended || !holds(*e))
+      out.revoked.push_back(name);
+  }
+  std::uint32_t held = 0;
+  for (const auto& [id, e] : state.sequences)
+    if (!e.ended && holds(e)) {
+      out.queries.emplace_back(id, seq_query{req.host, 0, false, high_water, req.reported});
+      ++held;
+    }
+  if (!req.send_work)
+    return out;
+  for (const auto& [id, e] : state.sequences) {
+    if (held >= per_host)
+      break;
+    if (e.ended || holds(e) || std::find(e.hosts.begin(), e.hosts.end(), 0) == e.hosts.end())
+      continue;
+    auto app = state.app(e.app);
+    if (app == nullptr)
+      continue;
+    auto est = estimate_seconds(*app, e.params, req);
+    // Only a host that can finish an element within the maximum result time.
+    if (!est || (e.max_result_time > 0 && *est > e.max_result_time))
+      continue;
+    out.queries.emplace_back(id, seq_query{req.host, *est, true, high_water, req.reported});
+    ++held;
+  }
+  return out;
+}
+
+std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req,
+                                                          const std::vector<id_type>& wus,
+                                                          time_us now,
+                                                          std::vector<event>& events) {
+  std::vector<granted_job> jobs;
+  for (auto id : wus) {
+    auto wu = state.workunit(id);
+    if (wu == nullptr || !wu->sequence || wu->sequence->dead || wu->state != wu_state::active
+        || wu->results.empty() || wu->results[0].state != result_state::unsent)
+      continue;
+    auto app = state.app(wu->app);
+    auto choice = app ? any_version(*app, req) : std::nullopt;
+    if (!choice) {
+      spdlog::warn("sequence element {} not sent to host {}: it runs no version of the app",
+                   wu->name, req.host);
+      continue;
+    }
+    jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events));
+  }
+  return jobs;
+}
+
+std::vector<std::string> project_logic::sequence_aborts(const job_request& req) const {
+  std::vector<std::string> out;
+  for (const auto& name : req.other_results) {
+    if (!is_sequence_name(name))
+      continue;
+    auto ref = state.parse_result_name(name);
+    if (!ref)
+      continue;
+    auto wu = state.workunit(ref->wu);
+    auto r = state.result(*ref);
+    if (wu && r && wu->sequence && wu->sequence->dead && r->host == req.host
+        && r->outcome == result_outcome::didnt_need)
+      out.push_back(name);
+  }
+  return out;
+}
+
+std::set<id_type> project_logic::apply_sequence_events(const std::vector<event>& events) {
+  std::set<id_type> dirty;
+  for (const auto& e : events) {
+    apply(state, e);
+    if (auto x = std::get_if<ev::sequence_element_checked>(&e.data))
+      dirty.insert(x->wus.begin(), x->wus.end());
+  }
+  return dirty;
 }
 
 namespace {
@@ -434,6 +621,24 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
   }
   if (wu.state == wu_state::assimilated)
     return out;
+  if (wu.sequence) {
+    // A sequence element has one result. Alone it is valid when it succeeds; replicated,
+    // when the corresponding element of the other chain agrees. Errors and timeouts make no
+    // replacement here: the sequence relocates.
+    const auto& link = *wu.sequence;
+    if (link.dead || wu.results.empty())
+      return out;
+    const auto& r = wu.results[0];
+    if (r.outcome != result_outcome::success || r.validation != validate_state::init)
+      return out;
+    if (!link.replicated || link.check == seq_check::agree) {
+      emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}}, now);
+      emit(out, ev::workunit_assimilated{wu.id, 0}, now);
+    } else if (link.check == seq_check::disagree) {
+      emit(out, ev::workunit_validated{wu.id, std::nullopt, {make_verdict(r, 0, false)}}, now);
+    }
+    return out;
+  }
   const auto& p = wu.params;
   int errors = 0, active = 0;
   std::vector<std::uint32_t> successes;
@@ -511,6 +716,8 @@ std::optional<double> project_logic::upload_limit(std::string_view name, id_type
   if (r == nullptr || app == nullptr || r->state != result_state::in_progress
       || (host != 0 && r->host != host) || index >= app->output_names.size())
     return std::nullopt;
+  if (wu->sequence && wu->sequence->kind == seq_element_kind::heartbeat)
+    return std::nullopt; // heartbeats upload nothing
   return app->max_output_nbytes;
 }
 
@@ -528,6 +735,8 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
   out.assimilated = wu->state == wu_state::assimilated;
   auto app = state.app(wu->app);
   auto n_out = app ? app->output_names.size() : 0;
+  if (wu->sequence && wu->sequence->kind == seq_element_kind::heartbeat)
+    n_out = 0;
   for (std::uint32_t i = 0; i < wu->results.size(); ++i) {
     auto rname = state.result_name({wu_id, i});
     for (std::size_t k = 0; k < n_out; ++k) {
@@ -601,16 +810,52 @@ struct project_actor_state {
   assimilator_actor assimilator;
   std::unordered_map<id_type, host_actor> live_hosts;
   std::unordered_map<id_type, host_state> dormant_hosts;
+  std::map<id_type, work_sequence_actor> sequences;
   static inline const char* name = "project";
 };
 
 using project_ptr = project_actor::stateful_pointer<project_actor_state>;
 
+/// Hands the events of sequence workunits (dispatches, reports, timeouts, validations) to
+/// their sequences, in the order the project applied them.
+void forward_to_sequences(project_ptr self, const std::vector<event>& events) {
+  std::map<id_type, std::vector<event>> by_seq;
+  for (const auto& e : events) {
+    auto [kind, id] = entity_of(e.data);
+    if (kind != entity_kind::workunit)
+      continue;
+    if (auto seq = sequence_of_wu(id); seq != 0)
+      by_seq[seq].push_back(e);
+  }
+  for (auto& [seq, xs] : by_seq)
+    if (auto i = self->state.sequences.find(seq); i != self->state.sequences.end())
+      self->send(i->second, atom::deliver_v,
+                 event_batch_ptr{std::make_shared<std::vector<event>>(std::move(xs))});
+}
+
 void append(project_ptr self, std::vector<event> events) {
   if (events.empty())
     return;
+  forward_to_sequences(self, events);
   self->send(self->state.log, atom::append_v,
              event_batch_ptr{std::make_shared<std::vector<event>>(std::move(events))});
+}
+
+work_sequence_actor spawn_sequence(project_ptr self, sequence_state st) {
+  auto& ps = self->state;
+  auto id = st.id;
+  work_sequence_init init{std::move(st),
+                          ps.log,
+                          project_actor{self},
+                          ps.clk,
+                          ps.logic.state.index,
+                          ps.config.sequence_check_interval,
+                          static_cast<std::uint32_t>(ps.config.sequence_slow_replica_lag)};
+  auto a = spawn_work_sequence(self->system(), std::move(init));
+  // Sequence actors end with their project, like host actors.
+  self->link_to(a);
+  ps.sequences[id] = a;
+  return a;
 }
 
 host_actor host_for(project_ptr self, id_type id, host_state initial) {
@@ -628,6 +873,26 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
   self->link_to(h);
   st.live_hosts.emplace(id, h);
   return h;
+}
+
+void run_transitions(project_ptr self, const std::set<id_type>& dirty);
+
+/// Applies events a sequence decided (and appended): the project's workunits and directory,
+/// the hosts they take results from, and the transitions they allow.
+void absorb_sequence_events(project_ptr self, const std::vector<event>& events) {
+  if (events.empty())
+    return;
+  auto& st = self->state;
+  auto dirty = st.logic.apply_sequence_events(events);
+  for (const auto& e : events)
+    for (auto h : hosts_of_sequence_event(e.data)) {
+      if (auto i = st.live_hosts.find(h); i != st.live_hosts.end())
+        self->send(i->second, atom::deliver_v,
+                   event_batch_ptr{std::make_shared<std::vector<event>>(1, e)});
+      else if (auto d = st.dormant_hosts.find(h); d != st.dormant_hosts.end())
+        apply(d->second, e, {});
+    }
+  run_transitions(self, dirty);
 }
 
 /// Hands a finished workunit's files to the assimilator (copy now, delete after the grace).
@@ -670,6 +935,36 @@ void schedule_tick(project_ptr self) {
   });
 }
 
+/// Completes a job request: applies what the sequences decided, dispatches the elements
+/// they picked, then fills the rest of the request with ordinary work.
+void finish_jobs(project_ptr self, const job_request& req, job_grant& grant,
+                 const std::vector<seq_answer_ptr>& answers) {
+  auto& st = self->state;
+  auto now = st.clk->now();
+  std::vector<event> decided;
+  for (const auto& a : answers)
+    decided.insert(decided.end(), a->events.begin(), a->events.end());
+  absorb_sequence_events(self, decided);
+  std::vector<event> events;
+  double seq_secs = 0;
+  for (const auto& a : answers) {
+    auto jobs = st.logic.dispatch_sequence(req, a->send, now, events);
+    for (auto& j : jobs) {
+      seq_secs += j.workunit.rsc_fpops_est / std::max(req.info.p_fpops, 1e6);
+      grant.jobs.push_back(std::move(j));
+    }
+  }
+  if (req.send_work) {
+    auto rest = req;
+    if (!rest.requests.empty())
+      rest.requests[0].req_secs = std::max(0.0, rest.requests[0].req_secs - seq_secs);
+    auto jobs = st.logic.select_jobs(rest, now, events);
+    for (auto& j : jobs)
+      grant.jobs.push_back(std::move(j));
+  }
+  append(self, std::move(events));
+}
+
 } // namespace
 
 project_actor spawn_project(caf::actor_system& sys, project_init init) {
@@ -682,6 +977,8 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     st.clk = in.clk;
     st.assimilator = in.assimilator;
     st.dormant_hosts = std::move(in.hosts);
+    for (auto& [id, seq] : in.sequences)
+      spawn_sequence(self, std::move(seq));
     // Learn reports and timeouts (decided by host actors) from the log.
     self->send(st.log, atom::subscribe_v,
                std::vector<std::uint16_t>{ev::result_reported::kind, ev::result_timed_out::kind},
@@ -704,14 +1001,25 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     schedule_tick(self);
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {
+        // Two sources: the log (reports and timeouts decided by host actors) and the
+        // sequence actors (their own decisions, e.g. a relocation).
         std::set<id_type> dirty;
+        std::vector<event> from_log, from_sequences;
         for (const auto& e : *batch) {
           if (e.project != self->state.logic.state.index)
             continue;
+          if (entity_of(e.data).first == entity_kind::sequence)
+            from_sequences.push_back(e);
+          else
+            from_log.push_back(e);
+        }
+        absorb_sequence_events(self, from_sequences);
+        for (const auto& e : from_log) {
           self->state.logic.apply_delivered(e);
           if (auto r = result_of(e.data))
             dirty.insert(r->wu);
         }
+        forward_to_sequences(self, from_log);
         run_transitions(self, dirty);
       },
       [self](atom::rpc, const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
@@ -743,12 +1051,140 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         auto host = host_for(self, ctx->host, std::move(initial));
         return self->delegate(host, atom::rpc_v, rpc_context_ptr{std::move(ctx)}, req);
       },
-      [self](atom::get_jobs, const job_request_ptr& req) -> job_grant_ptr {
-        std::vector<event> events;
+      [self](atom::get_jobs, const job_request_ptr& req) -> caf::result<job_grant_ptr> {
+        auto& st = self->state;
+        auto plan = st.logic.plan_sequences(
+          *req, static_cast<std::uint32_t>(st.config.sequence_high_water),
+          static_cast<std::uint32_t>(st.config.sequences_per_host));
         auto grant = std::make_shared<job_grant>();
-        grant->jobs = self->state.logic.select_jobs(*req, self->state.clk->now(), events);
-        append(self, std::move(events));
-        return grant;
+        grant->sequences_revoked = plan.revoked;
+        grant->aborts = st.logic.sequence_aborts(*req);
+        for (const auto& name : plan.revoked)
+          grant->messages.push_back(
+            {"Work sequence " + name + " is no longer assigned to this host.", false});
+        if (plan.queries.empty()) {
+          finish_jobs(self, *req, *grant, {});
+          return job_grant_ptr{grant};
+        }
+        // Ask every sequence involved, then dispatch what they picked and fill the rest of
+        // the request with ordinary work.
+        auto rp = self->make_response_promise<job_grant_ptr>();
+        auto answers = std::make_shared<std::vector<seq_answer_ptr>>();
+        auto pending = std::make_shared<std::size_t>(plan.queries.size());
+        auto done = [self, req, grant, answers, pending, rp]() mutable {
+          if (--*pending > 0)
+            return;
+          finish_jobs(self, *req, *grant, *answers);
+          rp.deliver(job_grant_ptr{grant});
+        };
+        for (auto& [id, q] : plan.queries) {
+          auto it = st.sequences.find(id);
+          if (it == st.sequences.end()) {
+            done();
+            continue;
+          }
+          self
+            ->request(it->second, std::chrono::seconds(30), atom::rpc_v,
+                      seq_query_ptr{std::make_shared<seq_query>(q)})
+            .then(
+              [answers, done](const seq_answer_ptr& a) mutable {
+                answers->push_back(a);
+                done();
+              },
+              [self, id = id, done](caf::error& err) mutable {
+                spdlog::error("sequence {} did not answer: {}", id, describe(err));
+                done();
+              });
+        }
+        return rp;
+      },
+      [self](atom::create, const sequence_spec_ptr& spec) -> caf::result<sequence_view_ptr> {
+        auto& st = self->state;
+        auto e = st.logic.create_sequence(*spec, st.clk->now());
+        if (!e)
+          return e.error();
+        sequence_state seq;
+        apply(seq, *e);
+        auto view = std::make_shared<sequence_view>();
+        view->state = seq;
+        view->app_name = spec->app;
+        spawn_sequence(self, std::move(seq));
+        append(self, {std::move(*e)});
+        auto rp = self->make_response_promise<sequence_view_ptr>();
+        self->request(st.log, caf::infinite, atom::sync_v)
+          .then([rp, view](std::uint64_t) mutable { rp.deliver(sequence_view_ptr{view}); });
+        return rp;
+      },
+      [self](atom::sequence, const std::string& key) -> caf::result<sequence_view_ptr> {
+        auto& st = self->state;
+        auto entry = st.logic.state.sequence(key);
+        if (entry == nullptr || !st.sequences.count(entry->id))
+          return caf::make_error(ec::unknown_sequence, "no sequence '" + key + "'");
+        auto app = st.logic.state.app(entry->app);
+        auto app_name = app ? app->name : std::string{"?"};
+        auto rp = self->make_response_promise<sequence_view_ptr>();
+        self->request(st.sequences.at(entry->id), std::chrono::seconds(10), atom::state_v)
+          .then(
+            [rp, app_name](const sequence_state_ptr& s) mutable {
+              rp.deliver(sequence_view_ptr{std::make_shared<sequence_view>(sequence_view{*s, app_name})});
+            },
+            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        return rp;
+      },
+      [self](atom::list, atom::sequence, std::uint64_t offset,
+             std::uint64_t limit) -> caf::result<sequence_list_ptr> {
+        auto& st = self->state;
+        std::vector<std::pair<work_sequence_actor, std::string>> page;
+        std::uint64_t i = 0;
+        for (const auto& [id, entry] : st.logic.state.sequences) {
+          if (i++ < offset)
+            continue;
+          if (page.size() >= limit)
+            break;
+          auto it = st.sequences.find(id);
+          if (it == st.sequences.end())
+            continue;
+          auto app = st.logic.state.app(entry.app);
+          page.emplace_back(it->second, app ? app->name : std::string{"?"});
+        }
+        auto out = std::make_shared<std::vector<sequence_view>>(page.size());
+        if (page.empty())
+          return sequence_list_ptr{out};
+        auto rp = self->make_response_promise<sequence_list_ptr>();
+        auto pending = std::make_shared<std::size_t>(page.size());
+        for (std::size_t k = 0; k < page.size(); ++k)
+          self->request(page[k].first, std::chrono::seconds(10), atom::state_v)
+            .then(
+              [rp, out, pending, k, name = page[k].second](const sequence_state_ptr& s) mutable {
+                (*out)[k] = sequence_view{*s, name};
+                if (--*pending == 0)
+                  rp.deliver(sequence_list_ptr{out});
+              },
+              [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        return rp;
+      },
+      [self](atom::command, const std::string& key,
+             const seq_command_ptr& cmd) -> caf::result<sequence_view_ptr> {
+        auto& st = self->state;
+        const auto& ps = st.logic.state;
+        auto entry = ps.sequence(key);
+        if (entry == nullptr || !st.sequences.count(entry->id))
+          return caf::make_error(ec::unknown_sequence, "no sequence '" + key + "'");
+        if (cmd->what == seq_command::op::reassign && !ps.hosts.count(cmd->to))
+          return caf::make_error(ec::unknown_host, "no host " + std::to_string(cmd->to));
+        auto app = ps.app(entry->app);
+        auto app_name = app ? app->name : std::string{"?"};
+        auto rp = self->make_response_promise<sequence_view_ptr>();
+        self->request(st.sequences.at(entry->id), std::chrono::seconds(30), atom::command_v, cmd)
+          .then(
+            [self, rp, app_name](const seq_answer_ptr& a) mutable {
+              absorb_sequence_events(self, a->events);
+              auto view = std::make_shared<sequence_view>(sequence_view{*a->state, app_name});
+              self->request(self->state.log, caf::infinite, atom::sync_v)
+                .then([rp, view](std::uint64_t) mutable { rp.deliver(sequence_view_ptr{view}); });
+            },
+            [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
+        return rp;
       },
       [self](atom::create, const work_batch_ptr& batch) -> caf::result<work_created_ptr> {
         auto out = std::make_shared<work_created>();

@@ -54,6 +54,40 @@ public:
   std::vector<granted_job> select_jobs(const job_request& req, time_us now,
                                        std::vector<event>& events);
 
+  /// Dispatches one unsent result to a host with the chosen version (the job for the reply).
+  granted_job dispatch(const app_rec& app, result_ref ref, id_type host,
+                       const version_echo& echo, time_us now, std::vector<event>& events);
+
+  // -- work sequences --
+
+  /// Validates a new work sequence and creates it with its first elements.
+  caf::expected<event> create_sequence(const sequence_spec& spec, time_us now);
+
+  /// What a host's RPC means for sequences: the listed sequences it no longer holds, and
+  /// the sequences to ask (those assigned to it, and unassigned ones it may take).
+  struct sequence_plan {
+    std::vector<std::string> revoked;
+    std::vector<std::pair<id_type, seq_query>> queries;
+  };
+  sequence_plan plan_sequences(const job_request& req, std::uint32_t high_water,
+                               std::uint32_t per_host) const;
+
+  /// Dispatches the elements a sequence picked for the host (those still unsent).
+  std::vector<granted_job> dispatch_sequence(const job_request& req,
+                                             const std::vector<id_type>& wus, time_us now,
+                                             std::vector<event>& events);
+
+  /// The results the client holds (`other_results`) that a sequence took back from it.
+  std::vector<std::string> sequence_aborts(const job_request& req) const;
+
+  /// Estimated seconds of one job of `app` with `params` on the requesting host: its
+  /// average elapsed time with the version it would run, else the FLOPs estimate.
+  std::optional<double> estimate_seconds(const app_rec& app, const wu_params& params,
+                                         const job_request& req) const;
+
+  /// Applies events a sequence decided; returns the workunits whose transitions to run.
+  std::set<id_type> apply_sequence_events(const std::vector<event>& events);
+
   /// Moves a workunit along: validation, assimilation, new replicas, failure.
   std::vector<event> transition(id_type wu, time_us now);
 
@@ -87,6 +121,7 @@ struct project_init {
   log_actor log;
   clock_ptr clk;
   assimilator_actor assimilator; ///< May be null (tests): files are then left alone.
+  std::map<id_type, sequence_state> sequences;      ///< Recovered sequence states.
 };
 
 /// Spawns a project actor and subscribes it to the events it learns from the log.

@@ -125,6 +125,9 @@ struct sched_request {
   std::vector<reported_result> results;
   std::vector<client_app_version> app_versions;
   std::vector<other_result> other_results;
+  /// The work sequences the host believes it holds (`<work_sequences><name>`; sent by
+  /// Cobble's client library, never by BOINC clients).
+  std::vector<std::string> sequences_held;
 
   /// The request for one resource type (for cpu: the cpu_* fields, falling back to
   /// work_req_seconds when a client sends only that).
@@ -203,6 +206,9 @@ struct sched_reply {
   std::vector<result_description> results;
   std::vector<std::string> result_acks;
   std::vector<std::string> result_aborts;
+  /// Sequences the request listed that are no longer assigned to the host
+  /// (`<work_sequence_revoked>`).
+  std::vector<std::string> sequences_revoked;
 
   /// A reply to a request that could not be served: only a message and a request_delay, as
   /// BOINC servers answer (HTTP 200).

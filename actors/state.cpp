@@ -24,6 +24,53 @@ void mark_unneeded(workunit_rec& wu) {
     }
 }
 
+/// Creates the workunit of a sequence element (one result; never in the job cache: the
+/// sequence's actor decides where it goes).
+void add_sequence_wu(project_state& s, const event& e, const seq_entry& seq,
+                     const seq_element_rec& x) {
+  if (s.workunits.count(x.wu))
+    return;
+  auto& wu = s.workunits[x.wu];
+  wu.id = x.wu;
+  wu.name = x.name;
+  wu.app = seq.app;
+  wu.params = seq.params;
+  wu.created = e.time;
+  wu.sequence = seq_link{seq.id, x.replica, x.position, x.kind, seq.hosts.size() > 1,
+                         seq_check::pending, false};
+  wu.results.emplace_back();
+  s.wu_by_name[x.name] = x.wu;
+  ++s.counters.workunits_created;
+  ++s.counters.results_created;
+  ++s.active_workunits;
+  for (const auto& in : seq.params.inputs)
+    ++s.input_refs[in.name];
+}
+
+/// A sequence element that is no longer wanted: its result is not needed any more and an
+/// unfinished workunit fails with the reason.
+void retire_sequence_wu(project_state& s, const event& e, id_type id, const std::string& why) {
+  auto i = s.workunits.find(id);
+  if (i == s.workunits.end())
+    return;
+  auto& wu = i->second;
+  if (wu.sequence)
+    wu.sequence->dead = true;
+  if (wu.state != wu_state::active)
+    return;
+  for (auto& r : wu.results)
+    if (r.state != result_state::over) {
+      r.state = result_state::over;
+      r.outcome = result_outcome::didnt_need;
+    }
+  wu.state = wu_state::failed;
+  wu.failure = why;
+  wu.finished = e.time;
+  ++s.counters.workunits_failed;
+  if (s.active_workunits > 0)
+    --s.active_workunits;
+}
+
 void add_results(project_state& s, workunit_rec& wu, std::uint32_t count) {
   for (std::uint32_t i = 0; i < count; ++i) {
     auto index = static_cast<std::uint32_t>(wu.results.size());
@@ -132,6 +179,17 @@ std::optional<result_ref> project_state::parse_result_name(std::string_view name
   return r;
 }
 
+const seq_entry* project_state::sequence(std::string_view key) const {
+  if (auto i = seq_by_name.find(std::string{key}); i != seq_by_name.end())
+    return &sequences.at(i->second);
+  id_type id = 0;
+  auto [ptr, err] = std::from_chars(key.data(), key.data() + key.size(), id);
+  if (key.empty() || err != std::errc{} || ptr != key.data() + key.size())
+    return nullptr;
+  auto i = sequences.find(id);
+  return i == sequences.end() ? nullptr : &i->second;
+}
+
 std::string project_state::result_name(result_ref r) const {
   auto wu = workunit(r.wu);
   std::string base = wu != nullptr ? wu->name : "wu" + std::to_string(r.wu);
@@ -142,7 +200,8 @@ bool operator==(const project_state& a, const project_state& b) {
   return a.index == b.index && a.name == b.name && a.long_name == b.long_name
          && a.apps == b.apps && a.users == b.users && a.hosts == b.hosts
          && a.workunits == b.workunits && a.next_user == b.next_user
-         && a.next_host == b.next_host && a.next_wu == b.next_wu && a.counters == b.counters;
+         && a.next_host == b.next_host && a.next_wu == b.next_wu && a.counters == b.counters
+         && a.sequences == b.sequences && a.next_seq == b.next_seq;
 }
 
 void rebuild_indices(project_state& s) {
@@ -150,6 +209,9 @@ void rebuild_indices(project_state& s) {
   for (const auto& [id, u] : s.users)
     s.user_by_auth.emplace(u.authenticator, id);
   s.wu_by_name.clear();
+  s.seq_by_name.clear();
+  for (const auto& [id, seq] : s.sequences)
+    s.seq_by_name.emplace(seq.name, id);
   s.unsent.clear();
   s.deadlines = {};
   s.active_workunits = 0;
@@ -170,7 +232,7 @@ void rebuild_indices(project_state& s) {
       ++s.active_workunits;
     for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
       const auto& r = wu.results[i];
-      if (r.state == result_state::unsent)
+      if (r.state == result_state::unsent && !wu.sequence)
         s.unsent[wu.app].push_back({id, i});
       else if (r.state == result_state::in_progress)
         s.deadlines.push({r.deadline, {id, i}});
@@ -292,6 +354,53 @@ void apply(project_state& s, const event& e) {
           if (auto r = s.input_refs.find(in.name); r != s.input_refs.end() && --r->second == 0)
             s.input_refs.erase(r);
       },
+      [&](const ev::sequence_created& x) {
+        auto& seq = s.sequences[x.id];
+        seq = seq_entry{x.id, x.name, x.app, x.max_result_time, x.params,
+                        std::vector<id_type>(std::max<std::uint8_t>(x.replicas, 1), 0), false};
+        s.seq_by_name[x.name] = x.id;
+        s.next_seq = std::max(s.next_seq, x.id + 1);
+        for (const auto& el : x.elements)
+          add_sequence_wu(s, e, seq, el);
+      },
+      [&](const ev::sequence_extended& x) {
+        auto i = s.sequences.find(x.seq);
+        if (i == s.sequences.end())
+          return;
+        for (const auto& el : x.elements)
+          add_sequence_wu(s, e, i->second, el);
+      },
+      [&](const ev::sequence_ended& x) {
+        auto i = s.sequences.find(x.seq);
+        if (i == s.sequences.end())
+          return;
+        i->second.ended = true;
+        std::fill(i->second.hosts.begin(), i->second.hosts.end(), 0);
+        for (auto wu : x.cancelled)
+          retire_sequence_wu(s, e, wu, "cancelled: the sequence ended");
+      },
+      [&](const ev::sequence_assigned& x) {
+        auto i = s.sequences.find(x.seq);
+        if (i != s.sequences.end() && x.replica < i->second.hosts.size())
+          i->second.hosts[x.replica] = x.host;
+      },
+      [&](const ev::sequence_deassigned& x) {
+        auto i = s.sequences.find(x.seq);
+        if (i == s.sequences.end())
+          return;
+        if (x.replica < i->second.hosts.size() && i->second.hosts[x.replica] == x.host)
+          i->second.hosts[x.replica] = 0;
+        for (auto wu : x.dead)
+          retire_sequence_wu(s, e, wu, "dead branch: the sequence was taken from host "
+                                         + std::to_string(x.host));
+        for (const auto& el : x.replacements)
+          add_sequence_wu(s, e, i->second, el);
+      },
+      [&](const ev::sequence_element_checked& x) {
+        for (auto wu : x.wus)
+          if (auto i = s.workunits.find(wu); i != s.workunits.end() && i->second.sequence)
+            i->second.sequence->check = x.agree ? seq_check::agree : seq_check::disagree;
+      },
     },
     e.data);
 }
@@ -342,6 +451,18 @@ void apply(host_state& s, const event& e, std::string_view result_name) {
                  ++s.app_versions[i->second.app_version_id].n_timeout;
                  s.in_progress.erase(i);
                },
+               // A sequence taken from the host takes the results of its dead branch along:
+               // the host no longer holds them (a later report changes nothing).
+               [&](const ev::sequence_deassigned& x) {
+                 if (x.host == s.id)
+                   for (const auto& name : x.aborted)
+                     s.in_progress.erase(name);
+               },
+               [&](const ev::sequence_ended& x) {
+                 for (const auto& [host, name] : x.aborted)
+                   if (host == s.id)
+                     s.in_progress.erase(name);
+               },
                [](const auto&) {},
              },
              e.data);
@@ -384,6 +505,20 @@ void apply(world& w, const event& e) {
       name = pw.project.result_name(*r);
     apply(pw.hosts[*h], e, name);
   }
+  for (auto h : hosts_of_sequence_event(e.data))
+    if (auto i = pw.hosts.find(h); i != pw.hosts.end())
+      apply(i->second, e, {});
+  // The sequence: its own events, and those of its workunits.
+  {
+    auto [kind, id] = entity_of(e.data);
+    id_type seq = 0;
+    if (kind == entity_kind::sequence)
+      seq = id;
+    else if (kind == entity_kind::workunit)
+      seq = sequence_of_wu(id);
+    if (seq != 0 && (pw.sequences.count(seq) || std::holds_alternative<ev::sequence_created>(e.data)))
+      apply(pw.sequences[seq], e);
+  }
   if (auto x = std::get_if<ev::workunit_validated>(&e.data)) {
     std::set<std::uint32_t> versions;
     for (const auto& v : x->verdicts)
@@ -405,6 +540,10 @@ std::string encode_snapshot(const world& w) {
   storage::encoder enc{wr};
   enc.put(w);
   return out;
+}
+
+std::uint8_t snapshot_format(std::string_view blob) {
+  return blob.empty() ? 0 : static_cast<std::uint8_t>(blob.front());
 }
 
 std::optional<world> decode_snapshot(std::string_view blob) {

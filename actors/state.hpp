@@ -9,6 +9,7 @@
 /// and not compared by `==`.
 
 #include "actors/events.hpp"
+#include "actors/sequence_state.hpp"
 
 #include <deque>
 #include <map>
@@ -64,6 +65,23 @@ void inspect_fields(F& f, result_rec& x) {
     x.report);
 }
 
+/// What a workunit of a work sequence knows of its place in it.
+struct seq_link {
+  id_type seq = 0;
+  std::uint8_t replica = 0;
+  std::uint32_t position = 0;
+  seq_element_kind kind = seq_element_kind::heartbeat;
+  bool replicated = false;          ///< Validated across replicas, not on its own.
+  seq_check check = seq_check::pending; ///< Replicated: the comparison with the other replica.
+  bool dead = false;                ///< In a dead branch, or cancelled by the sequence's end.
+  friend bool operator==(const seq_link&, const seq_link&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, seq_link& x) {
+  f(x.seq, x.replica, x.position, x.kind, x.replicated, x.check, x.dead);
+}
+
 /// A workunit with its results (result i is named "<name>_<i>").
 struct workunit_rec {
   id_type id = 0;
@@ -77,13 +95,31 @@ struct workunit_rec {
   time_us finished = 0;
   bool files_deleted = false;    ///< Uploads and unused inputs removed after the grace period.
   std::vector<result_rec> results;
+  std::optional<seq_link> sequence; ///< Set for the elements of work sequences.
   friend bool operator==(const workunit_rec&, const workunit_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, workunit_rec& x) {
   f(x.id, x.name, x.app, x.params, x.state, x.canonical, x.failure, x.created, x.finished,
-    x.files_deleted, x.results);
+    x.files_deleted, x.results, x.sequence);
+}
+
+/// The project's directory entry of a work sequence (the sequence's actor owns the rest).
+struct seq_entry {
+  id_type id = 0;
+  std::string name;
+  std::uint32_t app = 0;
+  double max_result_time = 0;
+  wu_params params;             ///< Of every element.
+  std::vector<id_type> hosts;   ///< Assigned host per replica chain; 0: unassigned.
+  bool ended = false;
+  friend bool operator==(const seq_entry&, const seq_entry&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, seq_entry& x) {
+  f(x.id, x.name, x.app, x.max_result_time, x.params, x.hosts, x.ended);
 }
 
 /// A user account.
@@ -146,10 +182,13 @@ struct project_state {
   id_type next_host = 1;
   id_type next_wu = 1;
   project_counters counters;
+  std::map<id_type, seq_entry> sequences; ///< The directory of work sequences.
+  id_type next_seq = 1;
 
   // -- derived indices (rebuilt, not snapshotted) --
   std::unordered_map<std::string, id_type> user_by_auth;
   std::unordered_map<std::string, id_type> wu_by_name;
+  std::unordered_map<std::string, id_type> seq_by_name;
   /// Unsent results per app id, in creation order; entries may be stale (checked on use).
   std::map<std::uint32_t, std::deque<result_ref>> unsent;
   /// (deadline, result) of results in progress; entries may be stale (checked on use).
@@ -173,6 +212,8 @@ struct project_state {
   std::optional<result_ref> parse_result_name(std::string_view name) const;
   /// "<wu name>_<index>".
   std::string result_name(result_ref r) const;
+  /// The sequence with this name, or with this numeric id; null if none.
+  const seq_entry* sequence(std::string_view key) const;
 
   friend bool operator==(const project_state& a, const project_state& b);
 };
@@ -180,7 +221,7 @@ struct project_state {
 template <class F>
 void inspect_fields(F& f, project_state& x) {
   f(x.index, x.name, x.long_name, x.apps, x.users, x.hosts, x.workunits, x.next_user,
-    x.next_host, x.next_wu, x.counters);
+    x.next_host, x.next_wu, x.counters, x.sequences, x.next_seq);
 }
 
 /// Rebuilds the derived indices of a project after decoding.
@@ -270,12 +311,13 @@ struct project_world {
   project_state project;
   std::unordered_map<id_type, host_state> hosts;
   std::map<std::uint32_t, app_version_state> app_versions;
+  std::map<id_type, sequence_state> sequences;
   friend bool operator==(const project_world&, const project_world&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, project_world& x) {
-  f(x.project, x.hosts, x.app_versions);
+  f(x.project, x.hosts, x.app_versions, x.sequences);
 }
 
 /// The state of every actor after applying events 1..seq.
@@ -293,8 +335,12 @@ void inspect_fields(F& f, world& x) {
 /// Applies one event to every state it concerns. Events must come in seq order.
 void apply(world& w, const event& e);
 
-/// Snapshot format version.
-inline constexpr std::uint8_t snapshot_version = 1;
+/// Snapshot format version (2: work sequences). Recovery skips snapshots of older versions
+/// and replays the events instead (events are never deleted).
+inline constexpr std::uint8_t snapshot_version = 2;
+
+/// The format version of a snapshot blob (its first byte; 0 when empty).
+std::uint8_t snapshot_format(std::string_view blob);
 
 /// Encodes a world as a snapshot blob (deterministic: hash maps are written sorted).
 std::string encode_snapshot(const world& w);

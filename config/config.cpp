@@ -492,7 +492,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
                    project_config& out) {
   mapping m(p, node, path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
-             "file_grace_period", "users", "apps"});
+             "file_grace_period", "sequence_high_water", "sequences_per_host",
+             "sequence_check_interval", "sequence_slow_replica_lag", "users", "apps"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -501,6 +502,10 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_duration(m, "next_rpc_delay", out.next_rpc_delay);
   read_duration(m, "deadline_check_interval", out.deadline_check_interval);
   read_duration(m, "file_grace_period", out.file_grace_period);
+  read_integer(m, "sequence_high_water", out.sequence_high_water);
+  read_integer(m, "sequences_per_host", out.sequences_per_host);
+  read_duration(m, "sequence_check_interval", out.sequence_check_interval);
+  read_integer(m, "sequence_slow_replica_lag", out.sequence_slow_replica_lag);
   for_each_item(m, "users", [&](const YAML::Node& item, const std::string& item_path) {
     parse_user(p, item, item_path, out.users.emplace_back());
   });
@@ -587,6 +592,10 @@ private:
       not_negative(path + ".next_rpc_delay", *p.next_rpc_delay);
     positive(path + ".deadline_check_interval", p.deadline_check_interval);
     not_negative(path + ".file_grace_period", p.file_grace_period);
+    positive(path + ".sequence_high_water", p.sequence_high_water);
+    positive(path + ".sequences_per_host", p.sequences_per_host);
+    positive(path + ".sequence_check_interval", p.sequence_check_interval);
+    not_negative(path + ".sequence_slow_replica_lag", p.sequence_slow_replica_lag);
     std::set<std::string> users;
     for (std::size_t i = 0; i < p.users.size(); ++i) {
       auto user_path = path + ".users[" + std::to_string(i) + "]";
@@ -812,6 +821,10 @@ std::string to_yaml(const cobble_config& cfg) {
       raw("next_rpc_delay", format_duration(*p.next_rpc_delay));
     raw("deadline_check_interval", format_duration(p.deadline_check_interval));
     raw("file_grace_period", format_duration(p.file_grace_period));
+    raw("sequence_high_water", std::to_string(p.sequence_high_water));
+    raw("sequences_per_host", std::to_string(p.sequences_per_host));
+    raw("sequence_check_interval", format_duration(p.sequence_check_interval));
+    raw("sequence_slow_replica_lag", std::to_string(p.sequence_slow_replica_lag));
     out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq;
     for (const auto& u : p.users) {
       out << YAML::Flow << YAML::BeginMap;

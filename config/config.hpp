@@ -80,6 +80,15 @@ struct project_config {
   /// Seconds after a workunit finishes before its uploaded outputs and no-longer-used inputs
   /// are deleted (the canonical outputs are kept under results/).
   double file_grace_period = 86400;
+  /// Work sequences (docs/sequences.md): elements a host holds at once (the high-water mark).
+  int sequence_high_water = 2;
+  /// Sequences one host may hold at once (more for multiprocessors).
+  int sequences_per_host = 1;
+  /// Seconds between relocation checks of each sequence.
+  double sequence_check_interval = 60;
+  /// Replicated sequences: take the chain from a host this many elements behind its peer
+  /// (a slow host holding back the other's credit); 0: never.
+  int sequence_slow_replica_lag = 0;
   std::vector<app_config> apps;
   std::vector<user_config> users;
 

@@ -44,10 +44,11 @@ response error_response(http::status status, const std::string& message) {
 http::status status_of(const caf::error& err) {
   if (is(err, ec::invalid_argument))
     return http::status::bad_request;
-  if (is(err, ec::duplicate))
+  if (is(err, ec::duplicate) || is(err, ec::conflict))
     return http::status::conflict;
   if (is(err, ec::unknown_app) || is(err, ec::unknown_workunit) || is(err, ec::unknown_host)
-      || is(err, ec::unknown_project) || is(err, ec::unknown_account))
+      || is(err, ec::unknown_project) || is(err, ec::unknown_account)
+      || is(err, ec::unknown_sequence))
     return http::status::not_found;
   if (is(err, ec::unauthorized))
     return http::status::unauthorized;
@@ -397,6 +398,59 @@ void create_user(const ctx_ptr& ctx, const project_actor& p, const request& req,
     atom::create_v, user.value->first, user.value->second);
 }
 
+// -- work sequences ----------------------------------------------------------------
+
+void create_sequence(const ctx_ptr& ctx, const project_actor& p, const request& req,
+                     responder respond) {
+  auto body = parse_body(req, respond);
+  if (!body)
+    return;
+  auto spec = parse_sequence_spec(*body);
+  if (!spec.value) {
+    respond(error_response(http::status::bad_request, spec.error));
+    return;
+  }
+  ask(
+    ctx, respond, p,
+    [respond](const sequence_view_ptr& v) {
+      respond(json_response(http::status::created, to_json(*v)));
+    },
+    atom::create_v, sequence_spec_ptr{std::make_shared<const sequence_spec>(*spec.value)});
+}
+
+void list_sequences(const ctx_ptr& ctx, const project_actor& p, const target& t,
+                    responder respond) {
+  list_page<sequence_list_ptr>(ctx, p, t, std::move(respond), atom::sequence_v,
+                               [](const sequence_view& v) { return to_json_brief(v); });
+}
+
+void show_sequence(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
+                   responder respond) {
+  ask(
+    ctx, respond, p,
+    [respond](const sequence_view_ptr& v) { respond(json_response(http::status::ok, to_json(*v))); },
+    atom::sequence_v, key);
+}
+
+void command_sequence(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
+                      seq_command::op what, const request& req, responder respond) {
+  std::optional<json> body = json(nullptr);
+  if (!req.body().empty()) {
+    body = parse_body(req, respond);
+    if (!body)
+      return;
+  }
+  auto cmd = parse_seq_command(*body, what);
+  if (!cmd.value) {
+    respond(error_response(http::status::bad_request, cmd.error));
+    return;
+  }
+  ask(
+    ctx, respond, p,
+    [respond](const sequence_view_ptr& v) { respond(json_response(http::status::ok, to_json(*v))); },
+    atom::command_v, key, seq_command_ptr{std::make_shared<const seq_command>(*cmd.value)});
+}
+
 // -- dispatch ------------------------------------------------------------------
 
 response method_not_allowed(std::initializer_list<http::verb> allowed) {
@@ -475,6 +529,13 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
         return respond(method_not_allowed({http::verb::post}));
       return stage_input(ctx->files, path[2], std::move(req), std::move(respond));
     }
+    if (coll == "sequences") {
+      if (is_get)
+        return list_sequences(ctx, p, *t, std::move(respond));
+      if (method == http::verb::post)
+        return create_sequence(ctx, p, req, std::move(respond));
+      return respond(method_not_allowed({http::verb::get, http::verb::post}));
+    }
     if (coll == "users") {
       if (is_get)
         return list_users(ctx, p, std::move(respond));
@@ -483,6 +544,25 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
       return respond(method_not_allowed({http::verb::get, http::verb::post}));
     }
     return not_found();
+  }
+  if (path.size() == 5 && coll == "sequences") {
+    if (!is_get)
+      return respond(method_not_allowed({http::verb::get}));
+    return show_sequence(ctx, p, path[4], std::move(respond));
+  }
+  if (path.size() == 6 && coll == "sequences") {
+    std::optional<seq_command::op> what;
+    if (path[5] == "extend")
+      what = seq_command::op::extend;
+    else if (path[5] == "end")
+      what = seq_command::op::end;
+    else if (path[5] == "reassign")
+      what = seq_command::op::reassign;
+    if (!what)
+      return not_found();
+    if (method != http::verb::post)
+      return respond(method_not_allowed({http::verb::post}));
+    return command_sequence(ctx, p, path[4], *what, req, std::move(respond));
   }
   if (path.size() == 5) {
     const auto& key = path[4];

@@ -183,11 +183,62 @@ public:
     out = static_cast<int>(x);
   }
 
+  void boolean(const char* key, bool& out) {
+    if (!has(key))
+      return;
+    const auto& v = obj_.at(key);
+    if (!v.is_boolean())
+      return fail("field '" + std::string{key} + "' must be true or false");
+    out = v.get<bool>();
+  }
+
+  void unsigned_int(const char* key, std::uint64_t& out, std::uint64_t max) {
+    if (!has(key))
+      return;
+    const auto& v = obj_.at(key);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
+      return fail("field '" + std::string{key} + "' must be a non-negative integer");
+    auto x = v.get<std::uint64_t>();
+    if (x > max)
+      return fail("field '" + std::string{key} + "' must be at most " + std::to_string(max));
+    out = x;
+  }
+
 private:
   const json& obj_;
   std::string where_;
   std::string error_;
 };
+
+/// Reads an optional `inputs` array of {stored_name, open_name, nbytes, md5}.
+std::optional<std::string> parse_inputs(reader& r, const json& item, const std::string& where,
+                                        std::vector<input_spec>& out) {
+  if (!r.ok() || !r.has("inputs"))
+    return std::nullopt;
+  const auto& ins = item.at("inputs");
+  if (!ins.is_array()) {
+    r.fail("field 'inputs' must be an array");
+    return std::nullopt;
+  }
+  for (std::size_t i = 0; i < ins.size() && r.ok(); ++i) {
+    auto in_where = ", input " + std::to_string(i) + where;
+    if (!ins[i].is_object()) {
+      r.fail("an input must be an object, input " + std::to_string(i));
+      break;
+    }
+    reader ri{ins[i], in_where};
+    ri.only({"stored_name", "open_name", "nbytes", "md5"});
+    input_spec in;
+    ri.string("stored_name", in.stored_name, true);
+    ri.string("open_name", in.open_name, true);
+    ri.number("nbytes", in.nbytes);
+    ri.string("md5", in.md5);
+    if (!ri.ok())
+      return ri.error();
+    out.push_back(std::move(in));
+  }
+  return std::nullopt;
+}
 
 /// Largest `count` accepted in one spec (a batch is one commit and one answer).
 constexpr int max_count = 100000;
@@ -222,30 +273,8 @@ std::optional<std::string> parse_spec(const json& item, const std::string& where
     r.fail("field 'count' must be between 1 and " + std::to_string(max_count));
   if (r.ok() && count && !w.name.empty())
     r.fail("fields 'count' and 'name' exclude each other (names are generated)");
-  if (r.ok() && r.has("inputs")) {
-    const auto& ins = item.at("inputs");
-    if (!ins.is_array()) {
-      r.fail("field 'inputs' must be an array");
-    } else {
-      for (std::size_t i = 0; i < ins.size() && r.ok(); ++i) {
-        auto in_where = ", input " + std::to_string(i) + where;
-        if (!ins[i].is_object()) {
-          r.fail("an input must be an object, input " + std::to_string(i));
-          break;
-        }
-        reader ri{ins[i], in_where};
-        ri.only({"stored_name", "open_name", "nbytes", "md5"});
-        input_spec in;
-        ri.string("stored_name", in.stored_name, true);
-        ri.string("open_name", in.open_name, true);
-        ri.number("nbytes", in.nbytes);
-        ri.string("md5", in.md5);
-        if (!ri.ok())
-          return ri.error();
-        w.inputs.push_back(std::move(in));
-      }
-    }
-  }
+  if (auto err = parse_inputs(r, item, where, w.inputs))
+    return err;
   if (!r.ok())
     return r.error();
   for (int i = 0; i < count.value_or(1); ++i)
@@ -522,6 +551,243 @@ json to_json(const work_spec& w) {
                      {"md5", in.md5}});
     out["inputs"] = std::move(ins);
   }
+  return out;
+}
+
+} // namespace cobble::net
+
+namespace cobble::net {
+
+// -- work sequences -------------------------------------------------------------
+
+namespace {
+
+json element_json(const seq_element_state& el, const sequence_state& s) {
+  json out = {{"position", el.position},
+              {"name", el.name},
+              {"workunit_id", el.wu},
+              {"kind", to_string(el.kind)},
+              {"status", to_string(el.status)},
+              {"host", el.host == 0 ? json(nullptr) : json(el.host)},
+              {"sent", time_json(el.sent)},
+              {"deadline", time_json(el.deadline)},
+              {"received", time_json(el.received)},
+              {"valid", el.valid}};
+  if (s.replicas.size() > 1 && el.position >= 1 && el.position <= s.checks.size())
+    out["check"] = to_string(s.checks[el.position - 1]);
+  return out;
+}
+
+json chain_json(const sequence_state& s, std::size_t i, bool elements) {
+  const auto& r = s.replicas[i];
+  std::size_t done = 0, valid = 0;
+  for (const auto& el : r.chain) {
+    done += el.status == seq_element_status::success;
+    valid += el.valid;
+  }
+  json out = {{"replica", i},
+              {"host", r.host == 0 ? json(nullptr) : json(r.host)},
+              {"assigned", r.host == 0 ? json(nullptr) : time_json(r.assigned)},
+              {"first_unvalidated", r.first_unvalidated},
+              {"first_undispatched", r.first_undispatched},
+              {"succeeded", done},
+              {"validated", valid}};
+  if (elements) {
+    json els = json::array();
+    for (const auto& el : r.chain)
+      els.push_back(element_json(el, s));
+    out["elements"] = std::move(els);
+  }
+  return out;
+}
+
+json sequence_head(const sequence_view& v, bool elements) {
+  const auto& s = v.state;
+  json chains = json::array();
+  for (std::size_t i = 0; i < s.replicas.size(); ++i)
+    chains.push_back(chain_json(s, i, elements));
+  std::string head;
+  if (!s.replicas.empty() && !s.replicas[0].chain.empty())
+    head = s.replicas[0].chain[0].name;
+  return {{"id", s.id},
+          {"name", s.name},
+          {"app", v.app_name},
+          {"head", head},
+          {"length", s.length()},
+          {"replicas", s.replicas.size()},
+          {"max_result_time", s.max_result_time},
+          {"delay_bound", s.params.delay_bound},
+          {"created", time_json(s.created)},
+          {"created_by", s.created_by},
+          {"ended", s.ended},
+          {"ended_at", time_json(s.ended_at)},
+          {"ended_by", optional_string(s.ended_by)},
+          {"end_reason", optional_string(s.end_reason)},
+          {"dead_branches", s.dead_branches.size()},
+          {"chains", std::move(chains)}};
+}
+
+} // namespace
+
+json to_json(const sequence_view& v) {
+  auto out = sequence_head(v, true);
+  json branches = json::array();
+  for (const auto& b : v.state.dead_branches) {
+    json els = json::array();
+    for (const auto& el : b.elements)
+      els.push_back(element_json(el, v.state));
+    branches.push_back({{"number", b.number},
+                        {"replica", b.replica},
+                        {"host", b.host},
+                        {"time", time_json(b.time)},
+                        {"reason", b.reason},
+                        {"by", b.by},
+                        {"restart_after", b.restart},
+                        {"elements", std::move(els)}});
+  }
+  out["dead_branches"] = std::move(branches);
+  out["params"] = params_json(v.state.params);
+  return out;
+}
+
+json to_json_brief(const sequence_view& v) {
+  return sequence_head(v, false);
+}
+
+parsed<sequence_spec> parse_sequence_spec(const json& body,
+                                          const std::string& default_by) {
+  parsed<sequence_spec> out;
+  if (!body.is_object()) {
+    out.error = "the body must be a JSON object (a sequence spec)";
+    return out;
+  }
+  reader r{body, ""};
+  r.only({"name", "app", "count", "state_every", "final_state", "max_result_time", "replicas",
+          "command_line", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound",
+          "rsc_disk_bound", "delay_bound", "inputs", "by"});
+  sequence_spec s;
+  r.string("name", s.name, true);
+  r.string("app", s.app, true);
+  std::uint64_t count = 0, every = 0, replicas = 1;
+  if (r.ok() && !r.has("count"))
+    r.fail("missing field 'count'");
+  r.unsigned_int("count", count, 100000);
+  r.unsigned_int("state_every", every, 1u << 20);
+  r.unsigned_int("replicas", replicas, 2);
+  r.boolean("final_state", s.final_state);
+  r.number("max_result_time", s.max_result_time);
+  r.string("command_line", s.command_line);
+  r.number("rsc_fpops_est", s.rsc_fpops_est);
+  r.number("rsc_fpops_bound", s.rsc_fpops_bound);
+  r.number("rsc_memory_bound", s.rsc_memory_bound);
+  r.number("rsc_disk_bound", s.rsc_disk_bound);
+  r.number("delay_bound", s.delay_bound);
+  r.string("by", s.by);
+  if (auto err = parse_inputs(r, body, "", s.inputs)) {
+    out.error = *err;
+    return out;
+  }
+  if (!r.ok()) {
+    out.error = r.error();
+    return out;
+  }
+  s.count = static_cast<std::uint32_t>(count);
+  s.state_every = static_cast<std::uint32_t>(every);
+  s.replicas = static_cast<std::uint8_t>(replicas);
+  if (s.by.empty())
+    s.by = default_by;
+  out.value = std::move(s);
+  return out;
+}
+
+parsed<seq_command> parse_seq_command(const json& body, seq_command::op what,
+                                      const std::string& default_by) {
+  parsed<seq_command> out;
+  if (!body.is_object() && !body.is_null()) {
+    out.error = "the body must be a JSON object";
+    return out;
+  }
+  static const json empty = json::object();
+  reader r{body.is_null() ? empty : body, ""};
+  seq_command c;
+  c.what = what;
+  std::uint64_t replica = 0;
+  switch (what) {
+    case seq_command::op::extend: {
+      r.only({"count", "state_every", "final_state", "by"});
+      std::uint64_t count = 0, every = 0;
+      if (!r.has("count"))
+        r.fail("missing field 'count'");
+      r.unsigned_int("count", count, 100000);
+      r.unsigned_int("state_every", every, 1u << 20);
+      r.boolean("final_state", c.final_state);
+      c.count = static_cast<std::uint32_t>(count);
+      c.state_every = static_cast<std::uint32_t>(every);
+      break;
+    }
+    case seq_command::op::end:
+      r.only({"reason", "by"});
+      r.string("reason", c.reason);
+      break;
+    case seq_command::op::reassign:
+    case seq_command::op::unassign: {
+      r.only({"to", "unassign", "replica", "by"});
+      bool unassign = false;
+      r.boolean("unassign", unassign);
+      std::uint64_t to = 0;
+      r.unsigned_int("to", to, std::numeric_limits<std::uint64_t>::max());
+      r.unsigned_int("replica", replica, 1);
+      if (r.ok() && unassign == r.has("to"))
+        r.fail("give either 'to' (a host id) or \"unassign\": true");
+      c.what = unassign ? seq_command::op::unassign : seq_command::op::reassign;
+      c.to = to;
+      c.replica = static_cast<std::uint8_t>(replica);
+      break;
+    }
+  }
+  r.string("by", c.by);
+  if (!r.ok()) {
+    out.error = r.error();
+    return out;
+  }
+  if (c.by.empty())
+    c.by = default_by;
+  out.value = std::move(c);
+  return out;
+}
+
+json to_json(const sequence_spec& s) {
+  json out = {{"name", s.name}, {"app", s.app}, {"count", s.count}};
+  if (s.state_every)
+    out["state_every"] = s.state_every;
+  if (s.final_state)
+    out["final_state"] = true;
+  if (s.max_result_time > 0)
+    out["max_result_time"] = s.max_result_time;
+  if (s.replicas != 1)
+    out["replicas"] = s.replicas;
+  if (!s.command_line.empty())
+    out["command_line"] = s.command_line;
+  auto put = [&out](const char* key, const auto& x) {
+    if (x)
+      out[key] = *x;
+  };
+  put("rsc_fpops_est", s.rsc_fpops_est);
+  put("rsc_fpops_bound", s.rsc_fpops_bound);
+  put("rsc_memory_bound", s.rsc_memory_bound);
+  put("rsc_disk_bound", s.rsc_disk_bound);
+  put("delay_bound", s.delay_bound);
+  if (!s.inputs.empty()) {
+    json ins = json::array();
+    for (const auto& in : s.inputs)
+      ins.push_back({{"stored_name", in.stored_name},
+                     {"open_name", in.open_name},
+                     {"nbytes", in.nbytes},
+                     {"md5", in.md5}});
+    out["inputs"] = std::move(ins);
+  }
+  if (!s.by.empty())
+    out["by"] = s.by;
   return out;
 }
 

@@ -75,4 +75,25 @@ parsed<std::pair<std::string, std::string>> parse_new_user(const nlohmann::json&
 /// The work spec as JSON (what the CLI sends; inverse of one item of parse_work_batch).
 nlohmann::json to_json(const work_spec& w);
 
+// -- work sequences --
+
+/// A work sequence (`GET .../sequences/S`): its chains with every element, the dead
+/// branches, the element parameters.
+nlohmann::json to_json(const sequence_view& v);
+
+/// A sequence as one row of a list: its chains' assignments and links, no elements.
+nlohmann::json to_json_brief(const sequence_view& v);
+
+/// Parses the body of `POST .../sequences`; `by` defaults to `default_by`.
+parsed<sequence_spec> parse_sequence_spec(const nlohmann::json& body,
+                                          const std::string& default_by = "admin");
+
+/// Parses the body of `POST .../sequences/S/{extend,end,reassign}` (`what` from the path;
+/// reassign with `"unassign": true` becomes unassign). A null body is an empty object.
+parsed<seq_command> parse_seq_command(const nlohmann::json& body, seq_command::op what,
+                                      const std::string& default_by = "admin");
+
+/// The sequence spec as JSON (what the CLI sends).
+nlohmann::json to_json(const sequence_spec& s);
+
 } // namespace cobble::net

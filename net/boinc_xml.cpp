@@ -526,6 +526,11 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
         req.other_results.emplace_back();
         read_other_result(r, o, req.other_results.back());
       }
+    } else if (name == "work_sequences") {
+      for (auto w = n.child("name"); w && !r.failed(); w = w.next_sibling("name")) {
+        req.sequences_held.emplace_back();
+        r.str(w, req.sequences_held.back());
+      }
     }
   }
   if (r.failed())
@@ -670,7 +675,8 @@ std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) 
   xml_out x;
   std::size_t estimate = 1024 + reply.files.size() * 256 + reply.workunits.size() * 512 +
                          reply.results.size() * 384 +
-                         (reply.result_acks.size() + reply.result_aborts.size()) * 96;
+                         (reply.result_acks.size() + reply.result_aborts.size()
+                          + reply.sequences_revoked.size()) * 96;
   for (const auto& m : reply.messages)
     estimate += m.text.size() + 48;
   x.s.reserve(estimate);
@@ -764,6 +770,8 @@ std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) 
     x.text("name", name);
     x.close("result_abort");
   }
+  for (const auto& name : reply.sequences_revoked)
+    x.text("work_sequence_revoked", name);
   x.close("scheduler_reply");
   return std::move(x.s);
 }

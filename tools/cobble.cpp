@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -405,6 +406,63 @@ void print_json(const json& x) {
   std::cout << x.dump(2) << '\n';
 }
 
+void print_elements(std::ostream& out, const json& elements, const std::string& indent) {
+  table t{{"POS", "WORKUNIT", "KIND", "STATUS", "VALID", "HOST", "SENT", "DEADLINE",
+           "RECEIVED"}};
+  for (const auto& el : elements) {
+    auto valid = el.at("valid").get<bool>() ? std::string{"yes"} : std::string{"no"};
+    if (el.contains("check"))
+      valid += " (" + el.at("check").get<std::string>() + ")";
+    t.add({field(el, "position"), field(el, "name"), field(el, "kind"), field(el, "status"),
+           valid, field(el, "host"), time_field(el, "sent"), time_field(el, "deadline"),
+           time_field(el, "received")});
+  }
+  t.print(out, indent);
+}
+
+void print_sequence(std::ostream& out, const json& s) {
+  out << "sequence " << field(s, "name") << " (id " << field(s, "id") << ", app "
+      << field(s, "app") << "): " << field(s, "length") << " elements, "
+      << field(s, "replicas") << " replica chain(s), "
+      << (s.at("ended").get<bool>() ? "ended " + time_field(s, "ended_at") + " by "
+                                        + field(s, "ended_by") + " (" + field(s, "end_reason")
+                                        + ")"
+                                    : std::string{"running"})
+      << '\n';
+  out << "  head " << field(s, "head") << ", max result time " << field(s, "max_result_time")
+      << " s, deadline " << field(s, "delay_bound") << " s after sending; created "
+      << time_field(s, "created") << " by " << field(s, "created_by") << '\n';
+  for (const auto& c : s.at("chains")) {
+    out << "  chain " << field(c, "replica") << ": host " << field(c, "host")
+        << ", first unvalidated " << field(c, "first_unvalidated") << ", first undispatched "
+        << field(c, "first_undispatched") << '\n';
+    if (c.contains("elements"))
+      print_elements(out, c.at("elements"), "    ");
+  }
+  const auto& branches = s.at("dead_branches");
+  if (!branches.is_array() || branches.empty()) {
+    out << "  no dead branches\n";
+    return;
+  }
+  for (const auto& b : branches) {
+    out << "  dead branch " << field(b, "number") << " of chain " << field(b, "replica")
+        << ": taken from host " << field(b, "host") << " at " << time_field(b, "time") << " by "
+        << field(b, "by") << " (" << field(b, "reason") << "); continued after position "
+        << field(b, "restart_after") << '\n';
+    print_elements(out, b.at("elements"), "    ");
+  }
+}
+
+/// Who an operator command is recorded as: --by, else the login name.
+std::string operator_name(const std::string& by) {
+  if (!by.empty())
+    return by;
+  for (const char* var : {"USER", "LOGNAME"})
+    if (const char* v = std::getenv(var); v != nullptr && *v != '\0')
+      return v;
+  return "cobble-cli";
+}
+
 // -- admin commands -----------------------------------------------------------------
 
 /// Everything an online command needs, resolved lazily from the global options.
@@ -583,7 +641,7 @@ entity_ref parse_entity(const std::string& s) {
   auto colon = s.find(':');
   if (colon == std::string::npos || colon + 1 == s.size())
     throw usage_error("--entity must be KIND:ID (host:ID, wu:ID, wu:NAME, user:ID, "
-                      "project:NAME), got '" + s + "'");
+                      "project:NAME, seq:ID, seq:NAME), got '" + s + "'");
   auto kind = s.substr(0, colon);
   entity_ref out;
   out.key = s.substr(colon + 1);
@@ -596,8 +654,10 @@ entity_ref parse_entity(const std::string& s) {
     out.kind = entity_kind::user;
   else if (kind == "project")
     out.kind = entity_kind::project;
+  else if (kind == "seq" || kind == "sequence")
+    out.kind = entity_kind::sequence;
   else
-    throw usage_error("unknown entity kind '" + kind + "' (host, wu, user, project)");
+    throw usage_error("unknown entity kind '" + kind + "' (host, wu, user, project, seq)");
   if ((out.kind == entity_kind::host || out.kind == entity_kind::user) && !numeric)
     throw usage_error("a " + kind + " is named by its numeric id, got '" + out.key + "'");
   return out;
@@ -649,6 +709,18 @@ std::vector<entity_match> find_entity(const world& w, const entity_ref& ref,
         auto id = std::stoull(ref.key);
         if (auto u = ps.users.find(id); u != ps.users.end())
           out.push_back({index, id, net::to_json(u->second)});
+        break;
+      }
+      case entity_kind::sequence: {
+        auto entry = ps.sequence(ref.key);
+        if (entry == nullptr)
+          break;
+        auto st = pw.sequences.find(entry->id);
+        if (st == pw.sequences.end())
+          break;
+        auto app = ps.app(entry->app);
+        out.push_back({index, entry->id,
+                       net::to_json(sequence_view{st->second, app ? app->name : "?"})});
         break;
       }
     }
@@ -866,6 +938,22 @@ std::optional<std::string> first_difference(const world& a, const world& b) {
                           : what;
           }))
       return where + *d;
+    if (auto d = first_map_difference(
+          pa.sequences, pb.sequences,
+          [&](id_type id, const sequence_state* x, const sequence_state* y) {
+            auto what = presence("sequence " + std::to_string(id), x, y);
+            auto app = [&](const sequence_state& st) {
+              auto a = sa.app(st.app);
+              return a ? a->name : std::string{"?"};
+            };
+            return x && y ? what + " differs "
+                              + json_difference(net::to_json(sequence_view{*x, app(*x)}),
+                                                net::to_json(sequence_view{*y, app(*y)}))
+                          : what;
+          }))
+      return where + *d;
+    if (sa.sequences != sb.sequences || sa.next_seq != sb.next_seq)
+      return where + "the sequence directory differs";
     return where + "differs in a way this tool cannot name";
   }
   return std::nullopt;
@@ -1105,6 +1193,173 @@ int run(int argc, char** argv) {
     };
   });
 
+  // seq
+  auto seq = app.add_subcommand("seq", "Create, inspect and steer work sequences "
+                                       "(docs/sequences.md)");
+  seq->require_subcommand(1);
+  sequence_spec ss;
+  double s_fpops_est = 0, s_delay_bound = 0;
+  int s_replicas = 1;
+  std::string seq_by;
+  std::vector<std::string> s_inputs;
+  auto screate = seq->add_subcommand(
+    "create", "Create a sequence of N elements (one workunit each) kept on one host");
+  screate->add_option("name", ss.name, "Sequence name (letters, digits, _ - .)")->required();
+  screate->add_option("--app", ss.app, "App name")->required();
+  screate->add_option("--count", ss.count, "Elements created now")
+    ->required()
+    ->check(CLI::Range(1, 100000));
+  screate->add_option("--state-every", ss.state_every,
+                      "Positions that are multiples of K upload full state files; the others "
+                      "are heartbeats without output files (default 0: none)");
+  screate->add_flag("--final-state", ss.final_state, "The last element uploads full state");
+  screate->add_option("--max-result-time", ss.max_result_time,
+                      "Seconds a host may need for one element; slower hosts are not given "
+                      "the sequence (default: the deadline)")
+    ->check(CLI::PositiveNumber);
+  screate->add_option("--replicas", s_replicas,
+                      "2: run the sequence on two hosts and compare element by element")
+    ->check(CLI::Range(1, 2));
+  screate->add_option("--command-line", ss.command_line, "Command-line arguments of the app");
+  auto sfe = screate->add_option("--fpops-est", s_fpops_est, "Estimated FLOPs of one element")
+               ->check(CLI::PositiveNumber);
+  auto sdb = screate->add_option("--delay-bound", s_delay_bound,
+                                 "Deadline of an element, seconds after sending")
+               ->check(CLI::PositiveNumber);
+  screate->add_option("--input", s_inputs,
+                      "Input file PATH[:OPEN_NAME] of every element (repeatable), e.g. the "
+                      "initial state; staged like `work create --input`");
+  auto by_help = "Who does it, recorded in the event (default: your login name)";
+  screate->add_option("--by", seq_by, by_help);
+  screate->callback([&] {
+    action = [&] {
+      if (sfe->count())
+        ss.rsc_fpops_est = s_fpops_est;
+      if (sdb->count())
+        ss.delay_bound = s_delay_bound;
+      ss.replicas = static_cast<std::uint8_t>(s_replicas);
+      ss.by = operator_name(seq_by);
+      for (const auto& in : s_inputs) {
+        auto colon = in.rfind(':');
+        auto path = colon == std::string::npos ? in : in.substr(0, colon);
+        auto open = colon == std::string::npos ? fs::path{in}.filename().string()
+                                               : in.substr(colon + 1);
+        auto staged = on.api().post_bytes(on.project_path() + "/files", slurp(path));
+        ss.inputs.push_back(input_spec{staged.at("stored_name").get<std::string>(), open,
+                                       staged.at("nbytes").get<double>(),
+                                       staged.at("md5").get<std::string>()});
+      }
+      auto res = on.api().post(on.project_path() + "/sequences", net::to_json(ss));
+      g.json ? print_json(res) : print_sequence(std::cout, res);
+      return exit_ok;
+    };
+  });
+  std::string seq_key;
+  auto sshow = seq->add_subcommand(
+    "show", "Show a sequence: its chain(s) element by element, assignment, dead branches");
+  sshow->add_option("seq", seq_key, "Sequence name or id")->required();
+  sshow->callback([&] {
+    action = [&] {
+      auto s = on.api().get(on.project_path() + "/sequences/" + path_escape(seq_key));
+      g.json ? print_json(s) : print_sequence(std::cout, s);
+      return exit_ok;
+    };
+  });
+  auto slist = seq->add_subcommand("list", "List sequences by id");
+  slist->add_option("--offset", offset, "Skip this many")->capture_default_str();
+  slist->add_option("--limit", limit, "At most this many")->capture_default_str()
+    ->check(CLI::Range(1, 10000));
+  slist->callback([&] {
+    action = [&] {
+      auto res = on.api().get(on.project_path() + "/sequences?offset=" + std::to_string(offset)
+                              + "&limit=" + std::to_string(limit));
+      if (g.json) {
+        print_json(res);
+        return exit_ok;
+      }
+      table t{{"ID", "NAME", "APP", "LENGTH", "CHAIN", "HOST", "VALIDATED", "UNDISPATCHED",
+               "DEAD BRANCHES", "STATE"}};
+      for (const auto& s : res.at("items"))
+        for (const auto& c : s.at("chains"))
+          t.add({field(s, "id"), field(s, "name"), field(s, "app"), field(s, "length"),
+                 field(c, "replica"), field(c, "host"), field(c, "validated"),
+                 field(c, "first_undispatched"), field(s, "dead_branches"),
+                 s.at("ended").get<bool>() ? "ended" : "running"});
+      t.print(std::cout);
+      return exit_ok;
+    };
+  });
+  auto post_command = [&](const std::string& verb, json body) {
+    body["by"] = operator_name(seq_by);
+    auto res = on.api().post(on.project_path() + "/sequences/" + path_escape(seq_key) + "/"
+                               + verb,
+                             body);
+    g.json ? print_json(res) : print_sequence(std::cout, res);
+    return exit_ok;
+  };
+  std::uint64_t to_host = 0;
+  int replica = 0;
+  bool unassign = false;
+  auto sreassign = seq->add_subcommand(
+    "reassign", "Take a sequence's chain from its host (its work after the last full state "
+                "upload becomes a dead branch) and give it to another host, or to none");
+  sreassign->add_option("seq", seq_key, "Sequence name or id")->required();
+  auto seq_to_opt = sreassign->add_option("--to", to_host, "Host id to give the chain to");
+  auto seq_un_opt = sreassign->add_flag("--unassign", unassign,
+                                    "Leave the chain unassigned: the next fast enough host "
+                                    "that asks for work takes it");
+  seq_to_opt->excludes(seq_un_opt);
+  sreassign->add_option("--replica", replica, "Which chain of a replicated sequence (0 or 1)")
+    ->check(CLI::Range(0, 1));
+  sreassign->add_option("--by", seq_by, by_help);
+  sreassign->callback([&] {
+    action = [&] {
+      if (!seq_to_opt->count() && !unassign)
+        throw usage_error("seq reassign needs --to HOST or --unassign");
+      json body = {{"replica", replica}};
+      if (unassign)
+        body["unassign"] = true;
+      else
+        body["to"] = to_host;
+      return post_command("reassign", body);
+    };
+  });
+  std::string end_reason;
+  auto send = seq->add_subcommand(
+    "end", "End a sequence: no more elements; unreported ones are cancelled and hosts told");
+  send->add_option("seq", seq_key, "Sequence name or id")->required();
+  send->add_option("--reason", end_reason, "Why (recorded)");
+  send->add_option("--by", seq_by, by_help);
+  send->callback([&] {
+    action = [&] {
+      json body = json::object();
+      if (!end_reason.empty())
+        body["reason"] = end_reason;
+      return post_command("end", body);
+    };
+  });
+  std::uint32_t ext_count = 0, ext_every = 0;
+  bool ext_final = false;
+  auto sextend = seq->add_subcommand("extend", "Add elements at the end of a sequence");
+  sextend->add_option("seq", seq_key, "Sequence name or id")->required();
+  sextend->add_option("--count", ext_count, "Elements to add")
+    ->required()
+    ->check(CLI::Range(1, 100000));
+  sextend->add_option("--state-every", ext_every,
+                      "New positions that are multiples of K upload full state");
+  sextend->add_flag("--final-state", ext_final, "The last new element uploads full state");
+  sextend->add_option("--by", seq_by, by_help);
+  sextend->callback([&] {
+    action = [&] {
+      json body = {{"count", ext_count}};
+      if (ext_every)
+        body["state_every"] = ext_every;
+      if (ext_final)
+        body["final_state"] = true;
+      return post_command("extend", body);
+    };
+  });
+
   // user
   auto user = app.add_subcommand("user", "Create and list user accounts");
   user->require_subcommand(1);
@@ -1162,8 +1417,8 @@ int run(int argc, char** argv) {
                                           "history and state");
   auto to_opt = rp->add_option("--to", ro.to, "Last event to apply (default: the end)");
   rp->add_option("--entity", ro.entity,
-                 "host:ID, wu:ID, wu:NAME, user:ID or project:NAME (default: every project's "
-                 "summary)");
+                 "host:ID, wu:ID, wu:NAME, user:ID, project:NAME, seq:ID or seq:NAME "
+                 "(default: every project's summary)");
   rp->callback([&] {
     action = [&] {
       ro.to_given = to_opt->count() > 0;

@@ -114,6 +114,22 @@ std::vector<event> samples() {
   out.push_back(make(ev::workunit_assimilated{9, 1}));
   out.push_back(make(ev::workunit_failed{9, "too many errors (4)"}));
   out.push_back(make(ev::workunit_files_deleted{9, {"in_0cc175b9c0f1b6a831c399e269772661"}}));
+  auto w1 = sequence_wu_id(4, 0), w2 = sequence_wu_id(4, 1), w3 = sequence_wu_id(4, 2);
+  auto params = sample_params();
+  params.min_quorum = params.target_nresults = params.max_total_results = 1;
+  out.push_back(make(ev::sequence_created{
+    4, "climate", 3, 259200, 2, true, params,
+    {seq_element_rec{w1, "climate@1", 1, 0, seq_element_kind::heartbeat},
+     seq_element_rec{w2, "climate@1r1", 1, 1, seq_element_kind::state}},
+    "alice"}));
+  out.push_back(make(ev::sequence_extended{
+    4, {seq_element_rec{w3, "climate@2", 2, 0, seq_element_kind::state}}, "handler"}));
+  out.push_back(make(ev::sequence_ended{4, "converged", {w3}, {{6, "climate@2_0"}}, "bob"}));
+  out.push_back(make(ev::sequence_assigned{4, 1, 6, "scheduler"}));
+  out.push_back(make(ev::sequence_deassigned{
+    4, 1, 6, "missed the deadline", 7, {w2}, {"climate@1r1_0"},
+    {seq_element_rec{w3, "climate@1r1b1", 1, 1, seq_element_kind::state}}, "relocation check"}));
+  out.push_back(make(ev::sequence_element_checked{4, 1, true, {w1, w2}}));
   return out;
 }
 
@@ -141,20 +157,28 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::workunit_failed::kind == 12);
   CHECK(ev::workunit_files_deleted::kind == 13);
   // The record carries the same numbers, and the names the CLI prints belong to them.
+  CHECK(ev::sequence_created::kind == 14);
+  CHECK(ev::sequence_extended::kind == 15);
+  CHECK(ev::sequence_ended::kind == 16);
+  CHECK(ev::sequence_assigned::kind == 17);
+  CHECK(ev::sequence_deassigned::kind == 18);
+  CHECK(ev::sequence_element_checked::kind == 19);
   auto all = samples();
-  REQUIRE(all.size() == 13);
+  REQUIRE(all.size() == std::variant_size_v<payload>);
   const char* names[] = {"project_configured", "user_created",       "host_registered",
                          "host_described",     "workunit_created",   "results_created",
                          "result_dispatched",  "result_reported",    "result_timed_out",
                          "workunit_validated", "workunit_assimilated", "workunit_failed",
-                         "workunit_files_deleted"};
+                         "workunit_files_deleted", "sequence_created", "sequence_extended",
+                         "sequence_ended", "sequence_assigned", "sequence_deassigned",
+                         "sequence_element_checked"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
     CHECK(std::string{kind_name(static_cast<std::uint16_t>(i + 1))} == names[i]);
   }
   CHECK(std::string{kind_name(0)} == "unknown");
-  CHECK(std::string{kind_name(14)} == "unknown");
+  CHECK(std::string{kind_name(20)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -277,6 +301,34 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.wu == 9);
     CHECK(x.inputs == std::vector<std::string>{"in_0cc175b9c0f1b6a831c399e269772661"});
   }
+  SECTION("sequence events") {
+    auto c = std::get<ev::sequence_created>(round_trip(all[13]).data);
+    CHECK(c.id == 4);
+    CHECK(c.name == "climate");
+    CHECK(c.max_result_time == 259200);
+    CHECK(c.replicas == 2);
+    CHECK(c.accept_all);
+    CHECK(c.params.target_nresults == 1);
+    CHECK(c.elements == std::get<ev::sequence_created>(all[13].data).elements);
+    CHECK(c.by == "alice");
+    auto x = std::get<ev::sequence_extended>(round_trip(all[14]).data);
+    CHECK(x.elements.at(0).kind == seq_element_kind::state);
+    CHECK(x.by == "handler");
+    auto en = std::get<ev::sequence_ended>(round_trip(all[15]).data);
+    CHECK(en.reason == "converged");
+    CHECK(en.aborted == std::vector<std::pair<id_type, std::string>>{{6, "climate@2_0"}});
+    auto as = std::get<ev::sequence_assigned>(round_trip(all[16]).data);
+    CHECK(as.replica == 1);
+    CHECK(as.host == 6);
+    auto d = std::get<ev::sequence_deassigned>(round_trip(all[17]).data);
+    CHECK(d.restart == 7);
+    CHECK(d.aborted == std::vector<std::string>{"climate@1r1_0"});
+    CHECK(d.replacements.at(0).name == "climate@1r1b1");
+    CHECK(d.by == "relocation check");
+    auto ch = std::get<ev::sequence_element_checked>(round_trip(all[18]).data);
+    CHECK(ch.agree);
+    CHECK(ch.wus.size() == 2);
+  }
 }
 
 TEST_CASE("records that cannot be read decode to nothing", "[events]") {
@@ -326,8 +378,10 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
         kinds.push_back(kind_of(e.data));
     return kinds;
   };
-  // Host 6: registration, description, dispatch, report, timeout, and the verdict on its result.
-  CHECK(touching(entity_kind::host, 6) == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10});
+  // Host 6: registration, description, dispatch, report, timeout, the verdict on its result,
+  // and the sequence events that give it or take from it a chain or results.
+  CHECK(touching(entity_kind::host, 6)
+        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18});
   // Host 8 appears only in a verdict.
   CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
   CHECK(touching(entity_kind::host, 99).empty());
@@ -338,6 +392,15 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});
   CHECK(touching(entity_kind::user, 6).empty());
   CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1});
+  // Sequence 4: its own events, and any event of a workunit in its id range.
+  CHECK(touching(entity_kind::sequence, 4) == std::vector<std::uint16_t>{14, 15, 16, 17, 18, 19});
+  auto report = make(ev::result_reported{result_ref{sequence_wu_id(4, 2), 0}, 6, {}});
+  CHECK(touches(report, entity_kind::sequence, 4));
+  CHECK_FALSE(touches(report, entity_kind::sequence, 5));
+  CHECK(sequence_of_wu(sequence_wu_id(4, 2)) == 4);
+  CHECK(sequence_of_wu(9) == 0);
+  CHECK(sequence_element_name("climate", 7, 1, 2) == "climate@7r1b2");
+  CHECK(sequence_element_name("climate", 7, 0, 0) == "climate@7");
 }
 
 TEST_CASE("host_of and result_of name the host and result of an event", "[events]") {

@@ -705,3 +705,33 @@ TEST_CASE("upload reply", "[boinc_xml][upload]") {
   REQUIRE(doc.load_string(r.c_str()));
   CHECK(std::string(doc.child("data_server_reply").child_value("message")) == "too big <x> & y");
 }
+
+TEST_CASE("work sequences: the list a client holds and the revocation notices",
+          "[boinc_xml]") {
+  SECTION("a request lists the sequences it believes it holds") {
+    auto r = parse_sched_request(minimal_request(
+      "<work_sequences>\n  <name>climate</name>\n  <name> traj-2 </name>\n</work_sequences>\n"));
+    REQUIRE(r.ok());
+    CHECK(r.value->sequences_held == std::vector<std::string>{"climate", "traj-2"});
+  }
+  SECTION("BOINC clients send none") {
+    auto r = parse_sched_request(fixture("sched_request_7.20.5.xml"));
+    REQUIRE(r.ok());
+    CHECK(r.value->sequences_held.empty());
+  }
+  SECTION("the reply names each sequence the host no longer holds") {
+    sched_reply reply;
+    reply.sequences_revoked = {"climate", "a<b"};
+    auto xml = write_sched_reply(reply, reply_urls{"http://127.0.0.1:8080", "cobble"});
+    pugi::xml_document doc;
+    REQUIRE(doc.load_string(xml.c_str()));
+    std::vector<std::string> revoked;
+    for (auto n : doc.child("scheduler_reply").children("work_sequence_revoked"))
+      revoked.push_back(n.child_value());
+    CHECK(revoked == std::vector<std::string>{"climate", "a<b"});
+  }
+  SECTION("without revocations there is no element") {
+    auto xml = write_sched_reply(sched_reply{}, reply_urls{"http://127.0.0.1:8080", "cobble"});
+    CHECK(xml.find("work_sequence_revoked") == std::string::npos);
+  }
+}
