@@ -71,6 +71,10 @@ rr_result rr_simulate(std::vector<job>& jobs, const std::vector<project>& ps,
   std::vector<sim_job> live;
   for (std::size_t r = 0; r < rs.size() && r < static_cast<std::size_t>(max_resources); ++r) {
     const double n = rs[r].ninstances;
+    if (n <= 0) { // the host has none: never short of work for it
+      out.rsc[r].saturated = std::numeric_limits<double>::infinity();
+      continue;
+    }
     live.clear();
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       auto& j = jobs[i];

@@ -61,6 +61,7 @@ struct project_rsc {
   backoff bo;              ///< Per-resource backoff.
   double ltd = 0;          ///< Long-term debt in instance-seconds.
   double secs_this_period = 0; ///< Instance-seconds used since the last debt update.
+  double last_asked = -1e300;  ///< When work of this type was last asked of the project.
 };
 
 /// One attached project.

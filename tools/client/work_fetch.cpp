@@ -1,6 +1,7 @@
 #include "tools/client/work_fetch.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace cobble::client {
 
@@ -50,11 +51,21 @@ std::vector<int> order(std::size_t n) {
   return o;
 }
 
+/// True when a's claim on resource r beats b's: the greater overall debt; on equal debts the
+/// project asked for this resource longest ago (so equal projects take turns).
+bool ahead(const project& a, const project& b, int r) {
+  double tol = 1e-9 * std::max({1.0, std::abs(a.overall_debt), std::abs(b.overall_debt)});
+  if (std::abs(a.overall_debt - b.overall_debt) > tol)
+    return a.overall_debt > b.overall_debt;
+  auto ri = static_cast<std::size_t>(r);
+  return a.rsc[ri].last_asked < b.rsc[ri].last_asked;
+}
+
 template <class Pred>
-int best(const std::vector<project>& ps, Pred ok) {
+int best(const std::vector<project>& ps, int r, Pred ok) {
   int out = -1;
   for (std::size_t i = 0; i < ps.size(); ++i)
-    if (ok(ps[i], i) && (out < 0 || ps[i].overall_debt > ps[static_cast<std::size_t>(out)].overall_debt))
+    if (ok(ps[i], i) && (out < 0 || ahead(ps[i], ps[static_cast<std::size_t>(out)], r)))
       out = static_cast<int>(i);
   return out;
 }
@@ -91,7 +102,7 @@ std::optional<fetch_decision> choose_fetch(const std::vector<project>& ps,
     const auto& x = rr.rsc[static_cast<std::size_t>(r)];
     if (!(x.saturated < ci))
       continue;
-    int p = best(ps, not_backed_off(r));
+    int p = best(ps, r, not_backed_off(r));
     if (p >= 0) {
       fetch_decision d{p, r, fetch_reason::major_shortfall, {}};
       d.request.secs[static_cast<std::size_t>(r)] = std::max(x.shortfall, 1.0);
@@ -105,14 +116,14 @@ std::optional<fetch_decision> choose_fetch(const std::vector<project>& ps,
     if (!(x.saturated < horizon))
       continue;
     auto ok = not_backed_off(r);
-    int p = best(ps, [&](const project& pr, std::size_t i) { return ok(pr, i) && !overworked(pr, s); });
+    int p = best(ps, r, [&](const project& pr, std::size_t i) { return ok(pr, i) && !overworked(pr, s); });
     if (p >= 0)
       return fetch_decision{p, r, fetch_reason::minor_shortfall, all_shortfalls(rr, n, r)};
   }
   // 3. Starved projects.
   for (int r : ord) {
     auto ok = not_backed_off(r);
-    int p = best(ps, [&](const project& pr, std::size_t i) {
+    int p = best(ps, r, [&](const project& pr, std::size_t i) {
       return ok(pr, i) && !overworked(pr, s) && i < rr.has_runnable.size() && !rr.has_runnable[i];
     });
     if (p >= 0)
@@ -126,6 +137,8 @@ void handle_fetch_reply(project& p, const work_request& asked,
                         const settings& s) {
   for (int r = 0; r < max_resources; ++r) {
     auto& bo = p.rsc[static_cast<std::size_t>(r)].bo;
+    if (asked.wants(r))
+      p.rsc[static_cast<std::size_t>(r)].last_asked = now;
     if (jobs_got[static_cast<std::size_t>(r)] > 0)
       bo.got_job();
     else if (asked.wants(r))

@@ -9,6 +9,8 @@
 ///     project not backed off and not overworked;
 ///  3. starved project: not overworked, not backed off for the resource, no runnable job for
 ///     any resource; the one with the greatest overall debt.
+/// Between projects of equal overall debt, the one asked for the resource longest ago wins
+/// (so that equal projects take turns instead of the first one always winning).
 /// Cases 2 and 3 ask for every resource type with a shortfall (even one the project is
 /// backed off for). The request carries seconds and instances per resource; the legacy
 /// work_req_seconds is the largest of the seconds.
