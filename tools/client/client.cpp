@@ -21,6 +21,7 @@ int client::attach(project p) {
   usage_.emplace_back();
   update_overall_debts(ps_, rs_);
   next_check_ = 0;
+  start_needed_ = true;
   return static_cast<int>(ps_.size()) - 1;
 }
 
@@ -30,7 +31,15 @@ int client::run(double now, double dt, bool computing) {
   if (!computing || dt <= 0)
     return 0;
   int finished = 0;
-  for (auto& j : jobs_) {
+  if (running_stale_) {
+    running_.clear();
+    for (std::size_t i = 0; i < jobs_.size(); ++i)
+      if (jobs_[i].state == job_state::running)
+        running_.push_back(i);
+    running_stale_ = false;
+  }
+  for (auto i : running_) {
+    auto& j = jobs_[i];
     if (j.state != job_state::running)
       continue;
     double used = std::min(dt, std::max(0.0, j.actual_secs - j.elapsed));
@@ -48,8 +57,11 @@ int client::run(double now, double dt, bool computing) {
       ++finished;
     }
   }
-  if (finished > 0)
+  if (finished > 0) {
     next_check_ = 0;
+    start_needed_ = true;
+    running_stale_ = true;
+  }
   return finished;
 }
 
@@ -64,8 +76,14 @@ void client::schedule(double now) {
     for (std::size_t r = 0; r < rs_.size(); ++r)
       preempt_apps(ps_, jobs_, rs_, static_cast<int>(r), s_);
     period_start_ = now;
+    start_needed_ = false;
+    running_stale_ = true;
     return;
   }
+  if (!start_needed_)
+    return;
+  start_needed_ = false;
+  running_stale_ = true;
   double left = 1 - (now - period_start_) / s_.sched_period;
   for (std::size_t r = 0; r < rs_.size(); ++r)
     if (instances_used(jobs_, static_cast<int>(r)) + 1e-9 < rs_[r].ninstances)
@@ -120,6 +138,7 @@ std::vector<job> client::take_reports(int p) {
   });
   out.assign(std::make_move_iterator(it), std::make_move_iterator(jobs_.end()));
   jobs_.erase(it, jobs_.end());
+  running_stale_ = true;
   return out;
 }
 
@@ -134,6 +153,8 @@ void client::add_job(job j, double fpops_est) {
   j.state = job_state::queued;
   jobs_.push_back(std::move(j));
   next_check_ = 0;
+  start_needed_ = true;
+  running_stale_ = true;
 }
 
 void client::after_rpc(const rpc_plan& plan, const std::array<int, max_resources>& jobs_got,

@@ -72,7 +72,7 @@ public:
   /// Instance-seconds each project used of each resource in the last run().
   const std::vector<std::array<double, max_resources>>& last_usage() const { return usage_; }
   /// Forces the next plan_rpc() to decide afresh (something changed outside).
-  void touch() { next_check_ = 0; }
+  void touch() { next_check_ = 0; start_needed_ = true; running_stale_ = true; }
 
 private:
   std::vector<resource> rs_;
@@ -86,6 +86,9 @@ private:
   double last_debt_update_;
   double next_check_ = 0;
   std::uint64_t next_id_ = 1;
+  bool start_needed_ = true;        ///< An instance may have freed up, or a job arrived.
+  bool running_stale_ = true;       ///< running_ must be rebuilt.
+  std::vector<std::size_t> running_; ///< Indices of the running jobs (run() only).
 };
 
 } // namespace cobble::client

@@ -67,67 +67,80 @@ rr_result rr_simulate(std::vector<job>& jobs, const std::vector<project>& ps,
   out.has_runnable.assign(ps.size(), 0);
   const double ci = s.connect_interval;
   const double horizon = s.connect_interval + s.additional_work;
-  std::vector<double> demand(ps.size()), alloc(ps.size());
-  std::vector<sim_job> live;
+  const std::size_t np = ps.size();
+  std::vector<double> demand(np), alloc(np), done(np), rate(np);
+  // Per project, its jobs of the resource by remaining work: all jobs of a project progress
+  // at the same rate, so they finish in this order and one offset per project suffices.
+  std::vector<std::vector<sim_job>> queue(np);
+  std::vector<std::size_t> pos(np);
   for (std::size_t r = 0; r < rs.size() && r < static_cast<std::size_t>(max_resources); ++r) {
     const double n = rs[r].ninstances;
     if (n <= 0) { // the host has none: never short of work for it
       out.rsc[r].saturated = std::numeric_limits<double>::infinity();
       continue;
     }
-    live.clear();
+    std::size_t live = 0;
+    for (auto& q : queue)
+      q.clear();
+    std::fill(demand.begin(), demand.end(), 0.0);
+    std::fill(done.begin(), done.end(), 0.0);
+    std::fill(pos.begin(), pos.end(), 0);
     for (std::size_t i = 0; i < jobs.size(); ++i) {
       auto& j = jobs[i];
       if (j.state == job_state::done || j.rsc != static_cast<int>(r))
         continue;
       j.deadline_trouble = false;
-      out.has_runnable[static_cast<std::size_t>(j.project)] = 1;
-      live.push_back(sim_job{i, j.project, std::min(std::max(j.instances, 1e-6), n), j.remaining()});
+      auto p = static_cast<std::size_t>(j.project);
+      out.has_runnable[p] = 1;
+      double inst = std::min(std::max(j.instances, 1e-6), n);
+      queue[p].push_back(sim_job{i, j.project, inst, j.remaining()});
+      demand[p] += inst;
+      ++live;
     }
+    for (auto& q : queue)
+      std::sort(q.begin(), q.end(), [](const sim_job& a, const sim_job& b) { return a.left < b.left; });
     auto& res = out.rsc[r];
     res.saturated = -1;
     double t = 0;
     bool first = true;
-    while (!live.empty()) {
-      std::fill(demand.begin(), demand.end(), 0.0);
-      for (const auto& j : live)
-        demand[static_cast<std::size_t>(j.project)] += j.inst;
+    while (live > 0) {
       allocate(demand, ps, n, alloc);
       double busy = 0;
-      for (std::size_t p = 0; p < ps.size(); ++p)
+      for (std::size_t p = 0; p < np; ++p)
         busy += alloc[p];
       double idle = std::max(0.0, n - busy);
       if (first) {
         res.idle_now = idle;
         first = false;
       }
-      // Next completion: a job progresses at alloc/demand of full speed.
+      // Next completion: a project's jobs progress at alloc/demand of full speed.
       double step = std::numeric_limits<double>::infinity();
-      for (const auto& j : live) {
-        auto p = static_cast<std::size_t>(j.project);
-        double rate = demand[p] > 0 ? alloc[p] / demand[p] : 0;
-        if (rate > 0)
-          step = std::min(step, j.left / rate);
+      for (std::size_t p = 0; p < np; ++p) {
+        rate[p] = demand[p] > 0 ? alloc[p] / demand[p] : 0;
+        if (rate[p] > 0 && pos[p] < queue[p].size())
+          step = std::min(step, (queue[p][pos[p]].left - done[p]) / rate[p]);
       }
       if (!(step < std::numeric_limits<double>::infinity()))
         break;
+      step = std::max(step, 0.0);
       if (idle > 1e-9 && res.saturated < 0)
         res.saturated = t;
       res.shortfall_ci += idle * overlap(t, t + step, ci);
       res.shortfall += idle * overlap(t, t + step, horizon);
-      for (auto& j : live) {
-        auto p = static_cast<std::size_t>(j.project);
-        double rate = demand[p] > 0 ? alloc[p] / demand[p] : 0;
-        j.left -= rate * step;
-      }
       t += step;
-      for (auto it = live.begin(); it != live.end();) {
-        if (it->left <= 1e-6) {
-          auto& jj = jobs[it->index];
+      for (std::size_t p = 0; p < np; ++p) {
+        if (rate[p] <= 0)
+          continue;
+        done[p] += rate[p] * step;
+        auto& q = queue[p];
+        while (pos[p] < q.size() && q[pos[p]].left - done[p] <= 1e-6 * std::max(1.0, q[pos[p]].left)) {
+          auto& jj = jobs[q[pos[p]].index];
           jj.deadline_trouble = now + t > jj.deadline - s.deadline_margin;
-          it = live.erase(it);
-        } else {
-          ++it;
+          demand[p] -= q[pos[p]].inst;
+          if (demand[p] < 1e-9)
+            demand[p] = 0;
+          ++pos[p];
+          --live;
         }
       }
     }

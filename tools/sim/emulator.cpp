@@ -365,6 +365,7 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     c.after_rpc(plan, got, now, 600);
     for (auto& j : done) // report again next time
       c.jobs().push_back(j);
+    c.touch();
     return;
   }
   if (reply->hostid)
