@@ -262,8 +262,9 @@ void emulator::supply(int sp, double now) {
         std::normal_distribution<double> nd(1.0, app.flops_spread);
         f = app.flops * std::max(0.05, nd(rng_));
       }
-      actual_flops_[static_cast<std::size_t>(sp)][w.name] = f;
-      app_of_wu_[static_cast<std::size_t>(sp)][w.name] = static_cast<int>(a);
+      auto server_name = link_.work_name(w.name);
+      actual_flops_[static_cast<std::size_t>(sp)][server_name] = f;
+      app_of_wu_[static_cast<std::size_t>(sp)][server_name] = static_cast<int>(a);
       batch.items.push_back(std::move(w));
     }
     if (n > 0) {
@@ -715,6 +716,9 @@ private:
   static harness_options options(const scenario& sc) {
     harness_options o;
     o.config = make_config(sc);
+    // The in-process node needs no periodic snapshots (a final one is written at the end).
+    o.config.server.snapshot_every_events = 1ULL << 40;
+    o.config.server.snapshot_interval = std::chrono::seconds(1LL << 30);
     return o;
   }
   harness h_;

@@ -38,6 +38,9 @@ public:
   /// Creates workunits; false (with `error` set) when it failed.
   virtual bool create_work(const std::string& project, const work_batch& batch,
                            std::string& error) = 0;
+  /// The name a workunit the emulator calls `name` gets on the server (a server reused by
+  /// several runs needs them unique).
+  virtual std::string work_name(const std::string& name) const { return name; }
 };
 
 /// The server configuration a scenario needs: one project per scenario project, each with a
