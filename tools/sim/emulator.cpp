@@ -107,7 +107,7 @@ private:
   void supply(int sp, double now);
   void do_rpc(host& h, const client::rpc_plan& plan, double now);
   void account(host& h, std::size_t hi, double now, double dt, bool computing);
-  void timeline(host& h, double now, double dt, bool computing);
+  void timeline(host& h, double now, bool computing);
   void finish();
 
   const scenario& sc_;
@@ -411,10 +411,7 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     h.jobs.emplace(c.jobs().back().id, std::move(d));
     ++got[static_cast<std::size_t>(rsc)];
   }
-  double delay = reply->request_delay;
-  if (reply->next_rpc_delay)
-    delay = std::max(delay, 0.0);
-  c.after_rpc(plan, got, now, delay);
+  c.after_rpc(plan, got, now, reply->request_delay);
 }
 
 void emulator::account(host& h, std::size_t hi, double now, double dt, bool computing) {
@@ -484,7 +481,7 @@ void emulator::account(host& h, std::size_t hi, double now, double dt, bool comp
     }
 }
 
-void emulator::timeline(host& h, double now, double dt, bool computing) {
+void emulator::timeline(host& h, double now, bool computing) {
   constexpr std::size_t max_segments = 200000;
   std::array<std::vector<int>, R> cur;
   for (int r = 0; r < R; ++r)
@@ -507,7 +504,6 @@ void emulator::timeline(host& h, double now, double dt, bool computing) {
       open = cur[r][s];
       open_start_[r][s] = now;
     }
-  (void)dt;
 }
 
 void emulator::finish() {
@@ -572,7 +568,6 @@ void emulator::finish() {
     int n = 0;
     for (std::size_t p = 0; p < np; ++p)
       if (out_.has_app[r][p]) {
-        used += 0;
         shares += sc_.projects[p].share;
         ++n;
       }
@@ -647,7 +642,7 @@ run_result emulator::run() {
       h.c->run(now, dt, computing);
       account(h, hi, now, dt, computing);
       if (hi == 0)
-        timeline(h, now, dt, computing);
+        timeline(h, now, computing);
     }
     link_.advance(dt);
     double next = now + dt;
