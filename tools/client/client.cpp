@@ -157,6 +157,18 @@ void client::add_job(job j, double fpops_est) {
   running_stale_ = true;
 }
 
+std::uint64_t client::abort(const std::string& name) {
+  auto it = std::find_if(jobs_.begin(), jobs_.end(), [&](const job& j) { return j.name == name; });
+  if (it == jobs_.end())
+    return 0;
+  auto id = it->id;
+  jobs_.erase(it);
+  next_check_ = 0;
+  start_needed_ = true;
+  running_stale_ = true;
+  return id;
+}
+
 void client::after_rpc(const rpc_plan& plan, const std::array<int, max_resources>& jobs_got,
                        double now, double request_delay) {
   auto& p = ps_[static_cast<std::size_t>(plan.project)];

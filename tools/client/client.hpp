@@ -54,6 +54,10 @@ public:
   /// one, otherwise from `fpops_est` and the resource's peak FLOPS.
   void add_job(job j, double fpops_est);
 
+  /// The server aborted job `name` (`<result_abort>`): it is dropped without a report.
+  /// Answers its id, or 0 when the client does not hold it.
+  std::uint64_t abort(const std::string& name);
+
   /// The reply to an RPC of `plan` arrived: per-resource backoffs, and no RPC to that project
   /// before now + request_delay.
   void after_rpc(const rpc_plan& plan, const std::array<int, max_resources>& jobs_got,

@@ -411,6 +411,9 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     h.jobs.emplace(c.jobs().back().id, std::move(d));
     ++got[static_cast<std::size_t>(rsc)];
   }
+  for (const auto& name : reply->result_aborts)
+    if (auto id = c.abort(name))
+      h.jobs.erase(id);
   c.after_rpc(plan, got, now, reply->request_delay);
 }
 

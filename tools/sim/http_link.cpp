@@ -195,6 +195,14 @@ private:
 
 } // namespace
 
+void check_server_url(const std::string& url) {
+  try {
+    parse_url(url);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
+}
+
 std::unique_ptr<server_link> http_link(const std::string& url, const std::string& token,
                                        std::chrono::milliseconds timeout) {
   return std::make_unique<http_server_link>(parse_url(url), token, timeout);

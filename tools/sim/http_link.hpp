@@ -12,6 +12,10 @@
 
 namespace cobble::sim {
 
+/// Checks that `url` is usable (http://host:port[/prefix]); throws std::invalid_argument
+/// saying what is wrong.
+void check_server_url(const std::string& url);
+
 /// Connects to `url` (http://host:port, optionally with a path prefix). Throws
 /// std::runtime_error for a malformed URL.
 std::unique_ptr<server_link> http_link(const std::string& url, const std::string& token,

@@ -66,6 +66,15 @@ void add_run_command(CLI::App& app, int& rc) {
       rc = 2;
       return;
     }
+    if (!o->server.empty()) {
+      try {
+        check_server_url(o->server);
+      } catch (const std::invalid_argument& e) {
+        std::cerr << "cobble-sim: " << e.what() << "\n";
+        rc = 2;
+        return;
+      }
+    }
     if (!o->server.empty() && o->token.empty() && !o->data_dir.empty()) {
       std::ifstream in(std::filesystem::path(o->data_dir) / "admin_token");
       std::getline(in, o->token);

@@ -341,6 +341,25 @@ TEST_CASE("seconds_per_app_unit is an exponential average per app version", "[cl
   CHECK(c.jobs()[1].est_secs == Approx(500));
 }
 
+TEST_CASE("a job the server aborts is dropped and frees its instance", "[client]") {
+  client c({resource{"CPU", 1, 1e9}}, settings{}, 0);
+  c.attach(named("a"));
+  job j = make_job(0, 0, 1000);
+  j.name = "doomed";
+  c.add_job(j, 1e12);
+  job k = make_job(0, 0, 1000);
+  k.name = "next";
+  c.add_job(k, 1e12);
+  c.schedule(0);
+  REQUIRE(c.jobs()[0].state == job_state::running);
+  CHECK(c.abort("doomed") != 0);
+  CHECK(c.abort("doomed") == 0);
+  REQUIRE(c.jobs().size() == 1);
+  c.schedule(60);
+  CHECK(c.jobs()[0].name == "next");
+  CHECK(c.jobs()[0].state == job_state::running);
+}
+
 TEST_CASE("the list of sequences a host holds: add, no duplicates, revoke", "[client]") {
   sequence_list l;
   l.add("s1");

@@ -94,4 +94,13 @@ TEST_CASE("cobble-sim names the file, line and key of a bad scenario", "[sim][re
   CHECK(missing.out.find("cannot read the file") != std::string::npos);
   auto usage = run({sim});
   CHECK(usage.rc != 0);
+  auto good = scenarios + "example1.yaml";
+  auto scheme = run({sim, "run", good, "--server", "ftp://127.0.0.1:1", "--token", "t"});
+  CHECK(scheme.rc == 2);
+  CHECK(scheme.out.find("--server must be an http:// URL") != std::string::npos);
+  auto no_token = run({sim, "run", good, "--server", "http://127.0.0.1:1"});
+  CHECK(no_token.rc == 2);
+  CHECK(no_token.out.find("needs the admin token") != std::string::npos);
+  auto stray = run({sim, "run", good, "--token", "t"});
+  CHECK(stray.rc == 2);
 }
