@@ -980,3 +980,291 @@ std::string upload_reply(int status, std::optional<long long> file_size, std::st
 }
 
 } // namespace cobble::net
+
+// ---------------------------------------------------------------------------------------
+// The client side: a scheduler request written, a scheduler reply read (cobble-sim --server).
+
+namespace cobble::net {
+
+namespace {
+
+const char* coproc_element(resource_type t) {
+  switch (t) {
+    case resource_type::nvidia:
+      return "coproc_cuda";
+    case resource_type::ati:
+      return "coproc_ati";
+    case resource_type::intel_gpu:
+      return "coproc_intel_gpu";
+    default:
+      return nullptr;
+  }
+}
+
+void read_file_ref(reader& r, const pugi::xml_node& node, file_ref& f) {
+  f.copy_file = false;
+  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
+    std::string_view name = n.name();
+    if (name == "file_name")
+      r.str(n, f.file_name);
+    else if (name == "open_name")
+      r.str(n, f.open_name);
+    else if (name == "copy_file")
+      r.boolean(n, f.copy_file);
+    else if (name == "optional")
+      r.boolean(n, f.optional);
+  }
+}
+
+} // namespace
+
+std::string write_sched_request(const sched_request& req) {
+  xml_out x;
+  x.s.reserve(2048 + req.results.size() * 512);
+  x.open("scheduler_request");
+  x.text("authenticator", req.authenticator);
+  x.number("hostid", req.hostid);
+  x.number("rpc_seqno", req.rpc_seqno);
+  x.number("core_client_major_version", req.core_client_major_version);
+  x.number("core_client_minor_version", req.core_client_minor_version);
+  x.number("core_client_release", req.core_client_release);
+  x.number("resource_share_fraction", req.resource_share_fraction);
+  x.number("duration_correction_factor", req.duration_correction_factor);
+  if (!req.platform_name.empty())
+    x.text("platform_name", req.platform_name);
+  x.flag("dont_send_work", req.dont_send_work);
+  x.number("work_req_seconds", req.work_req_seconds);
+  x.number("cpu_req_secs", req.cpu.req_secs);
+  x.number("cpu_req_instances", req.cpu.req_instances);
+  x.number("estimated_delay", req.cpu.estimated_delay);
+  const auto& h = req.host;
+  x.open("time_stats");
+  x.number("on_frac", h.on_frac);
+  x.number("active_frac", h.active_frac);
+  x.number("gpu_active_frac", h.gpu_active_frac);
+  x.close("time_stats");
+  x.open("host_info");
+  x.text("host_cpid", h.host_cpid);
+  x.text("domain_name", h.domain_name);
+  x.number("p_ncpus", h.p_ncpus);
+  x.text("p_vendor", h.p_vendor);
+  x.text("p_model", h.p_model);
+  x.number("p_fpops", h.p_fpops);
+  x.number("p_iops", h.p_iops);
+  x.number("p_membw", h.p_membw);
+  x.number("m_nbytes", h.m_nbytes);
+  x.number("m_swap", h.m_swap);
+  x.number("d_total", h.d_total);
+  x.number("d_free", h.d_free);
+  x.text("os_name", h.os_name);
+  x.text("os_version", h.os_version);
+  x.close("host_info");
+  if (!req.coprocs.empty()) {
+    x.open("coprocs");
+    for (const auto& c : req.coprocs) {
+      const char* tag = coproc_element(c.type);
+      if (tag == nullptr)
+        continue;
+      x.open(tag);
+      x.number("count", c.count);
+      x.number("peak_flops", c.peak_flops);
+      x.number("req_secs", c.request.req_secs);
+      x.number("req_instances", c.request.req_instances);
+      x.number("estimated_delay", c.request.estimated_delay);
+      x.close(tag);
+    }
+    x.close("coprocs");
+  }
+  for (const auto& r : req.results) {
+    x.open("result");
+    x.text("name", r.name);
+    x.number("final_cpu_time", r.final_cpu_time);
+    x.number("final_elapsed_time", r.final_elapsed_time);
+    x.number("exit_status", r.exit_status);
+    x.number("state", r.state);
+    if (!r.platform.empty())
+      x.text("platform", r.platform);
+    x.number("version_num", r.version_num);
+    if (!r.plan_class.empty())
+      x.text("plan_class", r.plan_class);
+    x.number("app_version_num", r.app_version_num);
+    for (const auto& f : r.files) {
+      x.open("file_info");
+      x.text("name", f.name);
+      x.number("nbytes", f.nbytes);
+      x.text("md5_cksum", f.md5_cksum);
+      x.close("file_info");
+    }
+    if (!r.stderr_out.empty())
+      x.text("stderr_out", r.stderr_out);
+    x.close("result");
+  }
+  if (!req.app_versions.empty()) {
+    x.open("app_versions");
+    for (const auto& a : req.app_versions) {
+      x.open("app_version");
+      x.text("app_name", a.app_name);
+      x.number("version_num", a.version_num);
+      x.text("platform", a.platform);
+      if (!a.plan_class.empty())
+        x.text("plan_class", a.plan_class);
+      x.number("avg_ncpus", a.avg_ncpus);
+      x.number("flops", a.flops);
+      if (a.coproc_type != resource_type::cpu) {
+        x.open("coproc");
+        x.text("type", to_string(a.coproc_type));
+        x.number("count", a.coproc_count);
+        x.close("coproc");
+      }
+      x.close("app_version");
+    }
+    x.close("app_versions");
+  }
+  if (!req.other_results.empty()) {
+    x.open("other_results");
+    for (const auto& o : req.other_results) {
+      x.open("other_result");
+      x.text("name", o.name);
+      if (o.app_version_index >= 0)
+        x.number("app_version", o.app_version_index);
+      if (!o.plan_class.empty())
+        x.text("plan_class", o.plan_class);
+      x.close("other_result");
+    }
+    x.close("other_results");
+  }
+  x.close("scheduler_request");
+  return std::move(x.s);
+}
+
+parse_result<sched_reply> parse_sched_reply(std::string_view body) {
+  using result = parse_result<sched_reply>;
+  if (trim(body).empty())
+    return result::failure("empty scheduler reply");
+  pugi::xml_document doc;
+  auto pr = doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8);
+  if (!pr)
+    return result::failure(std::string("malformed scheduler reply XML: ") + pr.description() +
+                           " at offset " + std::to_string(pr.offset));
+  auto root = doc.document_element();
+  if (!root || std::string_view(root.name()) != "scheduler_reply")
+    return result::failure(std::string("root element is <") + (root ? root.name() : "") +
+                           ">, expected <scheduler_reply>");
+  sched_reply rep;
+  rep.dont_use_dcf = false;
+  reader r;
+  for (auto n = root.first_child(); n && !r.failed(); n = n.next_sibling()) {
+    if (n.type() != pugi::node_element)
+      continue;
+    std::string_view name = n.name();
+    if (name == "project_name")
+      r.str(n, rep.project_name);
+    else if (name == "hostid") {
+      std::uint64_t id = 0;
+      r.integer(n, id);
+      rep.hostid = id;
+    } else if (name == "request_delay")
+      r.num(n, rep.request_delay);
+    else if (name == "next_rpc_delay") {
+      double d = 0;
+      r.num(n, d);
+      rep.next_rpc_delay = d;
+    } else if (name == "message") {
+      reply_message m;
+      m.text.assign(trim(reader::text(n)));
+      m.notice = std::string_view(n.attribute("priority").value()) == "notice";
+      rep.messages.push_back(std::move(m));
+    } else if (name == "project_is_down")
+      rep.project_is_down = true;
+    else if (name == "dont_use_dcf")
+      rep.dont_use_dcf = true;
+    else if (name == "user_name")
+      r.str(n, rep.user_name);
+    else if (name == "userid")
+      r.integer(n, rep.userid);
+    else if (name == "user_total_credit")
+      r.num(n, rep.user_total_credit);
+    else if (name == "user_expavg_credit")
+      r.num(n, rep.user_expavg_credit);
+    else if (name == "host_total_credit")
+      r.num(n, rep.host_total_credit);
+    else if (name == "host_expavg_credit")
+      r.num(n, rep.host_expavg_credit);
+    else if (name == "file_info") {
+      file_description f;
+      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
+        std::string_view fname = m.name();
+        if (fname == "name")
+          r.str(m, f.name);
+        else if (fname == "upload_url")
+          f.is_output = true;
+        else if (fname == "nbytes")
+          r.num(m, f.nbytes);
+        else if (fname == "md5_cksum")
+          r.str(m, f.md5_cksum);
+        else if (fname == "max_nbytes")
+          r.num(m, f.max_nbytes);
+        else if (fname == "xml_signature")
+          r.str(m, f.xml_signature);
+      }
+      rep.files.push_back(std::move(f));
+    } else if (name == "workunit") {
+      workunit_description w;
+      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
+        std::string_view wname = m.name();
+        if (wname == "name")
+          r.str(m, w.name);
+        else if (wname == "app_name")
+          r.str(m, w.app_name);
+        else if (wname == "command_line")
+          r.str(m, w.command_line);
+        else if (wname == "rsc_fpops_est")
+          r.num(m, w.rsc_fpops_est);
+        else if (wname == "rsc_fpops_bound")
+          r.num(m, w.rsc_fpops_bound);
+        else if (wname == "rsc_memory_bound")
+          r.num(m, w.rsc_memory_bound);
+        else if (wname == "rsc_disk_bound")
+          r.num(m, w.rsc_disk_bound);
+        else if (wname == "file_ref") {
+          w.inputs.emplace_back();
+          read_file_ref(r, m, w.inputs.back());
+        }
+      }
+      rep.workunits.push_back(std::move(w));
+    } else if (name == "result") {
+      result_description d;
+      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
+        std::string_view rname = m.name();
+        if (rname == "name")
+          r.str(m, d.name);
+        else if (rname == "wu_name")
+          r.str(m, d.wu_name);
+        else if (rname == "report_deadline")
+          r.num(m, d.report_deadline);
+        else if (rname == "platform")
+          r.str(m, d.platform);
+        else if (rname == "version_num")
+          r.integer(m, d.version_num);
+        else if (rname == "plan_class")
+          r.str(m, d.plan_class);
+        else if (rname == "report_immediately")
+          d.report_immediately = true;
+        else if (rname == "file_ref") {
+          d.outputs.emplace_back();
+          read_file_ref(r, m, d.outputs.back());
+        }
+      }
+      rep.results.push_back(std::move(d));
+    } else if (name == "result_ack" || name == "result_abort") {
+      std::string id;
+      r.str(n.child("name"), id);
+      (name == "result_ack" ? rep.result_acks : rep.result_aborts).push_back(std::move(id));
+    }
+  }
+  if (r.failed())
+    return result::failure(std::move(r.error));
+  return result::success(std::move(rep));
+}
+
+} // namespace cobble::net

@@ -94,6 +94,19 @@ std::string upload_url(const reply_urls& urls);
 ///   tab and newline are dropped (the client reads C strings).
 std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls);
 
+/// The client side (cobble-sim --server): writes `req` as a `<scheduler_request>` that
+/// parse_sched_request() reads back to the same fields (the CPU request as cpu_req_secs /
+/// cpu_req_instances / estimated_delay, each coprocessor as `<coproc_cuda>`, `<coproc_ati>`
+/// or `<coproc_intel_gpu>` inside `<coprocs>`, reported results with their `<file_info>`).
+std::string write_sched_request(const sched_request& req);
+
+/// The client side: reads a `<scheduler_reply>` (what write_sched_reply() writes, or any
+/// BOINC server's reply) into a sched_reply: hostid, delays, messages, file infos (an
+/// `<upload_url>` marks an output), workunits with their file refs, results with their
+/// outputs, acks and aborts. URLs are not kept. Unknown elements are ignored; malformed XML,
+/// another root element or a bad number is an error.
+parse_result<sched_reply> parse_sched_reply(std::string_view body);
+
 /// The project's master page: short HTML with the scheduler URL both as a column-0
 /// `<scheduler>URL</scheduler>` line and a column-0 `<link rel="boinc_scheduler" href="URL">`
 /// line; every line is shorter than 255 characters (the client reads 255-character lines).

@@ -1,0 +1,24 @@
+#pragma once
+
+/// The emulator against a running cobbled (`cobble-sim run --server URL`): scheduler RPCs as
+/// BOINC XML over HTTP (net/boinc_xml's client side), work and the `sim` user through the
+/// admin API (a bearer token), and real time: advance() waits for the wall clock.
+
+#include "tools/sim/emulator.hpp"
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+namespace cobble::sim {
+
+/// Checks that `url` is usable (http://host:port[/prefix]); throws std::invalid_argument
+/// saying what is wrong.
+void check_server_url(const std::string& url);
+
+/// Connects to `url` (http://host:port, optionally with a path prefix). Throws
+/// std::runtime_error for a malformed URL.
+std::unique_ptr<server_link> http_link(const std::string& url, const std::string& token,
+                                       std::chrono::milliseconds timeout);
+
+} // namespace cobble::sim

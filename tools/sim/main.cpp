@@ -1,0 +1,16 @@
+/// cobble-sim: the client emulator and (separately) the credit lab. One subcommand per file;
+/// this file only dispatches.
+
+#include "tools/sim/run_command.hpp"
+
+#include <CLI/CLI.hpp>
+
+int main(int argc, char** argv) {
+  CLI::App app{"cobble-sim: emulated BOINC hosts running Cobble's client policies against "
+               "Cobble projects, in virtual time (in-process) or against a running cobbled"};
+  app.require_subcommand(1);
+  int rc = 0;
+  cobble::sim::add_run_command(app, rc);
+  CLI11_PARSE(app, argc, argv);
+  return rc;
+}
