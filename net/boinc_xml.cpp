@@ -1133,6 +1133,12 @@ std::string write_sched_request(const sched_request& req) {
     }
     x.close("other_results");
   }
+  if (!req.sequences_held.empty()) {
+    x.open("work_sequences");
+    for (const auto& name : req.sequences_held)
+      x.text("name", name);
+    x.close("work_sequences");
+  }
   x.close("scheduler_request");
   return std::move(x.s);
 }
@@ -1260,6 +1266,9 @@ parse_result<sched_reply> parse_sched_reply(std::string_view body) {
       std::string id;
       r.str(n.child("name"), id);
       (name == "result_ack" ? rep.result_acks : rep.result_aborts).push_back(std::move(id));
+    } else if (name == "work_sequence_revoked") {
+      rep.sequences_revoked.emplace_back();
+      r.str(n, rep.sequences_revoked.back());
     }
   }
   if (r.failed())

@@ -18,6 +18,7 @@ TEST_CASE("a written scheduler request reads back field for field", "[boinc_xml]
   q.core_client_release = 5;
   q.platform_name = "x86_64-pc-linux-gnu";
   q.work_req_seconds = 3600;
+  q.sequences_held = {"climate", "traj<1>"};
   q.cpu.req_secs = 3600;
   q.cpu.req_instances = 2;
   q.cpu.estimated_delay = 10;
@@ -75,6 +76,7 @@ TEST_CASE("a written scheduler request reads back field for field", "[boinc_xml]
   REQUIRE(b.results[0].files.size() == 1);
   CHECK(b.results[0].files[0].md5_cksum == "00112233445566778899aabbccddeeff");
   CHECK(b.results[0].files[0].nbytes == 64);
+  CHECK(b.sequences_held == std::vector<std::string>{"climate", "traj<1>"});
 }
 
 TEST_CASE("a server's scheduler reply reads back on the client side", "[boinc_xml]") {
@@ -103,6 +105,7 @@ TEST_CASE("a server's scheduler reply reads back on the client side", "[boinc_xm
   r.results.push_back(d);
   r.result_acks = {"old_0"};
   r.result_aborts = {"bad_1"};
+  r.sequences_revoked = {"climate"};
   auto back = parse_sched_reply(write_sched_reply(r, reply_urls{"http://127.0.0.1:8080", "demo"}));
   REQUIRE(back.ok());
   const auto& b = *back.value;
@@ -134,6 +137,7 @@ TEST_CASE("a server's scheduler reply reads back on the client side", "[boinc_xm
   CHECK(b.results[0].outputs[0].file_name == "wu_1_0_0");
   CHECK(b.result_acks == std::vector<std::string>{"old_0"});
   CHECK(b.result_aborts == std::vector<std::string>{"bad_1"});
+  CHECK(b.sequences_revoked == std::vector<std::string>{"climate"});
   // A reply without a hostid has none.
   auto plain = parse_sched_reply("<scheduler_reply><request_delay>5</request_delay></scheduler_reply>");
   REQUIRE(plain.ok());

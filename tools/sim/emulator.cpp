@@ -319,6 +319,8 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
   req.host.on_frac = h.spec->on_frac;
   req.host.active_frac = h.spec->active_frac;
   req.host.gpu_active_frac = h.spec->active_frac;
+  // The sequences this host believes it holds for the project (work sequences design).
+  req.sequences_held = c.sequences(plan.project).names();
   auto done = c.take_reports(plan.project);
   for (const auto& j : done) {
     auto it = h.jobs.find(j.id);
@@ -371,6 +373,7 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
   }
   if (reply->hostid)
     att.hostid = *reply->hostid;
+  c.sequences(plan.project).revoke_all(reply->sequences_revoked);
   for (const auto& r : reply->results) {
     const workunit_description* wu = nullptr;
     for (const auto& w : reply->workunits)
@@ -393,6 +396,9 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     double eff = 1;
     if (auto e = h.spec->efficiency.find(app_name); e != h.spec->efficiency.end())
       eff = e->second;
+    // Elements of a work sequence are named SEQ@POSITION...: the host now holds SEQ.
+    if (auto at = r.wu_name.find('@'); at != std::string::npos)
+      c.sequences(plan.project).add(r.wu_name.substr(0, at));
     client::job j;
     j.name = r.name;
     j.project = plan.project;
