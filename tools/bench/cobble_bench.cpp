@@ -221,11 +221,11 @@ double create_work(const server& s, std::uint64_t workunits, double job_seconds)
 void print_load(const char* what, const load_result& r) {
   std::cout << fmt::format("  {}: {:.0f}/s over {:.1f} s ({} requests), jobs {:.0f}/s, reports "
                            "{:.0f}/s, latency p50 {:.2f} ms p99 {:.2f} ms p99.9 {:.2f} ms max "
-                           "{:.1f} ms, errors {}, replies without work {}\n",
+                           "{:.1f} ms, errors {}, replies without work {}, {} requests in all\n",
                            what, r.rate(), r.seconds, r.rpcs,
                            r.seconds > 0 ? r.jobs / r.seconds : 0,
                            r.seconds > 0 ? r.reports / r.seconds : 0, r.p50_ms, r.p99_ms,
-                           r.p999_ms, r.max_ms, r.errors, r.no_work)
+                           r.p999_ms, r.max_ms, r.errors, r.no_work, r.all_rpcs)
             << std::flush;
 }
 
