@@ -25,6 +25,7 @@
 #include <fstream>
 #include <iostream>
 #include <random>
+#include <regex>
 #include <thread>
 
 namespace fs = std::filesystem;
@@ -561,11 +562,11 @@ int cmd_scale(scale_cli& c) {
   auto [rcode, rout] = run_command({c.bin.cobble, "log", "replay", "--data-dir", c.p.data_dir.string()},
                            3600s);
   double replay_events = 0, replay_secs = 0;
-  if (auto at = rout.find("\nreplayed "); at != std::string::npos || rout.rfind("replayed ", 0) == 0) {
-    auto from = at == std::string::npos ? 0 : at + 1;
-    std::istringstream ss{rout.substr(from + 9)};
-    std::string events_word, in_word;
-    ss >> replay_events >> events_word >> in_word >> replay_secs;
+  // Its summary line on stderr: "replayed N events in S s (R events/s)".
+  std::smatch m;
+  if (std::regex_search(rout, m, std::regex{R"(replayed (\d+) events in ([0-9.e+-]+) s)"})) {
+    replay_events = std::stod(m[1]);
+    replay_secs = std::stod(m[2]);
   }
   if (rcode != 0 || replay_secs <= 0)
     throw std::runtime_error("cobble log replay failed:\n" + rout);

@@ -6,6 +6,8 @@
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 
+#include <malloc.h>
+
 #include <chrono>
 #include <stdexcept>
 
@@ -117,6 +119,10 @@ populate_result populate(const populate_options& o,
   flush();
   r.jobs = logic.state.counters.results_created;
   opened->reset(); // closes the store (and syncs the WAL)
+  // The state is not needed any more; give its memory back, so that a server started next
+  // (the scale benchmark) does not compete with this process's freed heap.
+  logic.state = project_state{};
+  malloc_trim(0);
   r.log_bytes = dir_bytes(log_dir);
   r.seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
