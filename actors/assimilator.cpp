@@ -21,7 +21,6 @@ struct assimilator_state {
 void keep_canonical(storage::file_store& files, const wu_files& w) {
   auto dir = files.results_dir(w.project) / w.wu_name;
   std::error_code ec;
-  fs::create_directories(dir, ec);
   for (const auto& [stored, open] : w.canonical_outputs) {
     auto from = files.output_path(w.project, stored);
     auto to = dir / (storage::safe_file_name(open) ? open : stored);
@@ -31,6 +30,9 @@ void keep_canonical(storage::file_store& files, const wu_files& w) {
       spdlog::warn("assimilation of {}: output {} was never uploaded", w.wu_name, stored);
       continue;
     }
+    // Only when there is something to keep: a mkdir per workunit was 10 % of a busy
+    // server's CPU (docs/performance.md).
+    fs::create_directories(dir, ec);
     fs::copy_file(from, to, ec);
     if (ec)
       spdlog::error("assimilation of {}: cannot copy {} to {}: {}", w.wu_name, from.string(),

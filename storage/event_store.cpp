@@ -136,7 +136,8 @@ struct event_store::impl {
   cf_ptr snapshots_cf;
 
   std::atomic<std::uint64_t> last_seq{0};
-  std::mutex write_mutex; ///< Serializes appends, snapshot writes and pruning.
+  std::mutex write_mutex;    ///< Serializes appends.
+  std::mutex snapshot_mutex; ///< Serializes snapshot writes and pruning.
 
   std::atomic<std::uint64_t> events_appended{0};
   std::atomic<std::uint64_t> batches{0};
@@ -460,24 +461,43 @@ caf::error event_store::write_snapshot(std::uint64_t seq, std::string_view blob)
   auto chunks = (blob.size() + chunk_bytes - 1) / chunk_bytes;
   if (chunks > std::numeric_limits<std::uint32_t>::max())
     return fail(ec::invalid_argument, name, "too many chunks", impl_->dir);
-  std::lock_guard<std::mutex> guard{impl_->write_mutex};
+  // Neither the append mutex nor one big WriteBatch: appends share RocksDB's write queue, and
+  // a snapshot of hundreds of MB written in one synced batch held every append (and so every
+  // acknowledged RPC) for up to a second. Each chunk is a batch of its own, written without
+  // sync; the manifest comes last, in a synced batch, which syncs the WAL with every chunk
+  // before it. Until the manifest exists the snapshot does not (list_snapshots and
+  // latest_snapshot go by manifests); chunks orphaned by a crash are deleted by the next
+  // write at the same seq or by prune_snapshots.
+  std::lock_guard<std::mutex> guard{impl_->snapshot_mutex};
   auto* cf = impl_->snapshots_cf.get();
-  rocksdb::WriteBatch wb;
-  // Chunks left over from an earlier snapshot at the same seq must not survive.
-  auto s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(seq), chunk_range_end(seq));
+  auto write = [&](rocksdb::WriteBatch& wb, bool sync) {
+    rocksdb::WriteOptions wo;
+    wo.sync = sync;
+    return impl_->db->Write(wo, &wb);
+  };
+  rocksdb::Status s;
+  {
+    // Chunks left over from an earlier snapshot at the same seq must not survive.
+    rocksdb::WriteBatch wb;
+    s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(seq), chunk_range_end(seq));
+    if (s.ok())
+      s = write(wb, false);
+  }
   for (std::size_t i = 0; s.ok() && i < chunks; ++i) {
     auto chunk = blob.substr(i * chunk_bytes, chunk_bytes);
+    rocksdb::WriteBatch wb;
     s = wb.Put(cf, snapshot_chunk_key{seq, static_cast<std::uint32_t>(i)}.encode(),
                as_slice(chunk));
+    if (s.ok())
+      s = write(wb, false);
   }
-  snapshot_manifest manifest{static_cast<std::uint32_t>(chunks), blob.size(), crc32(blob)};
-  if (s.ok()) // last, so that the manifest exists only with all of its chunks
+  if (s.ok()) {
+    snapshot_manifest manifest{static_cast<std::uint32_t>(chunks), blob.size(), crc32(blob)};
+    rocksdb::WriteBatch wb;
     s = wb.Put(cf, snapshot_manifest_key{seq}.encode(), manifest.encode());
-  if (!s.ok())
-    return from_status(s, "write " + name, impl_->dir);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  s = impl_->db->Write(wo, &wb);
+    if (s.ok())
+      s = write(wb, true);
+  }
   if (!s.ok())
     return from_status(s, "write " + name, impl_->dir);
   impl_->snapshots_written.fetch_add(1, std::memory_order_relaxed);
@@ -540,7 +560,7 @@ std::vector<snapshot_info> event_store::snapshots() const {
 caf::error event_store::prune_snapshots(std::size_t keep) {
   if (auto err = impl_->refuse_if_read_only("prune snapshots"))
     return err;
-  std::lock_guard<std::mutex> guard{impl_->write_mutex};
+  std::lock_guard<std::mutex> guard{impl_->snapshot_mutex};
   auto all = list_snapshots();
   if (!all)
     return std::move(all.error());
@@ -549,12 +569,13 @@ caf::error event_store::prune_snapshots(std::size_t keep) {
   auto* cf = impl_->snapshots_cf.get();
   rocksdb::WriteBatch wb;
   rocksdb::Status s;
-  for (std::size_t i = 0; s.ok() && i < all->size() - keep; ++i) {
-    auto seq = (*all)[i].seq;
-    s = wb.Delete(cf, snapshot_manifest_key{seq}.encode());
-    if (s.ok())
-      s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(seq), chunk_range_end(seq));
-  }
+  for (std::size_t i = 0; s.ok() && i < all->size() - keep; ++i)
+    s = wb.Delete(cf, snapshot_manifest_key{(*all)[i].seq}.encode());
+  // Every chunk below the oldest snapshot kept: those of the pruned snapshots and any
+  // orphaned by a crash during a snapshot write.
+  if (s.ok())
+    s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(0),
+                       snapshot_chunk_key::seq_prefix((*all)[all->size() - keep].seq));
   if (!s.ok())
     return from_status(s, "prune snapshots", impl_->dir);
   rocksdb::WriteOptions wo;

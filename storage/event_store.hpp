@@ -106,8 +106,9 @@ public:
   /// Reads one event: ec::not_found if absent, ec::corruption if it fails its checksum.
   caf::expected<event_record> read(std::uint64_t seq) const;
 
-  /// Stores a snapshot taken after event `seq` (chunked; the manifest is written last, in the
-  /// same WriteBatch, so a snapshot is either whole or absent). Always synced.
+  /// Stores a snapshot taken after event `seq`: chunks in batches of their own (so appends from
+  /// another thread are not held behind it), then the manifest in a synced batch; a snapshot is
+  /// either whole or absent. Safe to call from another thread than append().
   caf::error write_snapshot(std::uint64_t seq, std::string_view blob);
 
   /// The newest complete snapshot, if any: its seq and blob. A snapshot whose chunks fail

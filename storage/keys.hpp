@@ -27,8 +27,9 @@
 ///
 /// Snapshot manifest value (version 1, 17 bytes):
 ///   [u8 manifest version = 1][BE u32 chunk count][BE u64 total bytes][BE u32 crc32 of the blob]
-/// The manifest is written last in the same WriteBatch as the chunks, so a snapshot is either
-/// whole (manifest present, chunks 0..count-1 present) or absent.
+/// The manifest is written last, in a synced batch after the chunks' own batches, so a
+/// snapshot is either whole (manifest present, chunks 0..count-1 present) or absent; chunks
+/// without a manifest (a crash during the write) are ignored and pruned.
 ///
 /// Checksums are CRC-32 (the IEEE 802.3 polynomial, boost::crc_32_type).
 

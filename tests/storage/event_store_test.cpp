@@ -332,6 +332,42 @@ TEST_CASE("latest_snapshot picks the newest and prune keeps N", "[storage][event
   CHECK(raw.has(snapshots_cf, snapshot_chunk_key{256, 0}.encode()));
 }
 
+TEST_CASE("chunks left by a crash during a snapshot write are ignored and pruned",
+          "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 4;
+  {
+    auto st = open_store(dir.path(), opts);
+    REQUIRE_FALSE(st->write_snapshot(50, "state at 50"));
+  }
+  {
+    // A write of snapshot 100 that died before its manifest: chunks only.
+    raw_db raw{dir.path()};
+    raw.put(snapshots_cf, snapshot_chunk_key{100, 0}.encode(), "stat");
+    raw.put(snapshots_cf, snapshot_chunk_key{100, 1}.encode(), "e at");
+  }
+  {
+    auto st = open_store(dir.path(), opts);
+    auto all = st->snapshots();
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].seq == 50);
+    auto latest = st->latest_snapshot();
+    REQUIRE(latest);
+    REQUIRE(latest->has_value());
+    CHECK((*latest)->second == "state at 50");
+    REQUIRE_FALSE(st->write_snapshot(200, "state at 200"));
+    REQUIRE_FALSE(st->prune_snapshots(1));
+    CHECK(st->snapshots().size() == 1);
+    CHECK((*st->latest_snapshot())->second == "state at 200");
+  }
+  raw_db raw{dir.path()};
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{50, 0}.encode()));
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{100, 0}.encode()));
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{100, 1}.encode()));
+  CHECK(raw.has(snapshots_cf, snapshot_chunk_key{200, 0}.encode()));
+}
+
 TEST_CASE("a snapshot with a missing or damaged chunk is corrupt", "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
