@@ -94,6 +94,13 @@ assimilator_actor spawn_assimilator(caf::actor_system& sys,
           return;
         }
         auto project = caf::actor_cast<project_actor>(self->current_sender());
+        if (w->delete_after_seconds <= 0) {
+          // No grace period left: delete now.
+          auto inputs = delete_files(*self->state.files, *w);
+          if (project)
+            self->send(project, atom::cleanup_v, w->wu, std::move(inputs));
+          return;
+        }
         auto addr = self->address();
         self->state.clk->schedule(seconds_to_us(std::max(w->delete_after_seconds, 0.0)),
                                   [addr, w, project] {

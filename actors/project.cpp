@@ -746,9 +746,19 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
         out.canonical_outputs.emplace_back(file, app->output_names[k]);
     }
   }
+  const seq_entry* seq = nullptr;
+  if (wu->sequence)
+    if (auto i = state.sequences.find(wu->sequence->seq); i != state.sequences.end())
+      seq = &i->second;
   for (const auto& in : wu->params.inputs)
-    if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1)
-      out.inputs.push_back(in.name);
+    if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1) {
+      // A restart point's state file (not one of the sequence's own inputs) is staged by the
+      // assimilator only: no quiet period.
+      bool restart_input = seq != nullptr
+                           && std::none_of(seq->params.inputs.begin(), seq->params.inputs.end(),
+                                           [&](const file_rec& f) { return f.name == in.name; });
+      (restart_input ? out.staged : out.inputs).push_back(in.name);
+    }
   if (wu->sequence && !wu->sequence->staged.empty()) {
     // A full state upload of a sequence: staged as inputs and kept while it may be the
     // restart point; once released, deleted unless something else uses the same content.
@@ -761,8 +771,9 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
         out.state_files.emplace_back(f.output, f.staged);
     if (!out.keep)
       for (const auto& name : wu->sequence->staged)
-        if (!state.input_refs.count(name)
-            && std::find(out.inputs.begin(), out.inputs.end(), name) == out.inputs.end())
+        if (!state.state_file_in_use(*wu, name)
+            && std::find(out.inputs.begin(), out.inputs.end(), name) == out.inputs.end()
+            && std::find(out.staged.begin(), out.staged.end(), name) == out.staged.end())
           out.staged.push_back(name);
   }
   return out;
@@ -849,6 +860,9 @@ struct project_actor_state {
   std::unordered_map<id_type, host_actor> live_hosts;
   std::unordered_map<id_type, host_state> dormant_hosts;
   std::map<id_type, work_sequence_actor> sequences;
+  /// Released state uploads whose grace period is over but whose files were still in use
+  /// (by an element that restarted from them); looked at again as workunit files go.
+  std::set<id_type> release_due;
   static inline const char* name = "project";
 };
 
@@ -918,6 +932,7 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
 }
 
 void run_transitions(project_ptr self, const std::set<id_type>& dirty);
+void hand_over_files(project_ptr self, id_type wu, double delay);
 
 /// Arms the end of the grace period of a sequence element's released state files.
 void schedule_release(project_ptr self, id_type wu, double delay) {
@@ -928,6 +943,22 @@ void schedule_release(project_ptr self, id_type wu, double delay) {
   });
 }
 
+/// The grace period of a released state upload is over: its files go unless the same
+/// content is still in use, in which case it waits for the files that use it to go.
+void release_files(project_ptr self, id_type wu) {
+  auto& st = self->state;
+  auto w = st.logic.state.workunit(wu);
+  if (w == nullptr || w->files_deleted || !w->sequence || w->sequence->released == 0)
+    return;
+  for (const auto& name : w->sequence->staged)
+    if (st.logic.state.state_file_in_use(*w, name)) {
+      st.release_due.insert(wu);
+      return;
+    }
+  st.release_due.erase(wu);
+  hand_over_files(self, wu, 0);
+}
+
 /// Applies events a sequence decided (and appended): the project's workunits and directory,
 /// the hosts they take results from, and the transitions they allow.
 void absorb_sequence_events(project_ptr self, const std::vector<event>& events) {
@@ -935,9 +966,20 @@ void absorb_sequence_events(project_ptr self, const std::vector<event>& events) 
     return;
   auto& st = self->state;
   auto dirty = st.logic.apply_sequence_events(events);
-  for (const auto& e : events)
+  for (const auto& e : events) {
     for (auto wu : st.logic.released_by(e))
       schedule_release(self, wu, st.config.file_grace_period);
+    // Elements a dead branch or the end cancelled are finished: their files go too.
+    std::vector<id_type> retired;
+    if (auto x = std::get_if<ev::sequence_deassigned>(&e.data))
+      retired = x->dead;
+    else if (auto x = std::get_if<ev::sequence_ended>(&e.data))
+      retired = x->cancelled;
+    for (auto id : retired)
+      if (auto w = st.logic.state.workunit(id);
+          w && w->state == wu_state::failed && !w->files_deleted && w->finished == e.time)
+        hand_over_files(self, id, st.config.file_grace_period);
+  }
   for (const auto& e : events)
     for (auto h : hosts_of_sequence_event(e.data)) {
       if (auto i = st.live_hosts.find(h); i != st.live_hosts.end())
@@ -1362,14 +1404,14 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
                                "'" + name + "' is no output of a result in progress on host "
                                  + std::to_string(host));
       },
-      [self](atom::cleanup, id_type wu) {
-        auto w = self->state.logic.state.workunit(wu);
-        if (w && !w->files_deleted && w->sequence && w->sequence->released != 0)
-          hand_over_files(self, wu, 0);
-      },
+      [self](atom::cleanup, id_type wu) { release_files(self, wu); },
       [self](atom::cleanup, id_type wu, std::vector<std::string> inputs) {
         append(self, self->state.logic.files_deleted(wu, std::move(inputs),
                                                      self->state.clk->now()));
+        // State uploads waiting for these files to go.
+        auto due = std::exchange(self->state.release_due, {});
+        for (auto x : due)
+          release_files(self, x);
       },
       [self](atom::list, atom::app) -> app_list_ptr {
         return std::make_shared<std::vector<app_rec>>(self->state.logic.state.apps);

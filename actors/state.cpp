@@ -219,6 +219,21 @@ std::optional<result_ref> project_state::parse_result_name(std::string_view name
   return r;
 }
 
+bool project_state::state_file_in_use(const workunit_rec& wu, const std::string& name) const {
+  auto r = input_refs.find(name);
+  if (r == input_refs.end())
+    return false;
+  std::uint32_t own = 0;
+  if (!wu.files_deleted)
+    own += static_cast<std::uint32_t>(std::count_if(
+      wu.params.inputs.begin(), wu.params.inputs.end(),
+      [&](const file_rec& f) { return f.name == name; }));
+  if (wu.sequence && wu.sequence->released == 0)
+    own += static_cast<std::uint32_t>(
+      std::count(wu.sequence->staged.begin(), wu.sequence->staged.end(), name));
+  return r->second > own;
+}
+
 const seq_entry* project_state::sequence(std::string_view key) const {
   if (auto i = seq_by_name.find(std::string{key}); i != seq_by_name.end())
     return &sequences.at(i->second);

@@ -219,6 +219,9 @@ struct project_state {
   std::optional<result_ref> parse_result_name(std::string_view name) const;
   /// "<wu name>_<index>".
   std::string result_name(result_ref r) const;
+  /// True when a staged state file of `wu` counts as used by anything but `wu` itself.
+  bool state_file_in_use(const workunit_rec& wu, const std::string& name) const;
+
   /// The sequence with this name, or with this numeric id; null if none.
   const seq_entry* sequence(std::string_view key) const;
 
