@@ -92,6 +92,9 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::upload, std::string, id_type>::with<double>,
   // The assimilator deleted the files of a finished workunit (and these inputs).
   caf::reacts_to<atom::cleanup, id_type, std::vector<std::string>>,
+  // Internal (a timer on the project's clock): the grace period of a sequence element's
+  // released state files is over; hand its files to the assimilator for deletion.
+  caf::reacts_to<atom::cleanup, id_type>,
   // The apps with their replication settings and versions.
   caf::replies_to<atom::list, atom::app>::with<app_list_ptr>,
   // Every user account (admin API; includes authenticators).
@@ -111,7 +114,8 @@ using project_actor = subscriber_actor::extend<
 
 /// The assimilation hook and file janitor (actors/assimilator.hpp).
 using assimilator_actor = caf::typed_actor<
-  // A workunit finished: copy the canonical outputs now (if assimilated), delete its files
+  // A workunit finished: copy the canonical outputs now (if assimilated) and stage a
+  // sequence element's state files as inputs; unless told to keep them, delete its files
   // after the grace period, then tell the sender (its project).
   caf::reacts_to<atom::assimilate, wu_files_ptr>,
   // Internal: the grace period of a workunit's files is over.

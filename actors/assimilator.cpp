@@ -40,6 +40,18 @@ void keep_canonical(storage::file_store& files, const wu_files& w) {
   }
 }
 
+/// Stages the state files of a sequence element as content-addressed inputs (idempotent).
+void stage_state(storage::file_store& files, const wu_files& w) {
+  for (const auto& [stored, staged] : w.state_files) {
+    try {
+      files.stage_file(w.project, files.output_path(w.project, stored), staged.md5);
+    } catch (const std::exception& e) {
+      spdlog::error("state files of {}: cannot stage {} as {}: {}", w.wu_name, stored,
+                    staged.name, e.what());
+    }
+  }
+}
+
 /// Deletes the workunit's files; returns the inputs it deleted.
 std::vector<std::string> delete_files(storage::file_store& files, const wu_files& w) {
   for (const auto& out : w.outputs)
@@ -58,6 +70,10 @@ std::vector<std::string> delete_files(storage::file_store& files, const wu_files
     if (files.remove_input(w.project, in))
       deleted.push_back(in);
   }
+  // Released state files: nothing stages them but the assimilator, no quiet period.
+  for (const auto& in : w.staged)
+    if (files.remove_input(w.project, in))
+      deleted.push_back(in);
   return deleted;
 }
 
@@ -75,7 +91,18 @@ assimilator_actor spawn_assimilator(caf::actor_system& sys,
       [self](atom::assimilate, const wu_files_ptr& w) {
         if (w->assimilated)
           keep_canonical(*self->state.files, *w);
+        if (w->keep) {
+          stage_state(*self->state.files, *w);
+          return;
+        }
         auto project = caf::actor_cast<project_actor>(self->current_sender());
+        if (w->delete_after_seconds <= 0) {
+          // No grace period left: delete now.
+          auto inputs = delete_files(*self->state.files, *w);
+          if (project)
+            self->send(project, atom::cleanup_v, w->wu, std::move(inputs));
+          return;
+        }
         auto addr = self->address();
         self->state.clk->schedule(seconds_to_us(std::max(w->delete_after_seconds, 0.0)),
                                   [addr, w, project] {

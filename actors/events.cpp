@@ -13,16 +13,24 @@ namespace {
 
 // Decodes the alternative whose kind matches, by walking the variant's alternatives.
 template <std::size_t I = 0>
-bool decode_payload(std::uint16_t kind, storage::decoder& dec, payload& out) {
+bool decode_payload(std::uint16_t kind, std::uint8_t version, storage::decoder& dec,
+                    payload& out) {
   if constexpr (I < std::variant_size_v<payload>) {
     using T = std::variant_alternative_t<I, payload>;
     if (T::kind == kind) {
       T x{};
-      dec.get(x);
+      if constexpr (std::is_same_v<T, ev::sequence_deassigned>) {
+        if (version < 2)
+          ev::inspect_fields_v1(dec, x);
+        else
+          dec.get(x);
+      } else {
+        dec.get(x);
+      }
       out = std::move(x);
       return true;
     }
-    return decode_payload<I + 1>(kind, dec, out);
+    return decode_payload<I + 1>(kind, version, dec, out);
   } else {
     return false;
   }
@@ -35,7 +43,8 @@ const char* name_of_kind(std::uint16_t kind) {
     "workunit_created",   "results_created",   "result_dispatched", "result_reported",
     "result_timed_out",   "workunit_validated", "workunit_assimilated", "workunit_failed",
     "workunit_files_deleted", "sequence_created", "sequence_extended", "sequence_ended",
-    "sequence_assigned", "sequence_deassigned", "sequence_element_checked"};
+    "sequence_assigned", "sequence_deassigned", "sequence_element_checked",
+    "sequence_restart_saved"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];
@@ -135,6 +144,7 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
       [](const ev::sequence_assigned& x) { return std::pair{ek::sequence, x.seq}; },
       [](const ev::sequence_deassigned& x) { return std::pair{ek::sequence, x.seq}; },
       [](const ev::sequence_element_checked& x) { return std::pair{ek::sequence, x.seq}; },
+      [](const ev::sequence_restart_saved& x) { return std::pair{ek::sequence, x.seq}; },
     },
     p);
 }
@@ -229,7 +239,7 @@ std::optional<event> from_record(const storage::event_record& r) {
   e.time = r.time_us;
   e.project = r.project;
   storage::decoder dec{rd};
-  if (!decode_payload(r.kind, dec, e.data) || rd.failed() || !rd.at_end())
+  if (!decode_payload(r.kind, version, dec, e.data) || rd.failed() || !rd.at_end())
     return std::nullopt;
   return e;
 }
@@ -297,8 +307,17 @@ std::string describe(const event& e) {
         return fmt::format("replica={} host={} by={}", x.replica, x.host, x.by);
       },
       [](const ev::sequence_deassigned& x) {
-        return fmt::format("replica={} host={} restart={} dead={} reason={} by={}", x.replica,
-                           x.host, x.restart, x.dead.size(), x.reason, x.by);
+        return fmt::format("replica={} host={} restart={} dead={} state_files={} reason={} by={}",
+                           x.replica, x.host, x.restart, x.dead.size(), x.restart_inputs.size(),
+                           x.reason, x.by);
+      },
+      [](const ev::sequence_restart_saved& x) {
+        std::string files;
+        for (std::size_t i = 0; i < x.files.size(); ++i)
+          files += fmt::format("{}{}={}", i ? "," : "",
+                               i < x.open_names.size() ? x.open_names[i] : "?", x.files[i].name);
+        return fmt::format("replica={} position={} wu={} files={}", x.replica, x.position, x.wu,
+                           files);
       },
       [](const ev::sequence_element_checked& x) {
         return fmt::format("position={} {}", x.position, x.agree ? "agree" : "DISAGREE");

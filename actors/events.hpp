@@ -18,8 +18,9 @@
 
 namespace cobble {
 
-/// Payload format version written today.
-inline constexpr std::uint8_t current_payload_version = 1;
+/// Payload format version written today (2: sequence_deassigned carries the restart point's
+/// state files).
+inline constexpr std::uint8_t current_payload_version = 2;
 
 /// Entity kinds in event headers (what `cobble log replay --entity KIND:ID` filters on).
 enum class entity_kind : std::uint8_t {
@@ -382,6 +383,11 @@ struct sequence_deassigned {
   std::vector<std::string> aborted; ///< Results of the dead branch the host still held.
   std::vector<seq_element_rec> replacements; ///< Copies of the dead positions.
   std::string by;              ///< "relocation check" or the operator.
+  /// Since payload version 2: the restart point's state files (staged as "in_<md5>", with md5
+  /// and size) and their open names. The first replacement gets them as inputs: each replaces
+  /// the sequence's input of the same open name, or is added. Empty: the original inputs.
+  std::vector<file_rec> restart_inputs;
+  std::vector<std::string> restart_open_names; ///< Parallel to restart_inputs.
 };
 
 /// Corresponding elements of a replicated sequence were compared across their workunits.
@@ -392,6 +398,25 @@ struct sequence_element_checked {
   bool agree = false;
   std::vector<id_type> wus;    ///< One per replica, in replica order.
 };
+
+/// A replica chain's restart point moved to a later validated full state upload: its state
+/// files (the canonical result's outputs, staged in the download area as "in_<md5>") are kept
+/// for a relocation; the files of the chain's earlier state uploads are released (deleted
+/// after the grace period). Decided by the sequence.
+struct sequence_restart_saved {
+  static constexpr std::uint16_t kind = 20;
+  id_type seq = 0;
+  std::uint8_t replica = 0;
+  std::uint32_t position = 0;
+  id_type wu = 0;                      ///< The element that uploaded the state.
+  std::vector<file_rec> files;         ///< name = "in_<md5>", md5, size.
+  std::vector<std::string> open_names; ///< Parallel to files.
+};
+
+template <class F>
+void inspect_fields(F& f, sequence_restart_saved& x) {
+  f(x.seq, x.replica, x.position, x.wu, x.files, x.open_names);
+}
 
 template <class F>
 void inspect_fields(F& f, sequence_created& x) {
@@ -412,6 +437,13 @@ void inspect_fields(F& f, sequence_assigned& x) {
 }
 template <class F>
 void inspect_fields(F& f, sequence_deassigned& x) {
+  f(x.seq, x.replica, x.host, x.reason, x.restart, x.dead, x.aborted, x.replacements, x.by,
+    x.restart_inputs, x.restart_open_names);
+}
+
+/// The fields of sequence_deassigned in payload version 1.
+template <class F>
+void inspect_fields_v1(F& f, sequence_deassigned& x) {
   f(x.seq, x.replica, x.host, x.reason, x.restart, x.dead, x.aborted, x.replacements, x.by);
 }
 template <class F>
@@ -478,7 +510,7 @@ using payload = std::variant<ev::project_configured, ev::user_created, ev::host_
                              ev::workunit_failed, ev::workunit_files_deleted,
                              ev::sequence_created, ev::sequence_extended, ev::sequence_ended,
                              ev::sequence_assigned, ev::sequence_deassigned,
-                             ev::sequence_element_checked>;
+                             ev::sequence_element_checked, ev::sequence_restart_saved>;
 
 /// A decoded event.
 struct event {

@@ -746,9 +746,58 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
         out.canonical_outputs.emplace_back(file, app->output_names[k]);
     }
   }
+  const seq_entry* seq = nullptr;
+  if (wu->sequence)
+    if (auto i = state.sequences.find(wu->sequence->seq); i != state.sequences.end())
+      seq = &i->second;
   for (const auto& in : wu->params.inputs)
-    if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1)
-      out.inputs.push_back(in.name);
+    if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1) {
+      // A restart point's state file (not one of the sequence's own inputs) is staged by the
+      // assimilator only: no quiet period.
+      bool restart_input = seq != nullptr
+                           && std::none_of(seq->params.inputs.begin(), seq->params.inputs.end(),
+                                           [&](const file_rec& f) { return f.name == in.name; });
+      (restart_input ? out.staged : out.inputs).push_back(in.name);
+    }
+  if (wu->sequence && !wu->sequence->staged.empty()) {
+    // A full state upload of a sequence: staged as inputs and kept while it may be the
+    // restart point; once released, deleted unless something else uses the same content.
+    out.keep = wu->sequence->released == 0;
+    if (out.keep && out.assimilated && wu->canonical && app
+        && *wu->canonical < wu->results.size())
+      for (auto& f : state_files_of(wu->results[*wu->canonical].report.outputs,
+                                    state.result_name({wu_id, *wu->canonical}),
+                                    app->output_names))
+        out.state_files.emplace_back(f.output, f.staged);
+    if (!out.keep)
+      for (const auto& name : wu->sequence->staged)
+        if (!state.state_file_in_use(*wu, name)
+            && std::find(out.inputs.begin(), out.inputs.end(), name) == out.inputs.end()
+            && std::find(out.staged.begin(), out.staged.end(), name) == out.staged.end())
+          out.staged.push_back(name);
+  }
+  return out;
+}
+
+std::vector<id_type> project_logic::released_by(const event& e) const {
+  std::vector<id_type> out;
+  id_type seq = 0;
+  if (auto x = std::get_if<ev::sequence_restart_saved>(&e.data))
+    seq = x->seq;
+  else if (auto x = std::get_if<ev::sequence_deassigned>(&e.data))
+    seq = x->seq;
+  else if (auto x = std::get_if<ev::sequence_ended>(&e.data))
+    seq = x->seq;
+  if (seq == 0)
+    return out;
+  for (std::uint32_t n = 0; n < max_sequence_wus; ++n) {
+    auto wu = state.workunit(sequence_wu_id(seq, n));
+    if (wu == nullptr)
+      break;
+    if (wu->sequence && !wu->sequence->staged.empty() && !wu->files_deleted
+        && wu->sequence->released == std::max<time_us>(e.time, 1))
+      out.push_back(wu->id);
+  }
   return out;
 }
 
@@ -811,6 +860,9 @@ struct project_actor_state {
   std::unordered_map<id_type, host_actor> live_hosts;
   std::unordered_map<id_type, host_state> dormant_hosts;
   std::map<id_type, work_sequence_actor> sequences;
+  /// Released state uploads whose grace period is over but whose files were still in use
+  /// (by an element that restarted from them); looked at again as workunit files go.
+  std::set<id_type> release_due;
   static inline const char* name = "project";
 };
 
@@ -844,11 +896,15 @@ void append(project_ptr self, std::vector<event> events) {
 work_sequence_actor spawn_sequence(project_ptr self, sequence_state st) {
   auto& ps = self->state;
   auto id = st.id;
+  std::vector<std::string> output_names;
+  if (auto app = ps.logic.state.app(st.app))
+    output_names = app->output_names;
   work_sequence_init init{std::move(st),
                           ps.log,
                           project_actor{self},
                           ps.clk,
                           ps.logic.state.index,
+                          std::move(output_names),
                           ps.config.sequence_check_interval,
                           static_cast<std::uint32_t>(ps.config.sequence_slow_replica_lag)};
   auto a = spawn_work_sequence(self->system(), std::move(init));
@@ -876,6 +932,32 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
 }
 
 void run_transitions(project_ptr self, const std::set<id_type>& dirty);
+void hand_over_files(project_ptr self, id_type wu, double delay);
+
+/// Arms the end of the grace period of a sequence element's released state files.
+void schedule_release(project_ptr self, id_type wu, double delay) {
+  auto addr = self->address();
+  self->state.clk->schedule(seconds_to_us(std::max(delay, 0.0)), [addr, wu] {
+    if (auto h = caf::actor_cast<caf::actor>(addr))
+      caf::anon_send(h, atom::cleanup_v, wu);
+  });
+}
+
+/// The grace period of a released state upload is over: its files go unless the same
+/// content is still in use, in which case it waits for the files that use it to go.
+void release_files(project_ptr self, id_type wu) {
+  auto& st = self->state;
+  auto w = st.logic.state.workunit(wu);
+  if (w == nullptr || w->files_deleted || !w->sequence || w->sequence->released == 0)
+    return;
+  for (const auto& name : w->sequence->staged)
+    if (st.logic.state.state_file_in_use(*w, name)) {
+      st.release_due.insert(wu);
+      return;
+    }
+  st.release_due.erase(wu);
+  hand_over_files(self, wu, 0);
+}
 
 /// Applies events a sequence decided (and appended): the project's workunits and directory,
 /// the hosts they take results from, and the transitions they allow.
@@ -884,6 +966,20 @@ void absorb_sequence_events(project_ptr self, const std::vector<event>& events) 
     return;
   auto& st = self->state;
   auto dirty = st.logic.apply_sequence_events(events);
+  for (const auto& e : events) {
+    for (auto wu : st.logic.released_by(e))
+      schedule_release(self, wu, st.config.file_grace_period);
+    // Elements a dead branch or the end cancelled are finished: their files go too.
+    std::vector<id_type> retired;
+    if (auto x = std::get_if<ev::sequence_deassigned>(&e.data))
+      retired = x->dead;
+    else if (auto x = std::get_if<ev::sequence_ended>(&e.data))
+      retired = x->cancelled;
+    for (auto id : retired)
+      if (auto w = st.logic.state.workunit(id);
+          w && w->state == wu_state::failed && !w->files_deleted && w->finished == e.time)
+        hand_over_files(self, id, st.config.file_grace_period);
+  }
   for (const auto& e : events)
     for (auto h : hosts_of_sequence_event(e.data)) {
       if (auto i = st.live_hosts.find(h); i != st.live_hosts.end())
@@ -902,6 +998,13 @@ void hand_over_files(project_ptr self, id_type wu, double delay) {
     return;
   auto files = std::make_shared<wu_files>(
     st.logic.files_of(wu, std::max(delay, 0.0), st.config.file_grace_period));
+  auto w = st.logic.state.workunit(wu);
+  if (w && w->sequence && !w->sequence->staged.empty() && !files->keep && delay > 0) {
+    // Released state files: what to delete is decided when the grace period ends (another
+    // element may keep the same content by then).
+    files->keep = true;
+    schedule_release(self, wu, delay);
+  }
   self->send(st.assimilator, atom::assimilate_v, wu_files_ptr{std::move(files)});
 }
 
@@ -995,9 +1098,12 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
     // them when their grace period ends.
     for (const auto& [id, wu] : st.logic.state.workunits)
-      if ((wu.state == wu_state::assimilated || wu.state == wu_state::failed) && !wu.files_deleted)
-        hand_over_files(self, id,
-                        st.config.file_grace_period - us_to_seconds(now - wu.finished));
+      if ((wu.state == wu_state::assimilated || wu.state == wu_state::failed)
+          && !wu.files_deleted) {
+        // Released state files of a sequence count their grace period from their release.
+        auto since = wu.sequence && wu.sequence->released ? wu.sequence->released : wu.finished;
+        hand_over_files(self, id, st.config.file_grace_period - us_to_seconds(now - since));
+      }
     schedule_tick(self);
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {
@@ -1298,9 +1404,14 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
                                "'" + name + "' is no output of a result in progress on host "
                                  + std::to_string(host));
       },
+      [self](atom::cleanup, id_type wu) { release_files(self, wu); },
       [self](atom::cleanup, id_type wu, std::vector<std::string> inputs) {
         append(self, self->state.logic.files_deleted(wu, std::move(inputs),
                                                      self->state.clk->now()));
+        // State uploads waiting for these files to go.
+        auto due = std::exchange(self->state.release_due, {});
+        for (auto x : due)
+          release_files(self, x);
       },
       [self](atom::list, atom::app) -> app_list_ptr {
         return std::make_shared<std::vector<app_rec>>(self->state.logic.state.apps);

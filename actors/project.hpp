@@ -101,6 +101,9 @@ public:
   /// The files of a finished workunit, for the assimilator.
   wu_files files_of(id_type wu, double delete_after_seconds, double quiet_seconds) const;
 
+  /// The sequence elements whose state files this (applied) sequence event released.
+  std::vector<id_type> released_by(const event& e) const;
+
   /// Records that a finished workunit's files are gone.
   std::vector<event> files_deleted(id_type wu, std::vector<std::string> inputs, time_us now);
 

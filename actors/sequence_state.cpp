@@ -68,10 +68,34 @@ std::uint32_t restart_position(const seq_replica& r) {
   for (const auto& el : r.chain) {
     if (el.status != seq_element_status::success)
       break;
-    if (el.kind == seq_element_kind::state)
+    if (el.kind == seq_element_kind::state && el.valid)
       restart = el.position;
   }
   return restart;
+}
+
+std::vector<staged_state_file> state_files_of(const std::vector<file_rec>& outputs,
+                                              const std::string& result_name,
+                                              const std::vector<std::string>& output_names) {
+  std::vector<staged_state_file> out;
+  auto prefix = result_name + "_";
+  for (const auto& f : outputs) {
+    if (f.name.size() <= prefix.size() || f.name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    auto index = f.name.substr(prefix.size());
+    if (index.empty() || index.size() > 4
+        || !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      continue;
+    auto i = static_cast<std::size_t>(std::stoul(index));
+    bool md5_ok = f.md5.size() == 32 && std::all_of(f.md5.begin(), f.md5.end(), [](char c) {
+                    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+                  });
+    if (i >= output_names.size() || !md5_ok || !(f.nbytes >= 0))
+      continue;
+    out.push_back(staged_state_file{f.name, file_rec{"in_" + f.md5, f.nbytes, f.md5},
+                                    output_names[i]});
+  }
+  return out;
 }
 
 namespace {
@@ -199,6 +223,10 @@ void apply(sequence_state& s, const event& e) {
       [&](const ev::sequence_element_checked& x) {
         if (x.position >= 1 && x.position <= s.checks.size())
           s.checks[x.position - 1] = x.agree ? seq_check::agree : seq_check::disagree;
+      },
+      [&](const ev::sequence_restart_saved& x) {
+        if (x.replica < s.replicas.size())
+          s.replicas[x.replica].saved = std::max(s.replicas[x.replica].saved, x.position);
       },
       [&](const ev::result_dispatched& x) {
         if (auto el = s.element(x.result.wu); el && el->status == seq_element_status::unsent) {

@@ -57,12 +57,13 @@ struct seq_replica {
   std::vector<seq_element_state> chain; ///< chain[p - 1] is position p.
   std::uint32_t first_unvalidated = 1;  ///< First position without a validated result.
   std::uint32_t first_undispatched = 1; ///< First position not yet sent to the host.
+  std::uint32_t saved = 0; ///< Position of the restart point whose state files are kept.
   friend bool operator==(const seq_replica&, const seq_replica&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, seq_replica& x) {
-  f(x.host, x.assigned, x.chain, x.first_unvalidated, x.first_undispatched);
+  f(x.host, x.assigned, x.chain, x.first_unvalidated, x.first_undispatched, x.saved);
 }
 
 /// Elements abandoned by a relocation or a reassignment; they stay for the record.
@@ -129,8 +130,23 @@ void inspect_fields(F& f, sequence_state& x) {
 /// and validations of its workunits. Other events leave it unchanged.
 void apply(sequence_state& s, const event& e);
 
-/// The last position p of a replica chain such that p uploads full state and positions 1..p
-/// all succeeded: where the chain continues after a relocation (0: from the start).
+/// The last position p of a replica chain such that p uploaded full state that was validated
+/// and positions 1..p all succeeded: where the chain continues after a relocation (0: from
+/// the start).
 std::uint32_t restart_position(const seq_replica& r);
+
+/// One state file of a full state upload, as a relocated chain downloads it.
+struct staged_state_file {
+  std::string output; ///< The uploaded output ("<result>_<i>").
+  file_rec staged;    ///< In the download area: name "in_<md5>", the md5 and size reported.
+  std::string open_name; ///< The app's open name of output i.
+};
+
+/// The state files of a result's reported outputs: every output "<result>_<i>" with a
+/// well-formed md5 and an open name in `output_names`. The same rule for the sequence (which
+/// hands them to a relocated chain) and the project (which keeps and deletes them).
+std::vector<staged_state_file> state_files_of(const std::vector<file_rec>& outputs,
+                                              const std::string& result_name,
+                                              const std::vector<std::string>& output_names);
 
 } // namespace cobble

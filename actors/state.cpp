@@ -2,6 +2,7 @@
 
 #include "storage/codec.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -27,14 +28,14 @@ void mark_unneeded(workunit_rec& wu) {
 /// Creates the workunit of a sequence element (one result; never in the job cache: the
 /// sequence's actor decides where it goes).
 void add_sequence_wu(project_state& s, const event& e, const seq_entry& seq,
-                     const seq_element_rec& x) {
+                     const seq_element_rec& x, const wu_params* params = nullptr) {
   if (s.workunits.count(x.wu))
     return;
   auto& wu = s.workunits[x.wu];
   wu.id = x.wu;
   wu.name = x.name;
   wu.app = seq.app;
-  wu.params = seq.params;
+  wu.params = params ? *params : seq.params;
   wu.created = e.time;
   wu.sequence = seq_link{seq.id, x.replica, x.position, x.kind, seq.hosts.size() > 1,
                          seq_check::pending, false};
@@ -43,8 +44,47 @@ void add_sequence_wu(project_state& s, const event& e, const seq_entry& seq,
   ++s.counters.workunits_created;
   ++s.counters.results_created;
   ++s.active_workunits;
-  for (const auto& in : seq.params.inputs)
+  for (const auto& in : wu.params.inputs)
     ++s.input_refs[in.name];
+}
+
+/// The inputs of the first element after a restart point: the state files replace the
+/// sequence's inputs of the same open name and are added when no input has it.
+wu_params restart_params(const wu_params& base, const ev::sequence_deassigned& x) {
+  auto p = base;
+  for (std::size_t i = 0; i < x.restart_inputs.size() && i < x.restart_open_names.size(); ++i) {
+    const auto& open = x.restart_open_names[i];
+    auto it = std::find(p.input_open_names.begin(), p.input_open_names.end(), open);
+    if (it != p.input_open_names.end() && p.inputs.size() == p.input_open_names.size()) {
+      p.inputs[static_cast<std::size_t>(it - p.input_open_names.begin())] = x.restart_inputs[i];
+    } else {
+      p.inputs.push_back(x.restart_inputs[i]);
+      p.input_open_names.push_back(open);
+    }
+  }
+  return p;
+}
+
+/// Releases the state files a sequence element keeps: they stop counting as used and are
+/// deleted a grace period later.
+void release_state(project_state& s, workunit_rec& wu, time_us now) {
+  if (!wu.sequence || wu.sequence->staged.empty() || wu.sequence->released != 0)
+    return;
+  wu.sequence->released = std::max<time_us>(now, 1);
+  for (const auto& name : wu.sequence->staged)
+    if (auto r = s.input_refs.find(name); r != s.input_refs.end() && --r->second == 0)
+      s.input_refs.erase(r);
+}
+
+/// Every workunit a sequence created (their ids follow each other from sequence_wu_id(seq, 0)).
+template <class F>
+void for_each_sequence_wu(project_state& s, id_type seq, F&& f) {
+  for (std::uint32_t n = 0; n < max_sequence_wus; ++n) {
+    auto i = s.workunits.find(sequence_wu_id(seq, n));
+    if (i == s.workunits.end())
+      return;
+    f(i->second);
+  }
 }
 
 /// A sequence element that is no longer wanted: its result is not needed any more and an
@@ -179,6 +219,21 @@ std::optional<result_ref> project_state::parse_result_name(std::string_view name
   return r;
 }
 
+bool project_state::state_file_in_use(const workunit_rec& wu, const std::string& name) const {
+  auto r = input_refs.find(name);
+  if (r == input_refs.end())
+    return false;
+  std::uint32_t own = 0;
+  if (!wu.files_deleted)
+    own += static_cast<std::uint32_t>(std::count_if(
+      wu.params.inputs.begin(), wu.params.inputs.end(),
+      [&](const file_rec& f) { return f.name == name; }));
+  if (wu.sequence && wu.sequence->released == 0)
+    own += static_cast<std::uint32_t>(
+      std::count(wu.sequence->staged.begin(), wu.sequence->staged.end(), name));
+  return r->second > own;
+}
+
 const seq_entry* project_state::sequence(std::string_view key) const {
   if (auto i = seq_by_name.find(std::string{key}); i != seq_by_name.end())
     return &sequences.at(i->second);
@@ -228,6 +283,9 @@ void rebuild_indices(project_state& s) {
     if (!wu.files_deleted)
       for (const auto& in : wu.params.inputs)
         ++s.input_refs[in.name];
+    if (wu.sequence && wu.sequence->released == 0)
+      for (const auto& name : wu.sequence->staged)
+        ++s.input_refs[name];
     if (wu.state == wu_state::active || wu.state == wu_state::validated)
       ++s.active_workunits;
     for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
@@ -327,11 +385,30 @@ void apply(project_state& s, const event& e) {
         auto i = s.workunits.find(x.wu);
         if (i == s.workunits.end() || i->second.state == wu_state::assimilated)
           return;
-        i->second.state = wu_state::assimilated;
-        i->second.finished = e.time;
+        auto& wu = i->second;
+        wu.state = wu_state::assimilated;
+        wu.finished = e.time;
         ++s.counters.workunits_assimilated;
         if (s.active_workunits > 0)
           --s.active_workunits;
+        // A full state upload of a sequence: its state files are staged as inputs and kept
+        // for a relocation until the sequence releases them.
+        auto app = s.app(wu.app);
+        if (wu.sequence && wu.sequence->kind == seq_element_kind::state && app
+            && x.canonical < wu.results.size() && wu.sequence->staged.empty()) {
+          auto files = state_files_of(wu.results[x.canonical].report.outputs,
+                                      wu.name + "_" + std::to_string(x.canonical),
+                                      app->output_names);
+          for (const auto& f : files)
+            if (std::find(wu.sequence->staged.begin(), wu.sequence->staged.end(), f.staged.name)
+                == wu.sequence->staged.end()) {
+              wu.sequence->staged.push_back(f.staged.name);
+              ++s.input_refs[f.staged.name];
+            }
+          auto seq = s.sequences.find(wu.sequence->seq);
+          if (wu.sequence->dead || seq == s.sequences.end() || seq->second.ended)
+            release_state(s, wu, e.time);
+        }
       },
       [&](const ev::workunit_failed& x) {
         auto i = s.workunits.find(x.wu);
@@ -378,6 +455,7 @@ void apply(project_state& s, const event& e) {
         std::fill(i->second.hosts.begin(), i->second.hosts.end(), 0);
         for (auto wu : x.cancelled)
           retire_sequence_wu(s, e, wu, "cancelled: the sequence ended");
+        for_each_sequence_wu(s, x.seq, [&](workunit_rec& wu) { release_state(s, wu, e.time); });
       },
       [&](const ev::sequence_assigned& x) {
         auto i = s.sequences.find(x.seq);
@@ -390,11 +468,27 @@ void apply(project_state& s, const event& e) {
           return;
         if (x.replica < i->second.hosts.size() && i->second.hosts[x.replica] == x.host)
           i->second.hosts[x.replica] = 0;
-        for (auto wu : x.dead)
+        for (auto wu : x.dead) {
           retire_sequence_wu(s, e, wu, "dead branch: the sequence was taken from host "
                                          + std::to_string(x.host));
-        for (const auto& el : x.replacements)
-          add_sequence_wu(s, e, i->second, el);
+          if (auto w = s.workunits.find(wu); w != s.workunits.end())
+            release_state(s, w->second, e.time);
+        }
+        for (const auto& el : x.replacements) {
+          if (el.position == x.restart + 1 && !x.restart_inputs.empty()) {
+            auto params = restart_params(i->second.params, x);
+            add_sequence_wu(s, e, i->second, el, &params);
+          } else {
+            add_sequence_wu(s, e, i->second, el);
+          }
+        }
+      },
+      [&](const ev::sequence_restart_saved& x) {
+        // The chain's earlier state uploads are no restart point any more.
+        for_each_sequence_wu(s, x.seq, [&](workunit_rec& wu) {
+          if (wu.sequence->replica == x.replica && wu.sequence->position < x.position)
+            release_state(s, wu, e.time);
+        });
       },
       [&](const ev::sequence_element_checked& x) {
         for (auto wu : x.wus)

@@ -74,12 +74,18 @@ struct seq_link {
   bool replicated = false;          ///< Validated across replicas, not on its own.
   seq_check check = seq_check::pending; ///< Replicated: the comparison with the other replica.
   bool dead = false;                ///< In a dead branch, or cancelled by the sequence's end.
+  /// A full state upload, assimilated: its state files in the download area ("in_<md5>"),
+  /// kept (and counted in input_refs) until released.
+  std::vector<std::string> staged;
+  /// When the state files were released (a later restart point of the chain, a dead
+  /// branch or the sequence's end); 0: kept. They are deleted a grace period after this.
+  time_us released = 0;
   friend bool operator==(const seq_link&, const seq_link&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, seq_link& x) {
-  f(x.seq, x.replica, x.position, x.kind, x.replicated, x.check, x.dead);
+  f(x.seq, x.replica, x.position, x.kind, x.replicated, x.check, x.dead, x.staged, x.released);
 }
 
 /// A workunit with its results (result i is named "<name>_<i>").
@@ -197,7 +203,8 @@ struct project_state {
     deadlines;
   /// Workunits not yet assimilated or failed (derived; the status page's count).
   std::size_t active_workunits = 0;
-  /// Input file name -> workunits whose files are not deleted yet that use it.
+  /// Input file name -> workunits whose files are not deleted yet that use it, plus the
+  /// sequence state uploads that keep it (seq_link::staged, not yet released).
   std::unordered_map<std::string, std::uint32_t> input_refs;
 
   /// The app with this id, or null.
@@ -212,6 +219,9 @@ struct project_state {
   std::optional<result_ref> parse_result_name(std::string_view name) const;
   /// "<wu name>_<index>".
   std::string result_name(result_ref r) const;
+  /// True when a staged state file of `wu` counts as used by anything but `wu` itself.
+  bool state_file_in_use(const workunit_rec& wu, const std::string& name) const;
+
   /// The sequence with this name, or with this numeric id; null if none.
   const seq_entry* sequence(std::string_view key) const;
 
@@ -335,9 +345,10 @@ void inspect_fields(F& f, world& x) {
 /// Applies one event to every state it concerns. Events must come in seq order.
 void apply(world& w, const event& e);
 
-/// Snapshot format version (2: work sequences). Recovery skips snapshots of older versions
-/// and replays the events instead (events are never deleted).
-inline constexpr std::uint8_t snapshot_version = 2;
+/// Snapshot format version (2: work sequences; 3: kept state files of sequences). Recovery
+/// skips snapshots of older versions and replays the events instead (events are never
+/// deleted).
+inline constexpr std::uint8_t snapshot_version = 3;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -40,6 +40,30 @@ void sequence_logic::emit(std::vector<event>& out, payload p, time_us now) {
   out.push_back(std::move(e));
 }
 
+std::vector<staged_state_file> sequence_logic::state_files(const seq_element_state& el) const {
+  return state_files_of(el.outputs, el.name + "_0", output_names);
+}
+
+void sequence_logic::save_restart_points(std::vector<event>& out, time_us now) {
+  for (std::size_t i = 0; i < state.replicas.size(); ++i) {
+    const auto& r = state.replicas[i];
+    auto p = restart_position(r);
+    if (p == 0 || p <= r.saved || p > r.chain.size())
+      continue;
+    const auto& el = r.chain[p - 1];
+    ev::sequence_restart_saved x;
+    x.seq = state.id;
+    x.replica = static_cast<std::uint8_t>(i);
+    x.position = p;
+    x.wu = el.wu;
+    for (auto& f : state_files(el)) {
+      x.files.push_back(std::move(f.staged));
+      x.open_names.push_back(std::move(f.open_name));
+    }
+    emit(out, std::move(x), now);
+  }
+}
+
 ev::sequence_deassigned sequence_logic::take_away(std::uint8_t replica, std::string reason,
                                                   std::string by) {
   const auto& r = state.replicas[replica];
@@ -50,6 +74,12 @@ ev::sequence_deassigned sequence_logic::take_away(std::uint8_t replica, std::str
   d.reason = std::move(reason);
   d.by = std::move(by);
   d.restart = restart_position(r);
+  // The new host starts from the restart point's state files.
+  if (d.restart > 0 && d.restart <= r.chain.size())
+    for (auto& f : state_files(r.chain[d.restart - 1])) {
+      d.restart_inputs.push_back(std::move(f.staged));
+      d.restart_open_names.push_back(std::move(f.open_name));
+    }
   auto branch = static_cast<std::uint32_t>(state.dead_branches.size() + 1);
   auto made = state.wus_made;
   for (const auto& el : r.chain) {
@@ -216,6 +246,8 @@ std::vector<event> sequence_logic::absorb(const std::vector<event>& forwarded, t
       if (auto el = state.element(x->result.wu))
         reported.push_back(el->position);
   }
+  if (!state.ended)
+    save_restart_points(out, now);
   if (state.replicas.size() < 2)
     return out;
   for (auto p : reported) {
@@ -342,6 +374,7 @@ work_sequence_actor spawn_work_sequence(caf::actor_system& sys, work_sequence_in
     auto& st = self->state;
     st.logic.state = std::move(in.state);
     st.logic.project = in.project_index;
+    st.logic.output_names = std::move(in.output_names);
     st.log = in.log;
     st.project = in.project;
     st.clk = in.clk;

@@ -34,6 +34,7 @@ class sequence_logic {
 public:
   sequence_state state;
   std::uint16_t project = 0; ///< Index of the project (for event headers).
+  std::vector<std::string> output_names; ///< The app's output open names (its state files).
 
   /// A host's RPC: assign the sequence if asked and possible, and pick elements to send.
   seq_answer query(const seq_query& q, time_us now);
@@ -43,7 +44,8 @@ public:
   caf::expected<std::vector<event>> command(const seq_command& c, time_us now);
 
   /// Applies the forwarded events of the sequence's workunits; for replicated sequences,
-  /// compares corresponding elements once every replica has reported them.
+  /// compares corresponding elements once every replica has reported them; records a chain's
+  /// new restart point (sequence_restart_saved) once a later state upload is validated.
   std::vector<event> absorb(const std::vector<event>& forwarded, time_us now);
 
   /// The relocation check: takes every chain from a host that missed a deadline or reported
@@ -53,6 +55,8 @@ public:
 
 private:
   void emit(std::vector<event>& out, payload p, time_us now);
+  std::vector<staged_state_file> state_files(const seq_element_state& el) const;
+  void save_restart_points(std::vector<event>& out, time_us now);
   ev::sequence_deassigned take_away(std::uint8_t replica, std::string reason, std::string by);
 };
 
@@ -63,6 +67,7 @@ struct work_sequence_init {
   project_actor project;
   clock_ptr clk;
   std::uint16_t project_index = 0;
+  std::vector<std::string> output_names; ///< The app's output open names.
   double check_interval = 60;       ///< Seconds between relocation checks.
   std::uint32_t slow_replica_lag = 0;
 };

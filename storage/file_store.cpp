@@ -142,6 +142,45 @@ staged_file file_store::stage(std::string_view project, std::string_view content
   return out;
 }
 
+staged_file file_store::stage_file(std::string_view project, const fs::path& from,
+                                   std::string_view expected_md5) {
+  std::error_code ec;
+  auto size = fs::file_size(from, ec);
+  if (ec)
+    throw std::runtime_error("cannot read " + from.string() + ": " + ec.message());
+  staged_file out;
+  out.md5 = std::string{expected_md5};
+  out.nbytes = size;
+  out.name = "in_" + out.md5;
+  if (!safe_file_name(out.name))
+    throw std::invalid_argument("bad md5 '" + out.md5 + "'");
+  auto dir = download_dir(project);
+  fs::create_directories(dir);
+  auto target = dir / out.name;
+  if (fs::exists(target, ec) && fs::file_size(target, ec) == size) {
+    out.existed = true;
+    return out;
+  }
+  auto md5 = md5_of_file(from);
+  if (!md5)
+    throw std::runtime_error("cannot read " + from.string());
+  if (*md5 != expected_md5)
+    throw std::runtime_error("the content of " + from.string() + " has md5 " + *md5
+                             + ", not the reported " + std::string{expected_md5});
+  static std::atomic<unsigned> counter{0};
+  auto tmp = dir / (".staging-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+  fs::create_hard_link(from, tmp, ec);
+  if (ec) {
+    ec.clear();
+    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+    if (ec)
+      throw std::runtime_error("cannot copy " + from.string() + " to " + tmp.string() + ": "
+                               + ec.message());
+  }
+  fs::rename(tmp, target);
+  return out;
+}
+
 std::optional<std::uint64_t> file_store::input_size(std::string_view project,
                                                      std::string_view name) const {
   if (!safe_file_name(name))

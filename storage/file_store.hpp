@@ -54,6 +54,13 @@ public:
   /// Throws std::runtime_error on I/O failure.
   staged_file stage(std::string_view project, std::string_view content);
 
+  /// Stages the content of a file (e.g. an uploaded output) under "in_<md5>", as `stage`
+  /// does: a hard link when the file system allows it, else a copy, then a rename. Throws
+  /// std::runtime_error when the file cannot be read, its md5 is not `expected_md5`, or on
+  /// I/O failure.
+  staged_file stage_file(std::string_view project, const std::filesystem::path& from,
+                         std::string_view expected_md5);
+
   /// Size of a file in the download area; nullopt when absent or the name is unsafe.
   std::optional<std::uint64_t> input_size(std::string_view project, std::string_view name) const;
 

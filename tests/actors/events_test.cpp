@@ -2,6 +2,7 @@
 /// stable kind numbers, and the entity filters the CLI uses.
 
 #include "actors/events.hpp"
+#include "storage/codec.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -128,8 +129,14 @@ std::vector<event> samples() {
   out.push_back(make(ev::sequence_assigned{4, 1, 6, "scheduler"}));
   out.push_back(make(ev::sequence_deassigned{
     4, 1, 6, "missed the deadline", 7, {w2}, {"climate@1r1_0"},
-    {seq_element_rec{w3, "climate@1r1b1", 1, 1, seq_element_kind::state}}, "relocation check"}));
+    {seq_element_rec{w3, "climate@1r1b1", 1, 1, seq_element_kind::state}}, "relocation check",
+    {file_rec{"in_0123456789abcdef0123456789abcdef", 4096, "0123456789abcdef0123456789abcdef"}},
+    {"state.nc"}}));
   out.push_back(make(ev::sequence_element_checked{4, 1, true, {w1, w2}}));
+  out.push_back(make(ev::sequence_restart_saved{
+    4, 1, 7, w2,
+    {file_rec{"in_0123456789abcdef0123456789abcdef", 4096, "0123456789abcdef0123456789abcdef"}},
+    {"state.nc"}}));
   return out;
 }
 
@@ -163,6 +170,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::sequence_assigned::kind == 17);
   CHECK(ev::sequence_deassigned::kind == 18);
   CHECK(ev::sequence_element_checked::kind == 19);
+  CHECK(ev::sequence_restart_saved::kind == 20);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
   const char* names[] = {"project_configured", "user_created",       "host_registered",
@@ -171,14 +179,14 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
                          "workunit_validated", "workunit_assimilated", "workunit_failed",
                          "workunit_files_deleted", "sequence_created", "sequence_extended",
                          "sequence_ended", "sequence_assigned", "sequence_deassigned",
-                         "sequence_element_checked"};
+                         "sequence_element_checked", "sequence_restart_saved"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
     CHECK(std::string{kind_name(static_cast<std::uint16_t>(i + 1))} == names[i]);
   }
   CHECK(std::string{kind_name(0)} == "unknown");
-  CHECK(std::string{kind_name(20)} == "unknown");
+  CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -325,10 +333,39 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(d.aborted == std::vector<std::string>{"climate@1r1_0"});
     CHECK(d.replacements.at(0).name == "climate@1r1b1");
     CHECK(d.by == "relocation check");
+    CHECK(d.restart_inputs.at(0).md5 == "0123456789abcdef0123456789abcdef");
+    CHECK(d.restart_open_names == std::vector<std::string>{"state.nc"});
     auto ch = std::get<ev::sequence_element_checked>(round_trip(all[18]).data);
     CHECK(ch.agree);
     CHECK(ch.wus.size() == 2);
+    auto rs = std::get<ev::sequence_restart_saved>(round_trip(all[19]).data);
+    CHECK(rs.position == 7);
+    CHECK(rs.files.at(0).nbytes == 4096);
+    CHECK(rs.open_names == std::vector<std::string>{"state.nc"});
   }
+}
+
+TEST_CASE("a sequence_deassigned of payload version 1 decodes without state files",
+          "[events]") {
+  auto d = std::get<ev::sequence_deassigned>(samples()[17].data);
+  // Written as version 1 did: no restart_inputs or restart_open_names.
+  storage::event_record r = to_record(samples()[17]);
+  r.payload.clear();
+  storage::writer w{r.payload};
+  w.put_u8(1);
+  storage::encoder enc{w};
+  ev::inspect_fields_v1(enc, d);
+  auto e = from_record(r);
+  REQUIRE(e.has_value());
+  auto x = std::get<ev::sequence_deassigned>(e->data);
+  CHECK(x.restart == 7);
+  CHECK(x.by == "relocation check");
+  CHECK(x.replacements.at(0).name == "climate@1r1b1");
+  CHECK(x.restart_inputs.empty());
+  CHECK(x.restart_open_names.empty());
+  // The same bytes read as version 2 are incomplete.
+  r.payload[0] = 2;
+  CHECK_FALSE(from_record(r).has_value());
 }
 
 TEST_CASE("records that cannot be read decode to nothing", "[events]") {
@@ -393,7 +430,7 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   CHECK(touching(entity_kind::user, 6).empty());
   CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1});
   // Sequence 4: its own events, and any event of a workunit in its id range.
-  CHECK(touching(entity_kind::sequence, 4) == std::vector<std::uint16_t>{14, 15, 16, 17, 18, 19});
+  CHECK(touching(entity_kind::sequence, 4) == std::vector<std::uint16_t>{14, 15, 16, 17, 18, 19, 20});
   auto report = make(ev::result_reported{result_ref{sequence_wu_id(4, 2), 0}, 6, {}});
   CHECK(touches(report, entity_kind::sequence, 4));
   CHECK_FALSE(touches(report, entity_kind::sequence, 5));

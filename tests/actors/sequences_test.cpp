@@ -10,6 +10,7 @@
 #include "actors/node.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
+#include "storage/file_store.hpp"
 #include "../support/temp_dir.hpp"
 
 #include <caf/all.hpp>
@@ -18,6 +19,8 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,11 +80,16 @@ struct seq_fixture {
   project_actor project;
   std::string auth;
 
-  seq_fixture()
+  /// The data directory's files (with an assimilator) when asked for.
+  std::shared_ptr<storage::file_store> files;
+
+  explicit seq_fixture(bool with_files = false)
     : sys(init(sys_cfg)),
       self(sys, true),
       sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
     sys.await_actors_before_shutdown(false);
+    if (with_files)
+      files = std::make_shared<storage::file_store>(dir.path() / "data");
     start();
   }
 
@@ -93,7 +101,7 @@ struct seq_fixture {
   }
 
   void start() {
-    auto n = start_node(sys, cfg, store, clk, node_options{false, nullptr});
+    auto n = start_node(sys, cfg, store, clk, node_options{false, files});
     REQUIRE(static_cast<bool>(n));
     node = std::move(*n);
     project = node.projects.at("demo");
@@ -240,7 +248,129 @@ const seq_element_state& at(const sequence_view& v, std::uint32_t position,
   return v.state.replicas.at(replica).chain.at(position - 1);
 }
 
+/// The fixture with a data directory: hosts upload real state files.
+struct seq_files_fixture : seq_fixture {
+  seq_files_fixture() : seq_fixture(true) {}
+
+  /// A successful report of a state element whose output (uploaded first) holds `bytes`.
+  reported_result state_upload(const std::string& result, const std::string& bytes) {
+    files->write_output("demo", result + "_0", 0, bytes);
+    auto r = success(result);
+    r.files.push_back(
+      reported_file{result + "_0", static_cast<double>(bytes.size()), storage::md5_hex(bytes)});
+    return r;
+  }
+
+  std::filesystem::path staged(const std::string& bytes) const {
+    return files->download_dir("demo") / ("in_" + storage::md5_hex(bytes));
+  }
+};
+
+const workunit_description* job(const sched_reply& reply, const std::string& wu) {
+  for (const auto& w : reply.workunits)
+    if (w.name == wu)
+      return &w;
+  return nullptr;
+}
+
+const file_description* file(const sched_reply& reply, const std::string& name) {
+  for (const auto& f : reply.files)
+    if (f.name == name)
+      return &f;
+  return nullptr;
+}
+
+std::string read_all(const std::filesystem::path& p) {
+  std::ifstream in{p, std::ios::binary};
+  return std::string{std::istreambuf_iterator<char>{in}, {}};
+}
+
 } // namespace
+
+TEST_CASE_METHOD(seq_files_fixture, "a relocated sequence continues on the new host from the "
+                                    "state files of its last validated state upload",
+                 "[sequences]") {
+  const std::string s3 = "state after three elements\n";
+  const std::string s6 = std::string(5000, 'x') + "state after six elements\n";
+  create("clim", 20, 3, 1, 3 * 86400, 10 * 86400);
+  auto a = new_host();
+  auto r = rpc(request(a, 3600));
+  REQUIRE(names_of(*r) == std::vector<std::string>{"clim@1_0", "clim@2_0"});
+  advance(day / 4);
+  r = rpc(request(a, 3600, {success("clim@1_0"), success("clim@2_0")}, {"clim"}));
+  REQUIRE(names_of(*r) == std::vector<std::string>{"clim@3_0", "clim@4_0"});
+  advance(day / 4);
+  r = rpc(request(a, 3600, {state_upload("clim@3_0", s3)}, {"clim"}));
+  REQUIRE(names_of(*r) == std::vector<std::string>{"clim@5_0"});
+  // The state upload is staged as an input and outlives the grace period: it is the
+  // restart point.
+  CHECK(read_all(staged(s3)) == s3);
+  advance(2 * day);
+  CHECK(std::filesystem::exists(staged(s3)));
+  CHECK(workunit("clim@3")->wu.files_deleted == false);
+  // The next state upload replaces it as the restart point.
+  r = rpc(request(a, 3600, {success("clim@4_0"), success("clim@5_0")}, {"clim"}));
+  REQUIRE(names_of(*r) == std::vector<std::string>{"clim@6_0", "clim@7_0"});
+  advance(day / 4);
+  r = rpc(request(a, 3600, {state_upload("clim@6_0", s6)}, {"clim"}));
+  REQUIRE(names_of(*r) == std::vector<std::string>{"clim@8_0"});
+  CHECK(read_all(staged(s6)) == s6);
+  CHECK(events_of_kind(ev::sequence_restart_saved::kind) == 2);
+  // A grace period later the superseded state files are gone, the current ones stay.
+  advance(day + 3600 * us_per_second);
+  CHECK_FALSE(std::filesystem::exists(staged(s3)));
+  CHECK(workunit("clim@3")->wu.files_deleted);
+  CHECK(read_all(staged(s6)) == s6);
+
+  // Host a goes silent; past the deadline of clim@7 the sequence is relocated after 6.
+  advance(10 * day);
+  auto v = show("clim");
+  REQUIRE(v->state.dead_branches.size() == 1);
+  CHECK(v->state.dead_branches[0].restart == 6);
+  CHECK(std::filesystem::exists(staged(s6)));
+
+  // The new host's first element downloads the state of position 6, checked by md5 and size;
+  // the next one runs on from the host's own state.
+  auto b = new_host();
+  auto rb = rpc(request(b, 3600));
+  REQUIRE(names_of(*rb) == std::vector<std::string>{"clim@7b1_0", "clim@8b1_0"});
+  auto name = "in_" + storage::md5_hex(s6);
+  auto first = job(*rb, "clim@7b1");
+  REQUIRE(first != nullptr);
+  REQUIRE(first->inputs.size() == 1);
+  CHECK(first->inputs[0].file_name == name);
+  CHECK(first->inputs[0].open_name == "out.txt");
+  auto f = file(*rb, name);
+  REQUIRE(f != nullptr);
+  CHECK_FALSE(f->is_output);
+  CHECK(f->md5_cksum == storage::md5_hex(s6));
+  CHECK(f->nbytes == static_cast<double>(s6.size()));
+  auto second = job(*rb, "clim@8b1");
+  REQUIRE(second != nullptr);
+  CHECK(second->inputs.empty());
+
+  // Replay and a restart give the copy the same inputs, and keep the file.
+  auto replayed = recover(*store, true);
+  REQUIRE(static_cast<bool>(replayed));
+  CHECK(replayed->projects.at(0).sequences.at(v->state.id) == show("clim")->state);
+  stop();
+  start();
+  auto w = workunit("clim@7b1");
+  REQUIRE(w->wu.params.inputs.size() == 1);
+  CHECK(w->wu.params.inputs[0].name == name);
+  CHECK(w->wu.params.inputs[0].md5 == storage::md5_hex(s6));
+  advance(2 * day);
+  CHECK(read_all(staged(s6)) == s6);
+
+  // The end of the sequence releases them: deleted a grace period later.
+  rpc(request(b, 0, {success("clim@7b1_0"), success("clim@8b1_0")}, {"clim"}));
+  run("clim", command(seq_command::op::end));
+  advance(day / 2);
+  CHECK(std::filesystem::exists(staged(s6)));
+  advance(day);
+  CHECK_FALSE(std::filesystem::exists(staged(s6)));
+  CHECK(workunit("clim@6")->wu.files_deleted);
+}
 
 TEST_CASE_METHOD(seq_fixture, "a six-month climate run: 60 elements on one host, full state "
                               "every 7th, always two elements in hand",
