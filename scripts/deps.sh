@@ -6,7 +6,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev librocksdb-dev libboost1.81-dev libyaml-cpp-dev catch2 libpugixml-dev
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libssl-dev
-  boinc-client curl procps chromium
+  boinc-client curl procps time chromium
 )
 missing=()
 for p in "${packages[@]}"; do
