@@ -43,7 +43,10 @@ using host_actor = caf::typed_actor<
   // still holds.
   caf::reacts_to<atom::timeout, result_names_ptr>,
   // A copy of the host's state (admin API, tests).
-  caf::replies_to<atom::state>::with<host_state_ptr>>;
+  caf::replies_to<atom::state>::with<host_state_ptr>,
+  // The validator's verdicts on results of this host: the host updates its host_app_version
+  // statistics (one host_result_validated event each).
+  caf::reacts_to<atom::validated, validation_notices_ptr>>;
 
 /// One project: accounts, apps, workunits and results, job cache, validation, assimilation.
 using project_actor = subscriber_actor::extend<
@@ -77,7 +80,15 @@ using project_actor = subscriber_actor::extend<
   // Every user account (admin API; includes authenticators).
   caf::replies_to<atom::list, atom::user>::with<user_list_ptr>,
   // Periodic deadline sweep.
-  caf::reacts_to<atom::tick>>;
+  caf::reacts_to<atom::tick>,
+  // Periodic cross-version normalization (Scale(V), min_avg_pfc(A)); also on demand.
+  caf::reacts_to<atom::normalize>,
+  // The project's credit data for export (admin API) and the aggregator.
+  caf::replies_to<atom::credit>::with<credit_export_ptr>,
+  // The aggregator's per-plan-class factors for GPU-only apps.
+  caf::reacts_to<atom::credit, plan_class_scales_ptr>,
+  // Imports another server's exported credit data; answers the record count when durable.
+  caf::replies_to<atom::credit, credit_import_ptr>::with<std::uint64_t>>;
 
 /// The assimilation hook and file janitor (actors/assimilator.hpp).
 using assimilator_actor = caf::typed_actor<
@@ -87,9 +98,17 @@ using assimilator_actor = caf::typed_actor<
   // Internal: the grace period of a workunit's files is over.
   caf::reacts_to<atom::cleanup, wu_files_ptr, project_actor>>;
 
-/// One app version: statistics over its validated results.
+/// One app version: statistics over its validated results (PFCmean(V), Scale(V), credit).
 using app_version_actor = subscriber_actor::extend<
   // A copy of the statistics.
-  caf::replies_to<atom::state>::with<std::uint64_t, std::uint64_t, double>>;
+  caf::replies_to<atom::state>::with<app_version_state_ptr>>;
+
+/// The cross-project aggregator: collects every local project's credit export (with what
+/// they imported) and hands per-plan-class scale factors back to them.
+using aggregator_actor = caf::typed_actor<
+  // Collects now and answers the table (admin API); also sent to every project.
+  caf::replies_to<atom::credit>::with<plan_class_scales_ptr>,
+  // Internal: periodic collection.
+  caf::reacts_to<atom::tick>>;
 
 } // namespace cobble

@@ -220,6 +220,10 @@ caf::expected<world> recover(const storage::event_store& store, bool from_scratc
       auto blob = store.read_snapshot(it->seq);
       if (!blob)
         return blob.error();
+      // A snapshot in an older format (written before an upgrade) is skipped: the state is
+      // rebuilt from an older snapshot or from the first event, which every version decodes.
+      if (!blob->empty() && static_cast<std::uint8_t>((*blob)[0]) < snapshot_version)
+        continue;
       auto decoded = decode_snapshot(*blob);
       if (!decoded)
         return caf::make_error(ec::corrupt_log,

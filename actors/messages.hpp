@@ -5,6 +5,7 @@
 #include "actors/atoms.hpp"
 #include "actors/state.hpp"
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,6 +20,14 @@ struct rpc_context {
   std::string project_name;   ///< Long name, for the reply.
   double request_delay = 5;
   std::optional<double> next_rpc_delay;
+  credit_totals host_credit{};  ///< The host's credit (the user's is in `user`).
+  double credit_half_life = 7 * 86400; ///< To decay recent averages to the reply's time.
+};
+
+/// What a host actor knows of one of its app versions that job selection needs.
+struct version_hint {
+  int jobs_left = -1;         ///< Jobs it may still get today; negative: no quota yet.
+  average_var et{};             ///< ETmean(H,V): elapsed/E(J).
 };
 
 /// A host actor's request for jobs, per resource type.
@@ -29,6 +38,7 @@ struct job_request {
   bool anonymous = false;                 ///< Client runs app_info.xml versions.
   std::vector<client_app_version> offered; ///< Its versions (anonymous platform).
   std::string platform;                   ///< Its platform when not anonymous.
+  std::map<std::uint32_t, version_hint> hints{}; ///< By app version id (anonymous ids too).
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.
@@ -38,6 +48,29 @@ struct granted_job {
   std::vector<file_description> files;
   ev::result_dispatched dispatched;
   time_us time = 0; ///< Time of the dispatch event.
+  double runtime_estimate = 0; ///< R(J,H), seconds: E(J) × ETmean(H,V), else E(J) / flops.
+};
+
+/// The validator's word to a host on one of its results (the host records it as a
+/// host_result_validated event in its own order).
+struct validation_notice {
+  std::string result_name;
+  ev::host_result_validated data;
+};
+
+/// Per-plan-class scale factors from the cross-project aggregator (key: plan class, or the
+/// resource name for versions without one).
+struct plan_class_scales {
+  std::map<std::string, double> scales;
+  std::map<std::string, double> weights; ///< Recent average credit behind each factor.
+};
+
+/// A project's credit data for export and for the aggregator.
+struct credit_export {
+  std::string project;
+  std::vector<credit_export_rec> versions; ///< Its own app versions.
+  std::vector<credit_export_rec> imported; ///< Imported from other servers.
+  std::map<std::string, double> min_avg_pfc; ///< By app name, where X is defined.
 };
 
 /// The project's answer to a job_request.

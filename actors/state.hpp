@@ -55,13 +55,18 @@ struct result_rec {
   time_us received = 0;
   version_echo version;
   report_rec report;
+  double peak_flops = 0;      ///< peak_flops(J) at dispatch.
+  average_var host_pfc{};       ///< PFCmean(H,V) the host reported with the result.
+  bool probation = true;      ///< The (host, version) was on scale probation when it reported.
+  time_us scale_time = 0;     ///< Its host_scale_time then.
+  credit_rec credit{};          ///< Claimed and granted credit, once validated.
   friend bool operator==(const result_rec&, const result_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, result_rec& x) {
   f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version,
-    x.report);
+    x.report, x.peak_flops, x.host_pfc, x.probation, x.scale_time, x.credit);
 }
 
 /// A workunit with its results (result i is named "<name>_<i>").
@@ -93,12 +98,13 @@ struct user_rec {
   std::string email;
   std::string authenticator;
   time_us created = 0;
+  credit_totals credit{};       ///< Total and recent average credit.
   friend bool operator==(const user_rec&, const user_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, user_rec& x) {
-  f(x.id, x.name, x.email, x.authenticator, x.created);
+  f(x.id, x.name, x.email, x.authenticator, x.created, x.credit);
 }
 
 /// The project's record of a host: who owns it (the host actor keeps the rest).
@@ -106,12 +112,13 @@ struct host_reg {
   id_type id = 0;
   id_type user = 0;
   time_us created = 0;
+  credit_totals credit{};       ///< Total and recent average credit.
   friend bool operator==(const host_reg&, const host_reg&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, host_reg& x) {
-  f(x.id, x.user, x.created);
+  f(x.id, x.user, x.created, x.credit);
 }
 
 /// Counters of a project, derived from its events.
@@ -139,6 +146,13 @@ struct project_state {
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;
+  credit_settings credit{};     ///< From the last project_configured.
+  /// Scale(V) and the PFCmean(V) it came from, by app version id (last normalization).
+  std::map<std::uint32_t, version_scale> version_credit;
+  /// min_avg_pfc(A) by app id, once X is defined.
+  std::map<std::uint32_t, double> min_avg_pfc;
+  /// Other servers' exported credit data, by source.
+  std::map<std::string, std::vector<credit_export_rec>> credit_imports;
   std::map<id_type, user_rec> users;
   std::map<id_type, host_reg> hosts;
   std::unordered_map<id_type, workunit_rec> workunits;
@@ -179,8 +193,9 @@ struct project_state {
 
 template <class F>
 void inspect_fields(F& f, project_state& x) {
-  f(x.index, x.name, x.long_name, x.apps, x.users, x.hosts, x.workunits, x.next_user,
-    x.next_host, x.next_wu, x.counters);
+  f(x.index, x.name, x.long_name, x.apps, x.credit, x.version_credit, x.min_avg_pfc,
+    x.credit_imports, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
+    x.counters);
 }
 
 /// Rebuilds the derived indices of a project after decoding.
@@ -196,15 +211,20 @@ struct held_result {
   result_ref result;
   time_us deadline = 0;
   std::uint32_t app_version_id = 0;
+  time_us sent = 0;
   friend bool operator==(const held_result&, const held_result&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, held_result& x) {
-  f(x.result, x.deadline, x.app_version_id);
+  f(x.result, x.deadline, x.app_version_id, x.sent);
 }
 
-/// Per (host, app version) statistics (the credit design's host_app_version, core part).
+/// BOINC's client state of an aborted job (an abort is no crash: the quota is kept).
+inline constexpr int client_state_aborted = 6;
+
+/// Per (host, app version) statistics: the credit design's host_app_version (anonymous
+/// versions under their -2/-3/-4 identities).
 struct host_app_version_rec {
   std::uint64_t n_sent = 0;
   std::uint64_t n_success = 0;
@@ -212,12 +232,27 @@ struct host_app_version_rec {
   std::uint64_t n_timeout = 0;
   double elapsed_sum = 0;      ///< Over successful reports with plausible times.
   std::uint64_t elapsed_n = 0;
+  average_var et{};              ///< ETmean(H,V): elapsed/E(J) of validated jobs.
+  average_var pfc{};             ///< PFCmean(H,V): PFC(J)/E(J) of validated jobs.
+  average_var turnaround{};      ///< Seconds from dispatch to report.
+  time_us host_scale_time = 0; ///< Host scaling applies only after this (cherry picking).
+  bool scale_probation = true;
+  double error_rate = 0;       ///< Set to error_rate_initial at the first dispatch.
+  int jobs_per_day_init = 0;   ///< 0: no quota.
+  int max_jobs_per_day = 0;
+  std::int64_t jobs_day = 0;   ///< UTC day of n_jobs_today.
+  int n_jobs_today = 0;
+
+  /// Jobs it may still get today at `now` (negative: no quota).
+  int jobs_left(time_us now) const;
   friend bool operator==(const host_app_version_rec&, const host_app_version_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, host_app_version_rec& x) {
-  f(x.n_sent, x.n_success, x.n_error, x.n_timeout, x.elapsed_sum, x.elapsed_n);
+  f(x.n_sent, x.n_success, x.n_error, x.n_timeout, x.elapsed_sum, x.elapsed_n, x.et, x.pfc,
+    x.turnaround, x.host_scale_time, x.scale_probation, x.error_rate, x.jobs_per_day_init,
+    x.max_jobs_per_day, x.jobs_day, x.n_jobs_today);
 }
 
 /// Everything a host actor owns.
@@ -240,8 +275,10 @@ void inspect_fields(F& f, host_state& x) {
 }
 
 /// Advances a host's state by one event that touches it. `result_name` is the name of the
-/// result the event is about (the host keys its results by name).
-void apply(host_state& s, const event& e, std::string_view result_name);
+/// result the event is about (the host keys its results by name); `settings` are its
+/// project's credit settings (averages, error rate).
+void apply(host_state& s, const event& e, std::string_view result_name,
+           const credit_settings& settings = {});
 
 // -- app version --------------------------------------------------------------
 
@@ -252,16 +289,19 @@ struct app_version_state {
   std::uint64_t n_invalid = 0;
   double elapsed_sum = 0;
   double cpu_sum = 0;
+  average_var pfc{};            ///< PFCmean(V): PFC(J)/E(J) of validated jobs.
+  double pfc_scale = 1;       ///< Scale(V), from the last normalization.
+  credit_totals credit{};       ///< Granted credit (expavg_credit and expavg_time).
   friend bool operator==(const app_version_state&, const app_version_state&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, app_version_state& x) {
-  f(x.id, x.n_valid, x.n_invalid, x.elapsed_sum, x.cpu_sum);
+  f(x.id, x.n_valid, x.n_invalid, x.elapsed_sum, x.cpu_sum, x.pfc, x.pfc_scale, x.credit);
 }
 
-/// Advances an app version's statistics by a validation event.
-void apply(app_version_state& s, const event& e);
+/// Advances an app version's statistics by a validation or normalization event.
+void apply(app_version_state& s, const event& e, const credit_settings& settings = {});
 
 // -- world --------------------------------------------------------------------
 
@@ -294,7 +334,7 @@ void inspect_fields(F& f, world& x) {
 void apply(world& w, const event& e);
 
 /// Snapshot format version.
-inline constexpr std::uint8_t snapshot_version = 1;
+inline constexpr std::uint8_t snapshot_version = 2;
 
 /// Encodes a world as a snapshot blob (deterministic: hash maps are written sorted).
 std::string encode_snapshot(const world& w);

@@ -98,7 +98,13 @@ event make(payload p, std::uint16_t project = 2) {
 /// One event of every kind, every field set to a non-default value.
 std::vector<event> samples() {
   std::vector<event> out;
-  out.push_back(make(ev::project_configured{"demo", "Demo project", {sample_app()}}));
+  credit_settings cs;
+  cs.version_sample_threshold = 7;
+  cs.flops_per_cobblestone = 1e12;
+  auto app = sample_app();
+  app.host_scale_check = true;
+  app.max_jobs_per_day = 33;
+  out.push_back(make(ev::project_configured{"demo", "Demo project", {app}, cs}));
   out.push_back(make(ev::user_created{5, "alice", "alice@example.org",
                                       "0123456789abcdef0123456789abcdef"}));
   out.push_back(make(ev::host_registered{6, 5, sample_info()}));
@@ -106,14 +112,24 @@ std::vector<event> samples() {
   out.push_back(make(ev::workunit_created{9, "wu_9", 3, sample_params(), 3, "admin"}));
   out.push_back(make(ev::results_created{9, 2, "inconclusive"}));
   out.push_back(make(ev::result_dispatched{result_ref{9, 1}, 6, t0 + 3600 * us_per_second,
-                                           version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"}}));
-  out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report()}));
+                                           version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"},
+                                           4.5e9, 400}));
+  out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report(),
+                                         average_var{12, 2.5}, false, t0 + 99}));
   out.push_back(make(ev::result_timed_out{result_ref{9, 2}, 6}));
+  credit_rec granted{1e12, 2.5, 0.5, 0.75, 1.25, 1.5, credit_probation};
   out.push_back(make(ev::workunit_validated{
-    9, 1u, {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}}}));
+    9, 1u, {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}},
+    {granted, credit_rec{}}}));
   out.push_back(make(ev::workunit_assimilated{9, 1}));
   out.push_back(make(ev::workunit_failed{9, "too many errors (4)"}));
   out.push_back(make(ev::workunit_files_deleted{9, {"in_0cc175b9c0f1b6a831c399e269772661"}}));
+  out.push_back(make(ev::host_result_validated{6, result_ref{9, 1}, 7, true, 2.5, 1e-7, true,
+                                               1.5}));
+  out.push_back(make(ev::credit_normalized{3, 2.25, {version_scale{7, average_var{100, 2}, 0.5}}}));
+  out.push_back(make(ev::credit_imported{
+    "other.example",
+    {credit_export_rec{"p", "app", "x86_64-pc-linux-gnu", "cuda", 1, true, 12.5, 0.2}}}));
   return out;
 }
 
@@ -140,21 +156,25 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::workunit_assimilated::kind == 11);
   CHECK(ev::workunit_failed::kind == 12);
   CHECK(ev::workunit_files_deleted::kind == 13);
+  CHECK(ev::host_result_validated::kind == 14);
+  CHECK(ev::credit_normalized::kind == 15);
+  CHECK(ev::credit_imported::kind == 16);
   // The record carries the same numbers, and the names the CLI prints belong to them.
   auto all = samples();
-  REQUIRE(all.size() == 13);
+  REQUIRE(all.size() == 16);
   const char* names[] = {"project_configured", "user_created",       "host_registered",
                          "host_described",     "workunit_created",   "results_created",
                          "result_dispatched",  "result_reported",    "result_timed_out",
                          "workunit_validated", "workunit_assimilated", "workunit_failed",
-                         "workunit_files_deleted"};
+                         "workunit_files_deleted", "host_result_validated",
+                         "credit_normalized", "credit_imported"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
     CHECK(std::string{kind_name(static_cast<std::uint16_t>(i + 1))} == names[i]);
   }
   CHECK(std::string{kind_name(0)} == "unknown");
-  CHECK(std::string{kind_name(14)} == "unknown");
+  CHECK(std::string{kind_name(17)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -166,7 +186,8 @@ TEST_CASE("records carry the event header", "[events]") {
   CHECK(r.kind == 8);
   CHECK(r.entity_kind == static_cast<std::uint8_t>(entity_kind::workunit));
   CHECK(r.entity_id == 9);
-  CHECK(static_cast<std::uint8_t>(r.payload.at(0)) == current_payload_version);
+  CHECK(static_cast<std::uint8_t>(r.payload.at(0)) == payload_version(r.kind));
+  CHECK(payload_version(r.kind) == 2); // result_reported gained the host's scale statistics
   auto u = to_record(make(ev::user_created{5, "a", "b", "c"}));
   CHECK(u.entity_kind == static_cast<std::uint8_t>(entity_kind::user));
   CHECK(u.entity_id == 5);
@@ -192,7 +213,12 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.name == "demo");
     CHECK(x.long_name == "Demo project");
     REQUIRE(x.apps.size() == 1);
-    CHECK(x.apps[0] == sample_app());
+    auto app = sample_app();
+    app.host_scale_check = true;
+    app.max_jobs_per_day = 33;
+    CHECK(x.apps[0] == app);
+    CHECK(x.credit.version_sample_threshold == 7);
+    CHECK(x.credit.flops_per_cobblestone == 1e12);
     CHECK(x.apps[0].versions.at(1).plan_class == "cuda");
     CHECK(x.apps[0].output_names == std::vector<std::string>{"out.txt", "log.txt"});
   }
@@ -292,7 +318,7 @@ TEST_CASE("records that cannot be read decode to nothing", "[events]") {
     CHECK_FALSE(from_record(r).has_value());
     // A payload version from the future, or the never-written version 0.
     r = good;
-    r.payload[0] = static_cast<char>(current_payload_version + 1);
+    r.payload[0] = static_cast<char>(payload_version(r.kind) + 1);
     CHECK_FALSE(from_record(r).has_value());
     r.payload[0] = 0;
     CHECK_FALSE(from_record(r).has_value());
@@ -327,17 +353,18 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
     return kinds;
   };
   // Host 6: registration, description, dispatch, report, timeout, and the verdict on its result.
-  CHECK(touching(entity_kind::host, 6) == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10});
+  CHECK(touching(entity_kind::host, 6) == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 14});
   // Host 8 appears only in a verdict.
   CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
-  CHECK(touching(entity_kind::workunit, 9) == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13});
+  CHECK(touching(entity_kind::workunit, 9)
+        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 14});
   CHECK(touching(entity_kind::workunit, 6).empty());
   // User 5: its creation and its host's registration.
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});
   CHECK(touching(entity_kind::user, 6).empty());
-  CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1});
+  CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1, 15, 16});
 }
 
 TEST_CASE("host_of and result_of name the host and result of an event", "[events]") {
