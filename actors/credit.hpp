@@ -35,6 +35,10 @@ struct credit_settings {
   double credit_half_life = 7 * 86400;   ///< Seconds; of recent average credit.
   double error_rate_initial = 0.1;       ///< Error rate of a new (host, version) and after a cheat.
   double error_rate_alpha = 0.05;        ///< Weight of one outcome in the error rate.
+  /// PFCmean(V) for normalization and Scale(H): false, the mean of all samples (the design);
+  /// true, the median of the hosts' PFCmean(H,V) (the design's remedy against cheaters who
+  /// would otherwise raise PFCmean(V) and so everyone's credit).
+  bool version_pfc_median = false;
   friend bool operator==(const credit_settings&, const credit_settings&) = default;
 };
 
@@ -43,7 +47,7 @@ void inspect_fields(F& f, credit_settings& x) {
   f(x.normalization_interval, x.version_average_samples, x.host_average_samples,
     x.version_alpha, x.host_alpha, x.version_sample_threshold, x.host_sample_threshold,
     x.sample_cap, x.host_scale_cap, x.cheat_factor, x.flops_per_cobblestone, x.credit_half_life,
-    x.error_rate_initial, x.error_rate_alpha);
+    x.error_rate_initial, x.error_rate_alpha, x.version_pfc_median);
 }
 
 /// A running average: the straight mean of the first `straight` samples, then exponential

@@ -86,6 +86,7 @@ credit_settings credit_settings_from(const config::credit_config& c) {
   s.credit_half_life = c.credit_half_life;
   s.error_rate_initial = c.error_rate_initial;
   s.error_rate_alpha = c.error_rate_alpha;
+  s.version_pfc_median = c.version_pfc == config::version_pfc_estimator::median;
   return s;
 }
 
@@ -688,7 +689,7 @@ std::vector<event> project_logic::normalize(const std::vector<app_version_state>
       in.id = v.id;
       in.gpu = v.resource != static_cast<std::uint8_t>(resource_type::cpu);
       if (auto i = by_id.find(v.id); i != by_id.end())
-        in.pfc = i->second->pfc;
+        in.pfc = version_pfc(*i->second, state.credit);
       inputs.push_back(in);
       if (auto f = cross_project.scales.find(plan_class_key(v.plan_class, v.resource));
           f != cross_project.scales.end() && in.gpu)

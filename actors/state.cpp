@@ -386,8 +386,10 @@ void apply(host_state& s, const event& e, std::string_view result_name,
                    hav.n_jobs_today = 0;
                  }
                  ++hav.n_jobs_today;
-                 // On probation, host scaling waits a delay bound from the first job sent.
-                 if (hav.scale_probation && hav.host_scale_time < e.time)
+                 // Entering probation (new pair, or after a cheat), host scaling waits a delay
+                 // bound from the next job sent; later jobs do not push it further, or a
+                 // host that always works would never leave probation.
+                 if (hav.scale_probation && hav.host_scale_time == 0)
                    hav.host_scale_time = x.deadline;
                  s.last_rpc = e.time;
                },
@@ -437,7 +439,8 @@ void apply(host_state& s, const event& e, std::string_view result_name,
                      hav.et.update(x.et_sample, cs.host_average_samples, cs.host_alpha,
                                    cs.sample_cap);
                    hav.error_rate *= 1 - cs.error_rate_alpha;
-                   if (!x.cheat && hav.scale_probation && e.time > hav.host_scale_time)
+                   if (!x.cheat && hav.scale_probation && hav.host_scale_time != 0
+                       && e.time > hav.host_scale_time)
                      hav.scale_probation = false;
                  } else {
                    hav.error_rate = hav.error_rate * (1 - cs.error_rate_alpha)
@@ -447,6 +450,7 @@ void apply(host_state& s, const event& e, std::string_view result_name,
                    // A one-time cheat: no single replication for a while, and scale probation.
                    hav.error_rate = cs.error_rate_initial;
                    hav.scale_probation = true;
+                   hav.host_scale_time = 0; // armed by the next job sent
                  }
                },
                [](const auto&) {},
@@ -468,9 +472,12 @@ void apply(app_version_state& s, const event& e, const credit_settings& cs) {
         s.cpu_sum += v.cpu;
         if (k < x->credit.size()) {
           const auto& c = x->credit[k];
-          if (c.pfc_sample > 0)
+          if (c.pfc_sample > 0) {
             s.pfc.update(c.pfc_sample, cs.version_average_samples, cs.version_alpha,
                          cs.sample_cap);
+            s.host_pfc[v.host].update(c.pfc_sample, cs.host_average_samples, cs.host_alpha,
+                                      cs.sample_cap);
+          }
           s.credit.add(c.granted, e.time, cs.credit_half_life);
         }
       } else {
@@ -482,6 +489,22 @@ void apply(app_version_state& s, const event& e, const credit_settings& cs) {
       if (v.id == s.id)
         s.pfc_scale = v.scale;
   }
+}
+
+average_var version_pfc(const app_version_state& s, const credit_settings& cs) {
+  if (!cs.version_pfc_median)
+    return s.pfc;
+  std::vector<double> means;
+  for (const auto& [host, a] : s.host_pfc)
+    if (a.n >= cs.host_sample_threshold && a.avg > 0)
+      means.push_back(a.avg);
+  if (means.empty())
+    return s.pfc;
+  std::sort(means.begin(), means.end());
+  auto mid = means.size() / 2;
+  average_var out = s.pfc;
+  out.avg = means.size() % 2 == 1 ? means[mid] : (means[mid - 1] + means[mid]) / 2;
+  return out;
 }
 
 // -- world --------------------------------------------------------------------

@@ -292,13 +292,20 @@ struct app_version_state {
   average_var pfc{};            ///< PFCmean(V): PFC(J)/E(J) of validated jobs.
   double pfc_scale = 1;       ///< Scale(V), from the last normalization.
   credit_totals credit{};       ///< Granted credit (expavg_credit and expavg_time).
+  std::map<id_type, average_var> host_pfc{}; ///< PFCmean(H,V) per host (for the median).
   friend bool operator==(const app_version_state&, const app_version_state&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, app_version_state& x) {
-  f(x.id, x.n_valid, x.n_invalid, x.elapsed_sum, x.cpu_sum, x.pfc, x.pfc_scale, x.credit);
+  f(x.id, x.n_valid, x.n_invalid, x.elapsed_sum, x.cpu_sum, x.pfc, x.pfc_scale, x.credit,
+    x.host_pfc);
 }
+
+/// PFCmean(V) as normalization and Scale(H) use it: the mean of the samples, or with
+/// `version_pfc_median` the median of the hosts' averages that have host_sample_threshold
+/// samples (the mean while none has); n is the version's sample count either way.
+average_var version_pfc(const app_version_state& s, const credit_settings& settings);
 
 /// Advances an app version's statistics by a validation or normalization event.
 void apply(app_version_state& s, const event& e, const credit_settings& settings = {});

@@ -497,7 +497,7 @@ void parse_credit(parser& p, const YAML::Node& node, const std::string& path,
             {"normalization_interval", "version_average_samples", "host_average_samples",
              "version_alpha", "host_alpha", "version_sample_threshold", "host_sample_threshold",
              "sample_cap", "host_scale_cap", "cheat_factor", "flops_per_cobblestone",
-             "credit_half_life", "error_rate_initial", "error_rate_alpha"});
+             "credit_half_life", "error_rate_initial", "error_rate_alpha", "version_pfc"});
   read_duration(m, "normalization_interval", out.normalization_interval);
   read(m, "version_average_samples", out.version_average_samples);
   read(m, "host_average_samples", out.host_average_samples);
@@ -512,6 +512,8 @@ void parse_credit(parser& p, const YAML::Node& node, const std::string& path,
   read_duration(m, "credit_half_life", out.credit_half_life);
   read_number(m, "error_rate_initial", out.error_rate_initial);
   read_number(m, "error_rate_alpha", out.error_rate_alpha);
+  read_enum(m, "version_pfc", out.version_pfc,
+            {{"mean", version_pfc_estimator::mean}, {"median", version_pfc_estimator::median}});
 }
 
 void parse_project(parser& p, const YAML::Node& node, const std::string& path,
@@ -881,6 +883,7 @@ std::string to_yaml(const cobble_config& cfg) {
     raw("credit_half_life", format_duration(c.credit_half_life));
     raw("error_rate_initial", format_number(c.error_rate_initial));
     raw("error_rate_alpha", format_number(c.error_rate_alpha));
+    raw("version_pfc", c.version_pfc == version_pfc_estimator::mean ? "mean" : "median");
     out << YAML::EndMap;
     out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq;
     for (const auto& u : p.users) {

@@ -75,6 +75,12 @@ struct user_config {
   bool operator==(const user_config&) const = default;
 };
 
+/// How PFCmean(V) is estimated (docs/credit.md).
+enum class version_pfc_estimator {
+  mean,   ///< The mean of all samples (the design).
+  median, ///< The median of the hosts' PFCmean(H,V) (the design's remedy against cheaters).
+};
+
 /// The numbers of the credit system the design leaves open (docs/credit.md).
 struct credit_config {
   double normalization_interval = 600;         ///< Seconds between Scale(V) recomputations.
@@ -91,6 +97,7 @@ struct credit_config {
   double credit_half_life = 7 * 86400;         ///< Seconds; of recent average credit.
   double error_rate_initial = 0.1;
   double error_rate_alpha = 0.05;
+  version_pfc_estimator version_pfc = version_pfc_estimator::mean;
 
   /// Field-by-field equality.
   bool operator==(const credit_config&) const = default;
