@@ -399,10 +399,10 @@ struct lab_run {
   double log_uniform(double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); }
 
   /// Keeps enough unsent work in a project for its hosts.
-  void feed(std::size_t p) {
+  void feed(std::size_t p, bool force = false) {
     const auto& lp = s.projects[p];
     auto want = static_cast<std::uint64_t>(2 * hosts_of_project[p] + 8);
-    if (created_results[p] - dispatched[p] >= want)
+    if (!force && created_results[p] - dispatched[p] >= want)
       return;
     work_batch b;
     b.submitter = "credit-lab";
@@ -496,8 +496,13 @@ struct lab_run {
       }
       x.job.reset();
     }
-    if (rep.results.empty())
-      return want ? std::optional<time_us>{h.now() + 3600 * us_per_second} : std::nullopt;
+    if (rep.results.empty()) {
+      if (!want)
+        return std::nullopt;
+      // What is left may be replicas of work this host already did: make more.
+      feed(x.project, true);
+      return h.now() + 600 * us_per_second;
+    }
     ++dispatched[x.project];
     const auto& res = rep.results[0];
     auto split = split_indexed_name(res.name);
