@@ -216,10 +216,12 @@ struct project_configured {
 /// A user account with its authenticator (account key).
 struct user_created {
   static constexpr std::uint16_t kind = 2;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: team.
   id_type id = 0;
   std::string name;
   std::string email;
   std::string authenticator;
+  std::string team{};        ///< Empty: none.
 };
 
 /// A host's first scheduler RPC gave it an id.
@@ -417,6 +419,8 @@ void inspect_fields(F& f, project_configured& x) {
 template <class F>
 void inspect_fields(F& f, user_created& x) {
   f(x.id, x.name, x.email, x.authenticator);
+  if (f.version >= 2)
+    f(x.team);
 }
 template <class F>
 void inspect_fields(F& f, host_registered& x) {

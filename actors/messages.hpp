@@ -134,6 +134,7 @@ struct project_summary {
   std::size_t results_in_progress = 0;
   project_counters counters;
   std::vector<app_summary> apps;
+  std::map<std::string, credit_totals> teams{}; ///< Credit per team.
 };
 
 /// The summary of a project's state (the admin API's status, the CLI's offline replay).

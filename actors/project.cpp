@@ -175,7 +175,7 @@ std::vector<event> project_logic::configure(const config::project_config& cfg, t
     auto auth = u.authenticator.empty() ? random_authenticator() : u.authenticator;
     if (state.user_by_auth.count(auth))
       continue;
-    emit(out, ev::user_created{state.next_user, u.name, u.email, auth}, now);
+    emit(out, ev::user_created{state.next_user, u.name, u.email, auth, u.team}, now);
   }
   return out;
 }
@@ -191,7 +191,7 @@ caf::expected<event> project_logic::create_user(const std::string& name,
       return caf::make_error(ec::duplicate, "user " + name + " exists");
   if (state.user_by_auth.count(authenticator))
     return caf::make_error(ec::duplicate, "authenticator in use");
-  auto e = make(ev::user_created{state.next_user, name, email, authenticator}, now);
+  auto e = make(ev::user_created{state.next_user, name, email, authenticator, {}}, now);
   apply(state, e);
   return e;
 }
@@ -857,6 +857,7 @@ project_summary summarize(const project_state& ps) {
   }
   for (const auto& a : ps.apps)
     s.apps.push_back(app_summary{a.name, a.versions.size(), unsent[a.id]});
+  s.teams = ps.teams;
   return s;
 }
 

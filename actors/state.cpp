@@ -142,6 +142,7 @@ bool operator==(const project_state& a, const project_state& b) {
   return a.index == b.index && a.name == b.name && a.long_name == b.long_name
          && a.apps == b.apps && a.credit == b.credit && a.version_credit == b.version_credit
          && a.min_avg_pfc == b.min_avg_pfc && a.credit_imports == b.credit_imports
+         && a.teams == b.teams
          && a.users == b.users && a.hosts == b.hosts
          && a.workunits == b.workunits && a.next_user == b.next_user
          && a.next_host == b.next_host && a.next_wu == b.next_wu && a.counters == b.counters;
@@ -190,7 +191,7 @@ void apply(project_state& s, const event& e) {
         s.credit = x.credit;
       },
       [&](const ev::user_created& x) {
-        s.users[x.id] = user_rec{x.id, x.name, x.email, x.authenticator, e.time, {}};
+        s.users[x.id] = user_rec{x.id, x.name, x.email, x.authenticator, e.time, {}, x.team};
         s.user_by_auth[x.authenticator] = x.id;
         s.next_user = std::max(s.next_user, x.id + 1);
       },
@@ -271,8 +272,11 @@ void apply(project_state& s, const event& e) {
             continue;
           if (auto h = s.hosts.find(v.host); h != s.hosts.end()) {
             h->second.credit.add(granted, e.time, s.credit.credit_half_life);
-            if (auto u = s.users.find(h->second.user); u != s.users.end())
+            if (auto u = s.users.find(h->second.user); u != s.users.end()) {
               u->second.credit.add(granted, e.time, s.credit.credit_half_life);
+              if (!u->second.team.empty())
+                s.teams[u->second.team].add(granted, e.time, s.credit.credit_half_life);
+            }
           }
         }
         if (x.canonical && !wu.canonical) {

@@ -99,12 +99,13 @@ struct user_rec {
   std::string authenticator;
   time_us created = 0;
   credit_totals credit{};       ///< Total and recent average credit.
+  std::string team{};           ///< Empty: none.
   friend bool operator==(const user_rec&, const user_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, user_rec& x) {
-  f(x.id, x.name, x.email, x.authenticator, x.created, x.credit);
+  f(x.id, x.name, x.email, x.authenticator, x.created, x.credit, x.team);
 }
 
 /// The project's record of a host: who owns it (the host actor keeps the rest).
@@ -153,6 +154,8 @@ struct project_state {
   std::map<std::uint32_t, double> min_avg_pfc;
   /// Other servers' exported credit data, by source.
   std::map<std::string, std::vector<credit_export_rec>> credit_imports;
+  /// Credit of each team (by name), from its members' grants.
+  std::map<std::string, credit_totals> teams;
   std::map<id_type, user_rec> users;
   std::map<id_type, host_reg> hosts;
   std::unordered_map<id_type, workunit_rec> workunits;
@@ -194,7 +197,7 @@ struct project_state {
 template <class F>
 void inspect_fields(F& f, project_state& x) {
   f(x.index, x.name, x.long_name, x.apps, x.credit, x.version_credit, x.min_avg_pfc,
-    x.credit_imports, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
+    x.credit_imports, x.teams, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
     x.counters);
 }
 

@@ -485,10 +485,11 @@ void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_c
 }
 
 void parse_user(parser& p, const YAML::Node& node, const std::string& path, user_config& out) {
-  mapping m(p, node, path, {"name", "email", "authenticator"});
+  mapping m(p, node, path, {"name", "email", "authenticator", "team"});
   read(m, "name", out.name);
   read(m, "email", out.email);
   read(m, "authenticator", out.authenticator);
+  read(m, "team", out.team);
 }
 
 void parse_credit(parser& p, const YAML::Node& node, const std::string& path,
@@ -891,6 +892,7 @@ std::string to_yaml(const cobble_config& cfg) {
       str("name", u.name);
       str("email", u.email);
       str("authenticator", u.authenticator);
+      str("team", u.team);
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;

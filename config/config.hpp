@@ -70,6 +70,7 @@ struct user_config {
   std::string name;
   std::string email;
   std::string authenticator;       ///< Empty: a random one is generated and stored.
+  std::string team{};              ///< Empty: no team. Credit also adds up per team.
 
   /// Field-by-field equality.
   bool operator==(const user_config&) const = default;

@@ -264,6 +264,15 @@ json time_json(time_us t) {
   return us_to_seconds(t);
 }
 
+json teams_json(const std::map<std::string, credit_totals>& teams) {
+  json out = json::object();
+  for (const auto& [name, c] : teams)
+    out[name] = {{"total_credit", c.total},
+                 {"expavg_credit", c.expavg},
+                 {"expavg_time", time_json(c.expavg_time)}};
+  return out;
+}
+
 json to_json(const project_summary& s) {
   json counters = {{"workunits_created", s.counters.workunits_created},
                    {"results_created", s.counters.results_created},
@@ -284,7 +293,8 @@ json to_json(const project_summary& s) {
           {"active_workunits", s.active_workunits},
           {"results_in_progress", s.results_in_progress},
           {"counters", std::move(counters)},
-          {"apps", std::move(apps)}};
+          {"apps", std::move(apps)},
+          {"teams", teams_json(s.teams)}};
 }
 
 json average_json(const average_var& a) {
@@ -473,6 +483,7 @@ json to_json(const user_rec& u) {
           {"email", u.email},
           {"authenticator", u.authenticator},
           {"created", time_json(u.created)},
+          {"team", u.team},
           {"credit", totals_json(u.credit)}};
 }
 

@@ -106,7 +106,7 @@ std::vector<event> samples() {
   app.max_jobs_per_day = 33;
   out.push_back(make(ev::project_configured{"demo", "Demo project", {app}, cs}));
   out.push_back(make(ev::user_created{5, "alice", "alice@example.org",
-                                      "0123456789abcdef0123456789abcdef"}));
+                                      "0123456789abcdef0123456789abcdef", "team-a"}));
   out.push_back(make(ev::host_registered{6, 5, sample_info()}));
   out.push_back(make(ev::host_described{6, sample_info()}));
   out.push_back(make(ev::workunit_created{9, "wu_9", 3, sample_params(), 3, "admin"}));
@@ -228,6 +228,7 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.name == "alice");
     CHECK(x.email == "alice@example.org");
     CHECK(x.authenticator == "0123456789abcdef0123456789abcdef");
+    CHECK(x.team == "team-a");
   }
   SECTION("host_registered") {
     auto x = std::get<ev::host_registered>(round_trip(all[2]).data);

@@ -24,7 +24,7 @@ config::cobble_config lab_config(int quorum, int jobs_per_day = 200) {
   p.name = "p";
   p.credit.version_sample_threshold = 2;
   p.credit.host_sample_threshold = 2;
-  p.users.push_back({"u", "u@example.org", "key-u"});
+  p.users.push_back({"u", "u@example.org", "key-u", "crunchers"});
   auto& a = p.apps.emplace_back();
   a.name = "labapp";
   a.min_quorum = a.target_nresults = quorum;
@@ -113,6 +113,11 @@ TEST_CASE("granted credit reaches the workunit, the totals and the scheduler rep
   auto hv = h.host("p", ha);
   REQUIRE(hv);
   CHECK((*hv)->reg.credit.total == Approx(granted));
+  // The user's team adds up its members' credit.
+  auto status = h.status("p");
+  REQUIRE(status);
+  REQUIRE((*status)->teams.count("crunchers") == 1);
+  CHECK((*status)->teams.at("crunchers").total == Approx(2 * granted));
   // The hosts learned PFC/E and elapsed/E for their (host, app version) records.
   const auto& hav = (*hv)->state->app_versions.at(1);
   CHECK(hav.pfc.n == 1);
