@@ -44,6 +44,9 @@ using host_actor = caf::typed_actor<
   caf::reacts_to<atom::timeout, result_names_ptr>,
   // A copy of the host's state (admin API, tests).
   caf::replies_to<atom::state>::with<host_state_ptr>,
+  // The validator's verdicts on results of this host: the host updates its host_app_version
+  // statistics (one host_result_validated event each).
+  caf::reacts_to<atom::validated, validation_notices_ptr>,
   // Events decided elsewhere that change what the host holds (a work sequence taken from
   // it or ended); the project forwards them.
   caf::reacts_to<atom::deliver, event_batch_ptr>>;
@@ -110,7 +113,15 @@ using project_actor = subscriber_actor::extend<
   // the events are durable.
   caf::replies_to<atom::command, std::string, seq_command_ptr>::with<sequence_view_ptr>,
   // Periodic deadline sweep.
-  caf::reacts_to<atom::tick>>;
+  caf::reacts_to<atom::tick>,
+  // Periodic cross-version normalization (Scale(V), min_avg_pfc(A)); also on demand.
+  caf::reacts_to<atom::normalize>,
+  // The project's credit data for export (admin API) and the aggregator.
+  caf::replies_to<atom::credit>::with<credit_export_ptr>,
+  // The aggregator's per-plan-class factors for GPU-only apps.
+  caf::reacts_to<atom::credit, plan_class_scales_ptr>,
+  // Imports another server's exported credit data; answers the record count when durable.
+  caf::replies_to<atom::credit, credit_import_ptr>::with<std::uint64_t>>;
 
 /// The assimilation hook and file janitor (actors/assimilator.hpp).
 using assimilator_actor = caf::typed_actor<
@@ -121,9 +132,17 @@ using assimilator_actor = caf::typed_actor<
   // Internal: the grace period of a workunit's files is over.
   caf::reacts_to<atom::cleanup, wu_files_ptr, project_actor>>;
 
-/// One app version: statistics over its validated results.
+/// One app version: statistics over its validated results (PFCmean(V), Scale(V), credit).
 using app_version_actor = subscriber_actor::extend<
   // A copy of the statistics.
-  caf::replies_to<atom::state>::with<std::uint64_t, std::uint64_t, double>>;
+  caf::replies_to<atom::state>::with<app_version_state_ptr>>;
+
+/// The cross-project aggregator: collects every local project's credit export (with what
+/// they imported) and hands per-plan-class scale factors back to them.
+using aggregator_actor = caf::typed_actor<
+  // Collects now and answers the table (admin API); also sent to every project.
+  caf::replies_to<atom::credit>::with<plan_class_scales_ptr>,
+  // Internal: periodic collection.
+  caf::reacts_to<atom::tick>>;
 
 } // namespace cobble

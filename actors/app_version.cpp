@@ -9,34 +9,43 @@ namespace {
 struct app_version_actor_state {
   app_version_state stats;
   std::uint16_t project = 0;
+  credit_settings credit;
   static inline const char* name = "app_version";
 };
 
 } // namespace
 
 app_version_actor spawn_app_version(caf::actor_system& sys, app_version_state initial,
-                                    std::uint16_t project, log_actor log) {
+                                    std::uint16_t project, log_actor log,
+                                    credit_settings credit) {
   auto fn = [](app_version_actor::stateful_pointer<app_version_actor_state> self,
-               app_version_state init, std::uint16_t proj,
-               log_actor lg) -> app_version_actor::behavior_type {
+               app_version_state init, std::uint16_t proj, log_actor lg,
+               credit_settings cs) -> app_version_actor::behavior_type {
     self->state.stats = std::move(init);
     self->state.project = proj;
-    self->send(lg, atom::subscribe_v, std::vector<std::uint16_t>{ev::workunit_validated::kind},
+    self->state.credit = cs;
+    self->send(lg, atom::subscribe_v,
+               std::vector<std::uint16_t>{ev::workunit_validated::kind,
+                                          ev::credit_normalized::kind,
+                                          ev::project_configured::kind},
                subscriber_actor{self});
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {
-        for (const auto& e : *batch)
-          if (e.project == self->state.project)
-            apply(self->state.stats, e);
+        for (const auto& e : *batch) {
+          if (e.project != self->state.project)
+            continue;
+          // The settings follow the project's configuration, as in replay.
+          if (auto c = std::get_if<ev::project_configured>(&e.data))
+            self->state.credit = c->credit;
+          apply(self->state.stats, e, self->state.credit);
+        }
       },
-      [self](atom::state) {
-        const auto& s = self->state.stats;
-        double mean = s.n_valid > 0 ? s.elapsed_sum / static_cast<double>(s.n_valid) : 0;
-        return caf::make_result(s.n_valid, s.n_invalid, mean);
+      [self](atom::state) -> app_version_state_ptr {
+        return std::make_shared<app_version_state>(self->state.stats);
       },
     };
   };
-  return sys.spawn(fn, std::move(initial), project, std::move(log));
+  return sys.spawn(fn, std::move(initial), project, std::move(log), credit);
 }
 
 } // namespace cobble

@@ -32,6 +32,10 @@ struct workunit_view;
 struct host_view;
 struct log_status;
 struct host_state;
+struct app_version_state;
+struct validation_notice;
+struct plan_class_scales;
+struct credit_export;
 
 using rpc_context_ptr = std::shared_ptr<const rpc_context>;
 using job_request_ptr = std::shared_ptr<const job_request>;
@@ -65,6 +69,11 @@ using sequence_view_ptr = std::shared_ptr<const sequence_view>;
 using sequence_list_ptr = std::shared_ptr<const std::vector<sequence_view>>;
 using app_list_ptr = std::shared_ptr<const std::vector<app_rec>>;
 using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
+using app_version_state_ptr = std::shared_ptr<const app_version_state>;
+using validation_notices_ptr = std::shared_ptr<const std::vector<validation_notice>>;
+using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
+using credit_export_ptr = std::shared_ptr<const credit_export>;
+using credit_import_ptr = std::shared_ptr<const ev::credit_imported>;
 
 } // namespace cobble
 
@@ -93,6 +102,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, app, "app")
   CAF_ADD_ATOM(cobble, cobble::atom, sequence, "sequence")
   CAF_ADD_ATOM(cobble, cobble::atom, command, "command")
+  CAF_ADD_ATOM(cobble, cobble::atom, validated, "validated")
+  CAF_ADD_ATOM(cobble, cobble::atom, normalize, "normalize")
+  CAF_ADD_ATOM(cobble, cobble::atom, credit, "credit")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
@@ -121,3 +133,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::seq_answer_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::seq_command_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_view_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_version_state_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::validation_notices_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::plan_class_scales_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_export_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_import_ptr)

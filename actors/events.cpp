@@ -13,24 +13,18 @@ namespace {
 
 // Decodes the alternative whose kind matches, by walking the variant's alternatives.
 template <std::size_t I = 0>
-bool decode_payload(std::uint16_t kind, std::uint8_t version, storage::decoder& dec,
-                    payload& out) {
+bool decode_payload(std::uint16_t kind, storage::decoder& dec, payload& out) {
   if constexpr (I < std::variant_size_v<payload>) {
     using T = std::variant_alternative_t<I, payload>;
     if (T::kind == kind) {
+      if (dec.version == 0 || dec.version > payload_version_of<T>())
+        return false;
       T x{};
-      if constexpr (std::is_same_v<T, ev::sequence_deassigned>) {
-        if (version < 2)
-          ev::inspect_fields_v1(dec, x);
-        else
-          dec.get(x);
-      } else {
-        dec.get(x);
-      }
+      dec.get(x);
       out = std::move(x);
       return true;
     }
-    return decode_payload<I + 1>(kind, version, dec, out);
+    return decode_payload<I + 1>(kind, dec, out);
   } else {
     return false;
   }
@@ -44,7 +38,8 @@ const char* name_of_kind(std::uint16_t kind) {
     "result_timed_out",   "workunit_validated", "workunit_assimilated", "workunit_failed",
     "workunit_files_deleted", "sequence_created", "sequence_extended", "sequence_ended",
     "sequence_assigned", "sequence_deassigned", "sequence_element_checked",
-    "sequence_restart_saved"};
+    "sequence_restart_saved", "host_result_validated", "credit_normalized",
+    "credit_imported"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];
@@ -117,6 +112,26 @@ std::uint16_t kind_of(const payload& p) {
   return std::visit([](const auto& x) { return std::decay_t<decltype(x)>::kind; }, p);
 }
 
+namespace {
+
+template <std::size_t I = 0>
+std::uint8_t version_of_kind(std::uint16_t kind) {
+  if constexpr (I < std::variant_size_v<payload>) {
+    using T = std::variant_alternative_t<I, payload>;
+    if (T::kind == kind)
+      return payload_version_of<T>();
+    return version_of_kind<I + 1>(kind);
+  } else {
+    return 0;
+  }
+}
+
+} // namespace
+
+std::uint8_t payload_version(std::uint16_t kind) {
+  return version_of_kind(kind);
+}
+
 const char* kind_name(std::uint16_t kind) {
   return name_of_kind(kind);
 }
@@ -145,6 +160,9 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
       [](const ev::sequence_deassigned& x) { return std::pair{ek::sequence, x.seq}; },
       [](const ev::sequence_element_checked& x) { return std::pair{ek::sequence, x.seq}; },
       [](const ev::sequence_restart_saved& x) { return std::pair{ek::sequence, x.seq}; },
+      [](const ev::host_result_validated& x) { return std::pair{ek::host, x.host}; },
+      [](const ev::credit_normalized&) { return std::pair{ek::project, id_type{0}}; },
+      [](const ev::credit_imported&) { return std::pair{ek::project, id_type{0}}; },
     },
     p);
 }
@@ -173,6 +191,8 @@ std::optional<id_type> host_of(const payload& p) {
     return x->host;
   if (auto x = std::get_if<ev::result_timed_out>(&p))
     return x->host;
+  if (auto x = std::get_if<ev::host_result_validated>(&p))
+    return x->host;
   return std::nullopt;
 }
 
@@ -182,6 +202,8 @@ std::optional<result_ref> result_of(const payload& p) {
   if (auto x = std::get_if<ev::result_reported>(&p))
     return x->result;
   if (auto x = std::get_if<ev::result_timed_out>(&p))
+    return x->result;
+  if (auto x = std::get_if<ev::host_result_validated>(&p))
     return x->result;
   return std::nullopt;
 }
@@ -207,6 +229,9 @@ bool touches(const event& e, entity_kind kind, id_type id) {
         if (v.host == id)
           return true;
   }
+  if (kind == entity_kind::workunit)
+    if (auto r = result_of(e.data); r && r->wu == id)
+      return true;
   if (kind == entity_kind::user)
     if (auto x = std::get_if<ev::host_registered>(&e.data))
       return x->user == id;
@@ -223,23 +248,29 @@ storage::event_record to_record(const event& e) {
   r.entity_id = id;
   r.project = e.project;
   storage::writer w{r.payload};
-  w.put_u8(current_payload_version);
-  storage::encoder enc{w};
-  std::visit([&](const auto& x) { enc.put(x); }, e.data);
+  std::visit(
+    [&](const auto& x) {
+      auto version = payload_version_of<std::decay_t<decltype(x)>>();
+      w.put_u8(version);
+      storage::encoder enc{w, version};
+      enc.put(x);
+    },
+    e.data);
   return r;
 }
 
 std::optional<event> from_record(const storage::event_record& r) {
   storage::reader rd{r.payload};
   auto version = rd.get_u8();
-  if (rd.failed() || version == 0 || version > current_payload_version)
+  if (rd.failed() || version == 0)
     return std::nullopt;
   event e;
   e.seq = r.seq;
   e.time = r.time_us;
   e.project = r.project;
   storage::decoder dec{rd};
-  if (!decode_payload(r.kind, version, dec, e.data) || rd.failed() || !rd.at_end())
+  dec.version = version;
+  if (!decode_payload(r.kind, dec, e.data) || rd.failed() || !rd.at_end())
     return std::nullopt;
   return e;
 }
@@ -284,8 +315,13 @@ std::string describe(const event& e) {
         std::string v;
         for (const auto& d : x.verdicts)
           v += fmt::format(" {}:{}", d.index, d.valid ? "valid" : "invalid");
-        return fmt::format("canonical={}{}",
-                           x.canonical ? std::to_string(*x.canonical) : std::string{"-"}, v);
+        double granted = 0;
+        for (const auto& c : x.credit)
+          granted = std::max(granted, c.granted);
+        return fmt::format("canonical={}{}{}",
+                           x.canonical ? std::to_string(*x.canonical) : std::string{"-"}, v,
+                           x.credit.empty() ? std::string{}
+                                            : fmt::format(" granted={:g}", granted));
       },
       [](const ev::workunit_assimilated& x) { return fmt::format("canonical={}", x.canonical); },
       [](const ev::workunit_failed& x) { return fmt::format("reason={}", x.reason); },
@@ -321,6 +357,21 @@ std::string describe(const event& e) {
       },
       [](const ev::sequence_element_checked& x) {
         return fmt::format("position={} {}", x.position, x.agree ? "agree" : "DISAGREE");
+      },
+      [](const ev::host_result_validated& x) {
+        return fmt::format("result={}_{} version={} valid={} pfc/E={:g} et/E={:g}{} granted={:g}",
+                           x.result.wu, x.result.index, version_label(x.app_version_id),
+                           x.valid, x.pfc_sample, x.et_sample, x.cheat ? " CHEAT" : "",
+                           x.granted);
+      },
+      [](const ev::credit_normalized& x) {
+        std::string v;
+        for (const auto& s : x.versions)
+          v += fmt::format(" v{}:pfc={:g}/n={}/scale={:g}", s.id, s.pfc.avg, s.pfc.n, s.scale);
+        return fmt::format("app={} min_avg_pfc={:g}{}", x.app, x.min_avg_pfc, v);
+      },
+      [](const ev::credit_imported& x) {
+        return fmt::format("source={} records={}", x.source, x.records.size());
       },
     },
     e.data);

@@ -5,8 +5,9 @@
 /// An event is `{seq, time, project, payload}`. The payload is one of the structs below; its
 /// kind number is fixed forever (`kind` members) and its encoding is versioned: the first
 /// payload byte is the format version, then the fields in `inspect_fields` order. A new field
-/// goes at the end and bumps `current_payload_version`; decoders accept every older version.
+/// goes at the end and bumps that kind's `payload_version`; decoders accept every older version.
 
+#include "actors/credit.hpp"
 #include "actors/types.hpp"
 #include "storage/event_store.hpp"
 
@@ -18,9 +19,18 @@
 
 namespace cobble {
 
-/// Payload format version written today (2: sequence_deassigned carries the restart point's
-/// state files).
-inline constexpr std::uint8_t current_payload_version = 2;
+/// The first payload format version (every kind's format at its introduction). Versions are
+/// per kind: a kind whose format changed has a `payload_version` member.
+inline constexpr std::uint8_t current_payload_version = 1;
+
+/// The format version written today for a payload type: its `payload_version`, else 1.
+template <class T>
+constexpr std::uint8_t payload_version_of() {
+  if constexpr (requires { T::payload_version; })
+    return T::payload_version;
+  else
+    return current_payload_version;
+}
 
 /// Entity kinds in event headers (what `cobble log replay --entity KIND:ID` filters on).
 enum class entity_kind : std::uint8_t {
@@ -70,6 +80,8 @@ struct app_rec {
   double max_output_nbytes = 0;
   std::vector<std::string> output_names;
   std::vector<app_version_rec> versions;
+  bool host_scale_check = false; ///< Cherry-picking protection (scale probation); v2.
+  int max_jobs_per_day = 200;    ///< Initial daily quota per CPU or GPU; v2.
   friend bool operator==(const app_rec&, const app_rec&) = default;
 };
 
@@ -79,6 +91,8 @@ void inspect_fields(F& f, app_rec& x) {
     x.max_total_results, x.max_success_results, x.delay_bound, x.max_jobs_per_rpc, x.validator,
     x.rsc_fpops_est, x.rsc_fpops_bound, x.rsc_memory_bound, x.rsc_disk_bound,
     x.max_output_nbytes, x.output_names, x.versions);
+  if (f.version >= 2)
+    f(x.host_scale_check, x.max_jobs_per_day);
 }
 
 /// What the server keeps of a host's self-description.
@@ -220,18 +234,22 @@ namespace ev {
 /// The project's apps and versions as configured; recorded whenever the configuration changes.
 struct project_configured {
   static constexpr std::uint16_t kind = 1;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: credit settings, per-app credit settings.
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;
+  credit_settings credit{};
 };
 
 /// A user account with its authenticator (account key).
 struct user_created {
   static constexpr std::uint16_t kind = 2;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: team.
   id_type id = 0;
   std::string name;
   std::string email;
   std::string authenticator;
+  std::string team{};        ///< Empty: none.
 };
 
 /// A host's first scheduler RPC gave it an id.
@@ -271,18 +289,25 @@ struct results_created {
 /// A result was sent to a host.
 struct result_dispatched {
   static constexpr std::uint16_t kind = 7;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: peak_flops, jobs_per_day.
   result_ref result;
   id_type host = 0;
   time_us deadline = 0;
   version_echo version;
+  double peak_flops = 0;  ///< peak_flops(J): peak speed of what the job uses on that host.
+  int jobs_per_day = 0;   ///< Initial daily quota of the (host, version) (0: unlimited).
 };
 
 /// A host reported a result it had been sent.
 struct result_reported {
   static constexpr std::uint16_t kind = 8;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: the host's scale statistics.
   result_ref result;
   id_type host = 0;
   report_rec report;
+  average_var host_pfc{};     ///< PFCmean(H,V) when the host reported.
+  bool probation = true;    ///< The (host, version) was on scale probation.
+  time_us scale_time = 0;   ///< Its host_scale_time.
 };
 
 /// A result's deadline passed without a report.
@@ -295,9 +320,11 @@ struct result_timed_out {
 /// The validator compared replicas: verdicts, and the canonical result once there is one.
 struct workunit_validated {
   static constexpr std::uint16_t kind = 10;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: credit.
   id_type wu = 0;
   std::optional<std::uint32_t> canonical; ///< Set when this validation chose it.
   std::vector<verdict> verdicts;
+  std::vector<credit_rec> credit{};         ///< Parallel to verdicts (zero for invalid ones).
 };
 
 /// The assimilation hook took the canonical result.
@@ -388,6 +415,7 @@ struct sequence_deassigned {
   /// the sequence's input of the same open name, or is added. Empty: the original inputs.
   std::vector<file_rec> restart_inputs;
   std::vector<std::string> restart_open_names; ///< Parallel to restart_inputs.
+  static constexpr std::uint8_t payload_version = 2; ///< 2: restart_inputs, restart_open_names.
 };
 
 /// Corresponding elements of a replicated sequence were compared across their workunits.
@@ -437,27 +465,111 @@ void inspect_fields(F& f, sequence_assigned& x) {
 }
 template <class F>
 void inspect_fields(F& f, sequence_deassigned& x) {
-  f(x.seq, x.replica, x.host, x.reason, x.restart, x.dead, x.aborted, x.replacements, x.by,
-    x.restart_inputs, x.restart_open_names);
-}
-
-/// The fields of sequence_deassigned in payload version 1.
-template <class F>
-void inspect_fields_v1(F& f, sequence_deassigned& x) {
   f(x.seq, x.replica, x.host, x.reason, x.restart, x.dead, x.aborted, x.replacements, x.by);
+  if (f.version >= 2)
+    f(x.restart_inputs, x.restart_open_names);
 }
 template <class F>
 void inspect_fields(F& f, sequence_element_checked& x) {
   f(x.seq, x.position, x.agree, x.wus);
 }
 
+/// A host learned the verdict on one of its results and updated its statistics for that app
+/// version (decided by the host actor, in its own order, from the validator's notice).
+struct host_result_validated {
+  static constexpr std::uint16_t kind = 21;
+  id_type host = 0;
+  result_ref result;
+  std::uint32_t app_version_id = 0;
+  bool valid = false;
+  double pfc_sample = 0;   ///< PFC(J)/E(J) for PFCmean(H,V); 0: none.
+  double et_sample = 0;    ///< elapsed/E(J) for ETmean(H,V); 0: none.
+  bool cheat = false;      ///< One-time cheat: error rate reset, scale probation.
+  double granted = 0;      ///< Cobblestones granted.
+};
+
+template <class F>
+void inspect_fields(F& f, host_result_validated& x) {
+  f(x.host, x.result, x.app_version_id, x.valid, x.pfc_sample, x.et_sample, x.cheat, x.granted);
+}
+
+} // namespace ev
+
+/// Scale(V) of one app version, with the PFCmean(V) it was computed from.
+struct version_scale {
+  std::uint32_t id = 0;
+  average_var pfc{};
+  double scale = 1;
+  friend bool operator==(const version_scale&, const version_scale&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, version_scale& x) {
+  f(x.id, x.pfc, x.scale);
+}
+
+namespace ev {
+
+/// The periodic cross-version normalization of one app: min_avg_pfc(A) and Scale(V).
+struct credit_normalized {
+  static constexpr std::uint16_t kind = 22;
+  std::uint32_t app = 0;
+  double min_avg_pfc = 0;  ///< 0: X undefined.
+  std::vector<version_scale> versions{};
+};
+
+template <class F>
+void inspect_fields(F& f, credit_normalized& x) {
+  f(x.app, x.min_avg_pfc, x.versions);
+}
+
+} // namespace ev
+
+/// One app version's credit data as projects export it (the design's cross-project list).
+struct credit_export_rec {
+  std::string project;
+  std::string app;
+  std::string platform;
+  std::string plan_class;
+  std::uint8_t resource = 0;  ///< resource_type of the version.
+  bool app_has_cpu_and_gpu = false;
+  double expavg_credit = 0;   ///< Recent average granted credit.
+  double scale = 1;           ///< Scale(V).
+  friend bool operator==(const credit_export_rec&, const credit_export_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, credit_export_rec& x) {
+  f(x.project, x.app, x.platform, x.plan_class, x.resource, x.app_has_cpu_and_gpu,
+    x.expavg_credit, x.scale);
+}
+
+namespace ev {
+
+/// Another server's exported app-version credit data, imported by the operator (replaces the
+/// previous import from the same source).
+struct credit_imported {
+  static constexpr std::uint16_t kind = 23;
+  std::string source;
+  std::vector<credit_export_rec> records{};
+};
+
+template <class F>
+void inspect_fields(F& f, credit_imported& x) {
+  f(x.source, x.records);
+}
+
 template <class F>
 void inspect_fields(F& f, project_configured& x) {
   f(x.name, x.long_name, x.apps);
+  if (f.version >= 2)
+    f(x.credit);
 }
 template <class F>
 void inspect_fields(F& f, user_created& x) {
   f(x.id, x.name, x.email, x.authenticator);
+  if (f.version >= 2)
+    f(x.team);
 }
 template <class F>
 void inspect_fields(F& f, host_registered& x) {
@@ -478,10 +590,14 @@ void inspect_fields(F& f, results_created& x) {
 template <class F>
 void inspect_fields(F& f, result_dispatched& x) {
   f(x.result, x.host, x.deadline, x.version);
+  if (f.version >= 2)
+    f(x.peak_flops, x.jobs_per_day);
 }
 template <class F>
 void inspect_fields(F& f, result_reported& x) {
   f(x.result, x.host, x.report);
+  if (f.version >= 2)
+    f(x.host_pfc, x.probation, x.scale_time);
 }
 template <class F>
 void inspect_fields(F& f, result_timed_out& x) {
@@ -490,6 +606,8 @@ void inspect_fields(F& f, result_timed_out& x) {
 template <class F>
 void inspect_fields(F& f, workunit_validated& x) {
   f(x.wu, x.canonical, x.verdicts);
+  if (f.version >= 2)
+    f(x.credit);
 }
 template <class F>
 void inspect_fields(F& f, workunit_assimilated& x) {
@@ -510,7 +628,9 @@ using payload = std::variant<ev::project_configured, ev::user_created, ev::host_
                              ev::workunit_failed, ev::workunit_files_deleted,
                              ev::sequence_created, ev::sequence_extended, ev::sequence_ended,
                              ev::sequence_assigned, ev::sequence_deassigned,
-                             ev::sequence_element_checked, ev::sequence_restart_saved>;
+                             ev::sequence_element_checked, ev::sequence_restart_saved,
+                             ev::host_result_validated, ev::credit_normalized,
+                             ev::credit_imported>;
 
 /// A decoded event.
 struct event {
@@ -522,6 +642,9 @@ struct event {
 
 /// The kind number of a payload.
 std::uint16_t kind_of(const payload& p);
+
+/// The payload format version written today for a kind (0 for an unknown kind).
+std::uint8_t payload_version(std::uint16_t kind);
 
 /// The name of a kind ("result_reported"), for logs and the CLI.
 const char* kind_name(std::uint16_t kind);

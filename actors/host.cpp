@@ -54,6 +54,7 @@ struct host_actor_state {
   log_actor log;
   project_actor project;
   clock_ptr clk;
+  credit_settings credit;
   static inline const char* name = "host";
 };
 
@@ -89,6 +90,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
     self->state.log = in.log;
     self->state.project = in.project;
     self->state.clk = in.clk;
+    self->state.credit = in.credit;
     auto append = [self, project_index](std::vector<event> events) {
       if (events.empty())
         return;
@@ -110,12 +112,17 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           reply->hostid = st.host.id;
         reply->user_name = ctx->user.name;
         reply->userid = ctx->user.id;
+        auto now = st.clk->now();
+        reply->user_total_credit = ctx->user.credit.total;
+        reply->user_expavg_credit = ctx->user.credit.expavg_at(now, ctx->credit_half_life);
+        reply->host_total_credit = ctx->host_credit.total;
+        reply->host_expavg_credit = ctx->host_credit.expavg_at(now, ctx->credit_half_life);
         std::vector<event> events;
         auto info = host_info_from(*req);
         if (!ctx->new_host && !(info == st.host.info)) {
           auto e = make_event(self, ev::host_described{st.host.id, info});
           e.project = project_index;
-          apply(st.host, e, {});
+          apply(st.host, e, {}, st.credit);
           events.push_back(std::move(e));
         }
         std::vector<id_type> reported;
@@ -139,9 +146,18 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                          "cpu {}): stored as reported, flagged",
                          st.host.id, r.name, r.final_elapsed_time, r.final_cpu_time);
           reported.push_back(held->second.result.wu);
-          auto e = make_event(self, ev::result_reported{held->second.result, st.host.id, rep});
+          // The report carries what the host knows of its scale for that version, so the
+          // validator can compute Scale(H) without asking.
+          ev::result_reported x{held->second.result, st.host.id, rep, {}, true, 0};
+          if (auto hav = st.host.app_versions.find(held->second.app_version_id);
+              hav != st.host.app_versions.end()) {
+            x.host_pfc = hav->second.pfc;
+            x.probation = hav->second.scale_probation;
+            x.scale_time = hav->second.host_scale_time;
+          }
+          auto e = make_event(self, std::move(x));
           e.project = project_index;
-          apply(st.host, e, r.name);
+          apply(st.host, e, r.name, st.credit);
           events.push_back(std::move(e));
         }
         append(std::move(events));
@@ -178,6 +194,8 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
         jr->anonymous = req->platform_name == "anonymous" || !req->app_versions.empty();
         jr->offered = req->app_versions;
         jr->platform = req->platform_name;
+        for (const auto& [id, hav] : st.host.app_versions)
+          jr->hints[id] = version_hint{hav.jobs_left(now), hav.et};
         self->request(st.project, std::chrono::seconds(30), atom::get_jobs_v, job_request_ptr{jr})
           .then(
             [self, reply, finish, project_index](const job_grant_ptr& grant) mutable {
@@ -186,7 +204,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                 e.time = job.time;
                 e.project = project_index;
                 e.data = job.dispatched;
-                apply(self->state.host, e, job.result.name);
+                apply(self->state.host, e, job.result.name, self->state.credit);
               }
               add_jobs(*reply, *grant);
               reply->sequences_revoked = grant->sequences_revoked;
@@ -214,7 +232,17 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           auto e = make_event(self, ev::result_timed_out{held->second.result,
                                                          self->state.host.id});
           e.project = project_index;
-          apply(self->state.host, e, name);
+          apply(self->state.host, e, name, self->state.credit);
+          events.push_back(std::move(e));
+        }
+        append(std::move(events));
+      },
+      [self, append, project_index](atom::validated, const validation_notices_ptr& notices) {
+        std::vector<event> events;
+        for (const auto& n : *notices) {
+          auto e = make_event(self, n.data);
+          e.project = project_index;
+          apply(self->state.host, e, n.result_name, self->state.credit);
           events.push_back(std::move(e));
         }
         append(std::move(events));
@@ -224,7 +252,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
       },
       [self](atom::deliver, const event_batch_ptr& batch) {
         for (const auto& e : *batch)
-          apply(self->state.host, e, {});
+          apply(self->state.host, e, {}, self->state.credit);
       },
     };
   };

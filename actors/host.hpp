@@ -20,6 +20,7 @@ struct host_init {
   project_actor project;
   clock_ptr clk;
   std::uint16_t project_index = 0;
+  credit_settings credit;       ///< The project's credit settings (for apply).
 };
 
 /// Spawns a host actor.

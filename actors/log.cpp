@@ -220,7 +220,8 @@ caf::expected<world> recover(const storage::event_store& store, bool from_scratc
       auto blob = store.read_snapshot(it->seq);
       if (!blob)
         return blob.error();
-      // A snapshot of an older format is passed over: the events it summarizes are replayed.
+      // A snapshot of an older format (written before an upgrade) is passed over: the state is
+      // rebuilt from an older snapshot or from the first event, which every version decodes.
       if (auto v = snapshot_format(*blob); v != 0 && v < snapshot_version)
         continue;
       auto decoded = decode_snapshot(*blob);

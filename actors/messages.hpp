@@ -20,6 +20,14 @@ struct rpc_context {
   std::string project_name;   ///< Long name, for the reply.
   double request_delay = 5;
   std::optional<double> next_rpc_delay;
+  credit_totals host_credit{};  ///< The host's credit (the user's is in `user`).
+  double credit_half_life = 7 * 86400; ///< To decay recent averages to the reply's time.
+};
+
+/// What a host actor knows of one of its app versions that job selection needs.
+struct version_hint {
+  int jobs_left = -1;         ///< Jobs it may still get today; negative: no quota yet.
+  average_var et{};             ///< ETmean(H,V): elapsed/E(J).
 };
 
 /// A host actor's request for jobs, per resource type.
@@ -38,6 +46,7 @@ struct job_request {
   std::vector<id_type> reported;
   /// The host's average elapsed seconds per app version (its runtime statistics).
   std::map<std::uint32_t, double> avg_elapsed;
+  std::map<std::uint32_t, version_hint> hints{}; ///< By app version id (anonymous ids too).
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.
@@ -47,6 +56,29 @@ struct granted_job {
   std::vector<file_description> files;
   ev::result_dispatched dispatched;
   time_us time = 0; ///< Time of the dispatch event.
+  double runtime_estimate = 0; ///< R(J,H), seconds: E(J) × ETmean(H,V), else E(J) / flops.
+};
+
+/// The validator's word to a host on one of its results (the host records it as a
+/// host_result_validated event in its own order).
+struct validation_notice {
+  std::string result_name;
+  ev::host_result_validated data;
+};
+
+/// Per-plan-class scale factors from the cross-project aggregator (key: plan class, or the
+/// resource name for versions without one).
+struct plan_class_scales {
+  std::map<std::string, double> scales;
+  std::map<std::string, double> weights; ///< Recent average credit behind each factor.
+};
+
+/// A project's credit data for export and for the aggregator.
+struct credit_export {
+  std::string project;
+  std::vector<credit_export_rec> versions; ///< Its own app versions.
+  std::vector<credit_export_rec> imported; ///< Imported from other servers.
+  std::map<std::string, double> min_avg_pfc; ///< By app name, where X is defined.
 };
 
 /// The project's answer to a job_request.
@@ -113,6 +145,7 @@ struct project_summary {
   std::size_t results_in_progress = 0;
   project_counters counters;
   std::vector<app_summary> apps;
+  std::map<std::string, credit_totals> teams{}; ///< Credit per team.
 };
 
 /// The summary of a project's state (the admin API's status, the CLI's offline replay).

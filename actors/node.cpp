@@ -1,5 +1,6 @@
 #include "actors/node.hpp"
 
+#include "actors/aggregator.hpp"
 #include "actors/app_version.hpp"
 #include "actors/assimilator.hpp"
 #include "actors/error.hpp"
@@ -28,6 +29,7 @@ struct node_state {
   assimilator_actor assimilator;
   std::vector<project_actor> projects;
   std::vector<app_version_actor> versions;
+  aggregator_actor aggregator;
 };
 
 } // namespace
@@ -76,10 +78,17 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
     init.log = log;
     init.clk = clk;
     init.assimilator = st->assimilator;
+    auto credit = credit_settings_from(pc.credit);
+    auto add_version = [&](app_version_state av) {
+      auto id = av.id;
+      auto a = spawn_app_version(sys, std::move(av), index, log, credit);
+      st->versions.push_back(a);
+      init.versions.emplace(id, a);
+    };
     if (index < w.projects.size()) {
       auto& pw = w.projects[index];
       for (auto& [id, av] : pw.app_versions)
-        st->versions.push_back(spawn_app_version(sys, av, index, log));
+        add_version(av);
       init.state = std::move(pw.project);
       init.hosts = std::move(pw.hosts);
       init.sequences = std::move(pw.sequences);
@@ -93,12 +102,12 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
     for (const auto& app : apps_from_config(pc, init.state.apps)) {
       for (const auto& v : app.versions)
         if (!have.count(v.id))
-          st->versions.push_back(spawn_app_version(sys, app_version_state{v.id}, index, log));
+          add_version(app_version_state{v.id});
       // Anonymous-platform versions: one identity per app and resource type.
       for (std::uint8_t r = 0; r < n_resource_types; ++r) {
         auto id = anonymous_version_id(app.id, r);
         if (!have.count(id))
-          st->versions.push_back(spawn_app_version(sys, app_version_state{id}, index, log));
+          add_version(app_version_state{id});
       }
     }
     auto p = spawn_project(sys, std::move(init));
@@ -106,6 +115,12 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
     out.project_index.emplace(pc.name, index);
     st->projects.push_back(p);
   }
+  double every = 600;
+  for (std::size_t i = 0; i < cfg.projects.size(); ++i)
+    every = i == 0 ? cfg.projects[i].credit.normalization_interval
+                   : std::min(every, cfg.projects[i].credit.normalization_interval);
+  st->aggregator = spawn_aggregator(sys, st->projects, clk, every);
+  out.aggregator = st->aggregator;
   out.node = sys.spawn([st](node_actor::pointer self) -> node_actor::behavior_type {
     for (auto& p : st->projects)
       self->monitor(p);
@@ -134,6 +149,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
                   self->send_exit(v, caf::exit_reason::user_shutdown);
                 if (st->assimilator)
                   self->send_exit(st->assimilator, caf::exit_reason::user_shutdown);
+                self->send_exit(st->aggregator, caf::exit_reason::user_shutdown);
                 self->send_exit(st->log, caf::exit_reason::user_shutdown);
                 rp.deliver(seq);
                 self->quit();

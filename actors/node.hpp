@@ -30,6 +30,7 @@ struct node_handles {
   log_actor log;
   std::map<std::string, project_actor> projects; ///< By project name.
   std::map<std::string, std::uint16_t> project_index;
+  aggregator_actor aggregator;                   ///< Cross-project credit normalization.
   std::uint64_t recovered_seq = 0;               ///< Last event applied at start.
 };
 

@@ -47,6 +47,8 @@ std::vector<app_rec> apps_from_config(const config::project_config& cfg,
     a.rsc_disk_bound = ac.rsc_disk_bound;
     a.max_output_nbytes = ac.max_output_nbytes;
     a.output_names = ac.output_names;
+    a.host_scale_check = ac.host_scale_check;
+    a.max_jobs_per_day = ac.max_jobs_per_day;
     for (const auto& vc : ac.versions) {
       auto res = parse_resource_type(vc.coproc_type).value_or(resource_type::cpu);
       auto vit = std::find_if(a.versions.begin(), a.versions.end(), [&](auto& v) {
@@ -67,6 +69,67 @@ std::vector<app_rec> apps_from_config(const config::project_config& cfg,
     }
   }
   return apps;
+}
+
+credit_settings credit_settings_from(const config::credit_config& c) {
+  credit_settings s;
+  s.normalization_interval = c.normalization_interval;
+  s.version_average_samples = c.version_average_samples;
+  s.host_average_samples = c.host_average_samples;
+  s.version_alpha = c.version_alpha;
+  s.host_alpha = c.host_alpha;
+  s.version_sample_threshold = c.version_sample_threshold;
+  s.host_sample_threshold = c.host_sample_threshold;
+  s.sample_cap = c.sample_cap;
+  s.host_scale_cap = c.host_scale_cap;
+  s.cheat_factor = c.cheat_factor;
+  s.flops_per_cobblestone = c.flops_per_cobblestone;
+  s.credit_half_life = c.credit_half_life;
+  s.error_rate_initial = c.error_rate_initial;
+  s.error_rate_alpha = c.error_rate_alpha;
+  s.version_pfc_median = c.version_pfc == config::version_pfc_estimator::median;
+  return s;
+}
+
+std::string plan_class_key(const std::string& plan_class, std::uint8_t resource) {
+  if (!plan_class.empty())
+    return plan_class;
+  return to_string(static_cast<resource_type>(resource));
+}
+
+plan_class_scales aggregate_scales(const std::vector<credit_export>& exports) {
+  struct acc {
+    double weighted = 0, weight = 0, plain = 0;
+    int n = 0;
+  };
+  std::map<std::string, acc> by_class;
+  // An import may repeat what a local project exports (or another import): count each
+  // (project, app, platform, plan class) once, the first time it is seen.
+  std::set<std::tuple<std::string, std::string, std::string, std::string>> seen;
+  auto add = [&](const credit_export_rec& r) {
+    if (!r.app_has_cpu_and_gpu || !std::isfinite(r.scale) || !(r.scale > 0))
+      return;
+    if (!seen.emplace(r.project, r.app, r.platform, r.plan_class).second)
+      return;
+    auto& a = by_class[plan_class_key(r.plan_class, r.resource)];
+    double w = std::isfinite(r.expavg_credit) && r.expavg_credit > 0 ? r.expavg_credit : 0;
+    a.weighted += w * r.scale;
+    a.weight += w;
+    a.plain += r.scale;
+    ++a.n;
+  };
+  for (const auto& e : exports)
+    for (const auto& r : e.versions)
+      add(r);
+  for (const auto& e : exports)
+    for (const auto& r : e.imported)
+      add(r);
+  plan_class_scales out;
+  for (const auto& [key, a] : by_class) {
+    out.scales[key] = a.weight > 0 ? a.weighted / a.weight : a.plain / a.n;
+    out.weights[key] = a.weight;
+  }
+  return out;
 }
 
 std::string random_authenticator() {
@@ -101,8 +164,10 @@ void project_logic::emit(std::vector<event>& out, payload p, time_us now) {
 std::vector<event> project_logic::configure(const config::project_config& cfg, time_us now) {
   std::vector<event> out;
   auto apps = apps_from_config(cfg, state.apps);
-  if (apps != state.apps || state.name != cfg.name || state.long_name != cfg.long_name)
-    emit(out, ev::project_configured{cfg.name, cfg.long_name, std::move(apps)}, now);
+  auto credit = credit_settings_from(cfg.credit);
+  if (apps != state.apps || state.name != cfg.name || state.long_name != cfg.long_name
+      || !(credit == state.credit))
+    emit(out, ev::project_configured{cfg.name, cfg.long_name, std::move(apps), credit}, now);
   for (const auto& u : cfg.users) {
     bool exists = std::any_of(state.users.begin(), state.users.end(),
                               [&](auto& kv) { return kv.second.name == u.name; });
@@ -111,7 +176,7 @@ std::vector<event> project_logic::configure(const config::project_config& cfg, t
     auto auth = u.authenticator.empty() ? random_authenticator() : u.authenticator;
     if (state.user_by_auth.count(auth))
       continue;
-    emit(out, ev::user_created{state.next_user, u.name, u.email, auth}, now);
+    emit(out, ev::user_created{state.next_user, u.name, u.email, auth, u.team}, now);
   }
   return out;
 }
@@ -127,7 +192,7 @@ caf::expected<event> project_logic::create_user(const std::string& name,
       return caf::make_error(ec::duplicate, "user " + name + " exists");
   if (state.user_by_auth.count(authenticator))
     return caf::make_error(ec::duplicate, "authenticator in use");
-  auto e = make(ev::user_created{state.next_user, name, email, authenticator}, now);
+  auto e = make(ev::user_created{state.next_user, name, email, authenticator, {}}, now);
   apply(state, e);
   return e;
 }
@@ -235,8 +300,10 @@ namespace {
 struct version_choice {
   const app_version_rec* version = nullptr;
   version_echo echo;
-  double flops = 0;
-  double instances = 1; // CPUs or GPUs one job uses
+  double flops = 0;      // the speed the client assumes (runtime = rsc_fpops_est / flops)
+  double peak_flops = 0; // peak_flops(J)
+  double instances = 1;  // CPUs or GPUs one job uses
+  int devices = 1;       // CPUs or GPUs of this type the host has (for the daily quota)
 };
 
 std::optional<version_choice> choose_version(const app_rec& app, const job_request& req,
@@ -275,18 +342,34 @@ std::optional<version_choice> choose_version(const app_rec& app, const job_reque
     c.echo = version_echo{best->id, best->platform, best->version_num, best->plan_class};
     c.instances = t == resource_type::cpu ? best->avg_ncpus : best->coproc_count;
   }
+  double gpu_peak = 0;
+  c.devices = t == resource_type::cpu ? std::max(req.info.p_ncpus, 1) : 1;
+  for (std::size_t i = 0; i < req.info.coprocs.size(); ++i)
+    if (t != resource_type::cpu && req.info.coprocs[i].first == res) {
+      if (i < req.info.coproc_peak_flops.size())
+        gpu_peak = req.info.coproc_peak_flops[i];
+      c.devices = std::max(req.info.coprocs[i].second, 1);
+    }
   if (c.flops <= 0) {
     if (t == resource_type::cpu) {
       c.flops = std::max(req.info.p_fpops, 1e6) * c.instances;
     } else {
-      for (std::size_t i = 0; i < req.info.coprocs.size(); ++i)
-        if (req.info.coprocs[i].first == res && i < req.info.coproc_peak_flops.size())
-          c.flops = req.info.coproc_peak_flops[i] * c.instances;
+      c.flops = gpu_peak * c.instances;
       if (c.flops <= 0)
         c.flops = 1e10;
     }
   }
+  // peak_flops(J): the CPUs the version uses at the benchmark, plus its GPUs at their peak.
+  if (c.version != nullptr)
+    c.peak_flops = job_peak_flops(req.info.p_fpops, c.version->avg_ncpus, gpu_peak,
+                                  t == resource_type::cpu ? 0.0 : c.version->coproc_count);
   return c;
+}
+
+/// True when some version of the app has validated samples (normalizing an unused app would
+/// only write events that say nothing).
+bool in_use(const std::vector<version_credit_input>& inputs) {
+  return std::any_of(inputs.begin(), inputs.end(), [](auto& in) { return in.pfc.n > 0; });
 }
 
 bool host_has_result_of(const workunit_rec& wu, id_type host) {
@@ -299,21 +382,24 @@ bool host_has_result_of(const workunit_rec& wu, id_type host) {
 
 granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type host,
                                     const version_echo& echo, time_us now,
-                                    std::vector<event>& events) {
+                                    std::vector<event>& events, const dispatch_credit& credit) {
   const auto& wu = state.workunits.at(ref.wu);
   granted_job job;
   auto deadline = now + seconds_to_us(wu.params.delay_bound);
-  ev::result_dispatched d{ref, host, deadline, echo};
+  ev::result_dispatched d{ref, host, deadline, echo, credit.peak_flops, credit.jobs_per_day};
   job.dispatched = d;
   job.time = now;
+  job.runtime_estimate = credit.runtime;
   emit(events, d, now);
   auto rname = state.result_name(ref);
   auto& w = job.workunit;
   w.name = wu.name;
   w.app_name = app.name;
   w.command_line = wu.params.command_line;
-  w.rsc_fpops_est = wu.params.rsc_fpops_est;
-  w.rsc_fpops_bound = wu.params.rsc_fpops_bound;
+  // The client estimates rsc_fpops_est / its flops: both figures are scaled so that it
+  // arrives at R(J,H) (the bound keeps its ratio to the estimate).
+  w.rsc_fpops_est = wu.params.rsc_fpops_est * credit.fpops_scale;
+  w.rsc_fpops_bound = wu.params.rsc_fpops_bound * credit.fpops_scale;
   w.rsc_memory_bound = wu.params.rsc_memory_bound;
   w.rsc_disk_bound = wu.params.rsc_disk_bound;
   for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
@@ -369,9 +455,17 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
           break;
         queue.pop_front();
       }
+      // The (host, version) pair's daily quota and runtime statistics.
+      version_hint hint;
+      if (auto h = req.hints.find(choice->echo.app_version_id); h != req.hints.end())
+        hint = h->second;
+      bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
+      int sent_now = 0;
       std::size_t scanned = 0;
       for (std::size_t qi = 0; qi < queue.size() && scanned < scan_limit; ++qi, ++scanned) {
         if (!(secs > 0 || inst > 0) || per_app[app.id] >= app.max_jobs_per_rpc)
+          break;
+        if (hint.jobs_left >= 0 && sent_now >= hint.jobs_left)
           break;
         auto ref = queue[qi];
         auto wit = state.workunits.find(ref.wu);
@@ -383,10 +477,20 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
           continue;
         if (host_has_result_of(wu, req.host))
           continue;
-        auto job = dispatch(app, ref, req.host, choice->echo, now, events);
+        // R(J,H): E(J) × ETmean(H,V) once the pair has enough samples, else E(J) / flops.
+        double runtime = use_et ? wu.params.rsc_fpops_est * hint.et.avg
+                                : wu.params.rsc_fpops_est / choice->flops;
+        // Completion check: a job the host cannot finish before its deadline is not sent.
+        if (use_et && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
+          continue;
+        dispatch_credit dc{choice->peak_flops,
+                           initial_jobs_per_day(app.max_jobs_per_day, choice->devices), runtime,
+                           use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0};
+        auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
         ++per_app[app.id];
-        secs -= wu.params.rsc_fpops_est / choice->flops;
+        ++sent_now;
+        secs -= runtime;
         inst -= choice->instances;
       }
     }
@@ -527,6 +631,7 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
                                                           time_us now,
                                                           std::vector<event>& events) {
   std::vector<granted_job> jobs;
+  std::map<std::uint32_t, int> sent; // per app version, against its daily quota
   for (auto id : wus) {
     auto wu = state.workunit(id);
     if (wu == nullptr || !wu->sequence || wu->sequence->dead || wu->state != wu_state::active
@@ -539,7 +644,23 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
                    wu->name, req.host);
       continue;
     }
-    jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events));
+    // The (host, version) pair's daily quota holds for sequence elements too: an element
+    // over it stays unsent for a later RPC (the chain waits; the relocation check decides
+    // whether the host keeps the sequence).
+    auto vid = choice->echo.app_version_id;
+    version_hint hint;
+    if (auto h = req.hints.find(vid); h != req.hints.end())
+      hint = h->second;
+    if (hint.jobs_left >= 0 && sent[vid] >= hint.jobs_left)
+      continue;
+    bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
+    double runtime = use_et ? wu->params.rsc_fpops_est * hint.et.avg
+                            : wu->params.rsc_fpops_est / choice->flops;
+    dispatch_credit dc{choice->peak_flops,
+                       initial_jobs_per_day(app->max_jobs_per_day, choice->devices), runtime,
+                       use_et ? runtime * choice->flops / wu->params.rsc_fpops_est : 1.0};
+    jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
+    ++sent[vid];
   }
   return jobs;
 }
@@ -589,6 +710,32 @@ verdict make_verdict(const result_rec& r, std::uint32_t index, bool valid) {
   return verdict{index, valid, r.host, r.version.app_version_id, r.report.elapsed, r.report.cpu};
 }
 
+std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app) {
+  if (auto m = st.min_avg_pfc.find(app); m != st.min_avg_pfc.end())
+    return m->second;
+  return std::nullopt;
+}
+
+/// The claimed credit of one valid replica, from what dispatch, the report and the last
+/// normalization recorded.
+credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_rec& wu,
+                    const result_rec& r, time_us now) {
+  replica_credit_input in;
+  in.elapsed = r.report.elapsed;
+  in.elapsed_plausible = (r.report.flags & flag_bad_elapsed) == 0;
+  in.peak_flops = r.peak_flops;
+  in.anonymous = is_anonymous_version(r.version.app_version_id);
+  if (auto v = st.version_credit.find(r.version.app_version_id); v != st.version_credit.end()) {
+    in.version_pfc = v->second.pfc;
+    in.version_scale = v->second.scale;
+  }
+  in.host_pfc = r.host_pfc;
+  // Cherry-picking protection: not before host_scale_time, and not while on probation.
+  in.probation = app != nullptr && app->host_scale_check && (r.probation || now < r.scale_time);
+  return claim_credit(in, wu.params.rsc_fpops_est, wu.params.rsc_fpops_bound,
+                      min_avg_pfc_of(st, wu.app), st.credit);
+}
+
 } // namespace
 
 std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
@@ -607,11 +754,20 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
   if (wu.canonical) {
     // Late successes are checked against the canonical result.
     const auto& canon = wu.results[*wu.canonical];
-    ev::workunit_validated v{wu.id, std::nullopt, {}};
+    ev::workunit_validated v{wu.id, std::nullopt, {}, {}};
     for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
       const auto& r = wu.results[i];
-      if (r.outcome == result_outcome::success && r.validation == validate_state::init)
-        v.verdicts.push_back(make_verdict(r, i, agree(r, canon)));
+      if (r.outcome == result_outcome::success && r.validation == validate_state::init) {
+        bool valid = agree(r, canon);
+        v.verdicts.push_back(make_verdict(r, i, valid));
+        // A late valid result gets the credit the quorum was granted.
+        credit_rec c;
+        if (valid) {
+          c = claim_of(state, app, wu, r, now);
+          c.granted = canon.credit.granted;
+        }
+        v.credit.push_back(c);
+      }
     }
     if (!v.verdicts.empty())
       emit(out, std::move(v), now);
@@ -632,10 +788,17 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     if (r.outcome != result_outcome::success || r.validation != validate_state::init)
       return out;
     if (!link.replicated || link.check == seq_check::agree) {
-      emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}}, now);
+      // Credit as for a workunit validated alone: the element's own claim, granted through
+      // the same path (host_result_validated follows from the verdict).
+      std::vector<credit_rec> claims{claim_of(state, app, wu, r, now)};
+      grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app),
+                   state.credit);
+      emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}, claims}, now);
       emit(out, ev::workunit_assimilated{wu.id, 0}, now);
     } else if (link.check == seq_check::disagree) {
-      emit(out, ev::workunit_validated{wu.id, std::nullopt, {make_verdict(r, 0, false)}}, now);
+      emit(out,
+           ev::workunit_validated{wu.id, std::nullopt, {make_verdict(r, 0, false)}, {credit_rec{}}},
+           now);
     }
     return out;
   }
@@ -667,10 +830,17 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       best = std::move(group);
   }
   if (static_cast<int>(best.size()) >= p.min_quorum) {
-    ev::workunit_validated v{wu.id, best.front(), {}};
+    ev::workunit_validated v{wu.id, best.front(), {}, {}};
+    std::vector<credit_rec> claims;
+    for (auto i : best)
+      claims.push_back(claim_of(state, app, wu, wu.results[i], now));
+    grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
     for (auto i : successes) {
-      bool valid = std::find(best.begin(), best.end(), i) != best.end();
+      auto pos = std::find(best.begin(), best.end(), i);
+      bool valid = pos != best.end();
       v.verdicts.push_back(make_verdict(wu.results[i], i, valid));
+      v.credit.push_back(valid ? claims[static_cast<std::size_t>(pos - best.begin())]
+                               : credit_rec{});
     }
     auto canonical = best.front();
     emit(out, std::move(v), now);
@@ -699,6 +869,132 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
                              : "replacing errors or timeouts"},
        now);
   return out;
+}
+
+std::map<id_type, std::vector<validation_notice>>
+project_logic::notices(const event& validated) const {
+  std::map<id_type, std::vector<validation_notice>> out;
+  auto x = std::get_if<ev::workunit_validated>(&validated.data);
+  if (x == nullptr)
+    return out;
+  auto wu = state.workunit(x->wu);
+  if (wu == nullptr)
+    return out;
+  double est = wu->params.rsc_fpops_est;
+  for (std::size_t k = 0; k < x->verdicts.size(); ++k) {
+    const auto& v = x->verdicts[k];
+    if (v.index >= wu->results.size())
+      continue;
+    const auto& r = wu->results[v.index];
+    ev::host_result_validated n;
+    n.host = v.host;
+    n.result = {x->wu, v.index};
+    n.app_version_id = v.app_version_id;
+    n.valid = v.valid;
+    if (k < x->credit.size()) {
+      const auto& c = x->credit[k];
+      n.pfc_sample = c.pfc_sample;
+      n.cheat = (c.flags & credit_one_time_cheat) != 0;
+      n.granted = c.granted;
+    }
+    if (v.valid && est > 0 && (r.report.flags & flag_bad_elapsed) == 0 && r.report.elapsed > 0)
+      n.et_sample = r.report.elapsed / est;
+    out[v.host].push_back(validation_notice{state.result_name(n.result), n});
+  }
+  return out;
+}
+
+std::vector<event> project_logic::normalize(const std::vector<app_version_state>& stats,
+                                            const plan_class_scales& cross_project,
+                                            time_us now) {
+  std::vector<event> out;
+  std::map<std::uint32_t, const app_version_state*> by_id;
+  for (const auto& st : stats)
+    by_id[st.id] = &st;
+  for (const auto& app : state.apps) {
+    std::vector<version_credit_input> inputs;
+    std::map<std::uint32_t, double> gpu_only;
+    for (const auto& v : app.versions) {
+      version_credit_input in;
+      in.id = v.id;
+      in.gpu = v.resource != static_cast<std::uint8_t>(resource_type::cpu);
+      if (auto i = by_id.find(v.id); i != by_id.end())
+        in.pfc = version_pfc(*i->second, state.credit);
+      inputs.push_back(in);
+      if (auto f = cross_project.scales.find(plan_class_key(v.plan_class, v.resource));
+          f != cross_project.scales.end() && in.gpu)
+        gpu_only[v.id] = f->second;
+    }
+    auto norm = normalize_versions(inputs, state.credit, gpu_only);
+    ev::credit_normalized e;
+    e.app = app.id;
+    e.min_avg_pfc = norm.min_avg_pfc.value_or(0);
+    bool changed = e.min_avg_pfc != min_avg_pfc_of(state, app.id).value_or(0);
+    for (const auto& in : inputs) {
+      auto prev = state.version_credit.find(in.id);
+      double scale = prev != state.version_credit.end() ? prev->second.scale : 1.0;
+      if (auto sc = norm.scales.find(in.id); sc != norm.scales.end())
+        scale = sc->second;
+      version_scale vs{in.id, in.pfc, scale};
+      if (prev == state.version_credit.end() || !(prev->second == vs))
+        changed = true;
+      e.versions.push_back(vs);
+    }
+    if (changed && in_use(inputs))
+      emit(out, std::move(e), now);
+  }
+  return out;
+}
+
+credit_export project_logic::export_credit(const std::map<std::uint32_t, app_version_state>& stats,
+                                           time_us now) const {
+  credit_export out;
+  out.project = state.name;
+  for (const auto& app : state.apps) {
+    bool cpu = false, gpu = false;
+    for (const auto& v : app.versions)
+      (v.resource == static_cast<std::uint8_t>(resource_type::cpu) ? cpu : gpu) = true;
+    if (auto m = min_avg_pfc_of(state, app.id))
+      out.min_avg_pfc[app.name] = *m;
+    for (const auto& v : app.versions) {
+      credit_export_rec r;
+      r.project = state.name;
+      r.app = app.name;
+      r.platform = v.platform;
+      r.plan_class = v.plan_class;
+      r.resource = v.resource;
+      r.app_has_cpu_and_gpu = cpu && gpu;
+      if (auto i = stats.find(v.id); i != stats.end())
+        r.expavg_credit = i->second.credit.expavg_at(now, state.credit.credit_half_life);
+      if (auto i = state.version_credit.find(v.id); i != state.version_credit.end())
+        r.scale = i->second.scale;
+      out.versions.push_back(std::move(r));
+    }
+  }
+  for (const auto& [source, records] : state.credit_imports)
+    out.imported.insert(out.imported.end(), records.begin(), records.end());
+  return out;
+}
+
+caf::expected<event> project_logic::import_credit(ev::credit_imported import, time_us now) {
+  if (import.source.empty())
+    return caf::make_error(ec::invalid_argument, "an import needs a source name");
+  for (std::size_t i = 0; i < import.records.size(); ++i) {
+    const auto& r = import.records[i];
+    auto where = "record " + std::to_string(i) + ": ";
+    if (r.app.empty())
+      return caf::make_error(ec::invalid_argument, where + "app is empty");
+    if (!std::isfinite(r.scale) || !(r.scale > 0))
+      return caf::make_error(ec::invalid_argument, where + "scale must be a positive number");
+    if (!std::isfinite(r.expavg_credit) || r.expavg_credit < 0)
+      return caf::make_error(ec::invalid_argument,
+                             where + "expavg_credit must be a non-negative number");
+    if (r.resource >= n_resource_types)
+      return caf::make_error(ec::invalid_argument, where + "unknown resource type");
+  }
+  auto e = make(std::move(import), now);
+  apply(state, e);
+  return e;
 }
 
 std::optional<double> project_logic::upload_limit(std::string_view name, id_type host) const {
@@ -844,6 +1140,7 @@ project_summary summarize(const project_state& ps) {
   }
   for (const auto& a : ps.apps)
     s.apps.push_back(app_summary{a.name, a.versions.size(), unsent[a.id]});
+  s.teams = ps.teams;
   return s;
 }
 
@@ -863,6 +1160,9 @@ struct project_actor_state {
   /// Released state uploads whose grace period is over but whose files were still in use
   /// (by an element that restarted from them); looked at again as workunit files go.
   std::set<id_type> release_due;
+  std::map<std::uint32_t, app_version_actor> versions;
+  plan_class_scales cross_project;                    ///< From the aggregator (not durable).
+  std::map<std::uint32_t, app_version_state> last_stats; ///< Of the last normalization.
   static inline const char* name = "project";
 };
 
@@ -923,7 +1223,7 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
     st.dormant_hosts.erase(d);
   }
   host_init init{std::move(initial), st.log, project_actor{self}, st.clk,
-                 st.logic.state.index};
+                 st.logic.state.index, st.logic.state.credit};
   auto h = spawn_host(self->system(), std::move(init));
   // Host actors end with their project (ordered shutdown; a failing host fails the project).
   self->link_to(h);
@@ -986,7 +1286,7 @@ void absorb_sequence_events(project_ptr self, const std::vector<event>& events) 
         self->send(i->second, atom::deliver_v,
                    event_batch_ptr{std::make_shared<std::vector<event>>(1, e)});
       else if (auto d = st.dormant_hosts.find(h); d != st.dormant_hosts.end())
-        apply(d->second, e, {});
+        apply(d->second, e, {}, st.logic.state.credit);
     }
   run_transitions(self, dirty);
 }
@@ -1023,9 +1323,67 @@ void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
     else if (auto f = std::get_if<ev::workunit_failed>(&e.data))
       finished.push_back(f->wu);
   }
+  std::map<id_type, std::vector<validation_notice>> notices;
+  for (const auto& e : events)
+    if (std::holds_alternative<ev::workunit_validated>(e.data))
+      for (auto& [host, list] : self->state.logic.notices(e))
+        notices[host].insert(notices[host].end(), list.begin(), list.end());
   append(self, std::move(events));
+  // Hosts learn the verdicts after the validation is in the log; each records its own
+  // statistics update.
+  for (auto& [host, list] : notices) {
+    if (!self->state.logic.state.hosts.count(host))
+      continue;
+    auto h = host_for(self, host, host_state{});
+    self->send(h, atom::validated_v,
+               validation_notices_ptr{
+                 std::make_shared<std::vector<validation_notice>>(std::move(list))});
+  }
   for (auto wu : finished)
     hand_over_files(self, wu, self->state.config.file_grace_period);
+}
+
+/// Arms the next cross-version normalization on the project's clock.
+void schedule_normalization(project_ptr self) {
+  auto period = seconds_to_us(std::max(self->state.logic.state.credit.normalization_interval, 1.0));
+  auto addr = self->address();
+  self->state.clk->schedule(period, [addr] {
+    if (auto h = caf::actor_cast<caf::actor>(addr))
+      caf::anon_send(h, atom::normalize_v);
+  });
+}
+
+void finish_normalization(project_ptr self, std::vector<app_version_state> stats) {
+  auto& st = self->state;
+  std::sort(stats.begin(), stats.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  st.last_stats.clear();
+  for (const auto& s : stats)
+    st.last_stats[s.id] = s;
+  append(self, st.logic.normalize(stats, st.cross_project, st.clk->now()));
+}
+
+/// Gathers every app version's statistics, then normalizes.
+void run_normalization(project_ptr self) {
+  auto& st = self->state;
+  if (st.versions.empty())
+    return;
+  auto pending = std::make_shared<std::size_t>(st.versions.size());
+  auto gathered = std::make_shared<std::vector<app_version_state>>();
+  for (const auto& [id, av] : st.versions) {
+    self->request(av, std::chrono::seconds(30), atom::state_v)
+      .then(
+        [self, pending, gathered](const app_version_state_ptr& s) {
+          gathered->push_back(*s);
+          if (--*pending == 0)
+            finish_normalization(self, std::move(*gathered));
+        },
+        [self, pending, gathered, id = id](caf::error& err) {
+          spdlog::warn("normalization: app version {} did not answer: {}", id,
+                       caf::to_string(err));
+          if (--*pending == 0)
+            finish_normalization(self, std::move(*gathered));
+        });
+  }
 }
 
 /// Arms the next deadline sweep on the project's clock (virtual in tests and the emulator).
@@ -1050,17 +1408,25 @@ void finish_jobs(project_ptr self, const job_request& req, job_grant& grant,
   absorb_sequence_events(self, decided);
   std::vector<event> events;
   double seq_secs = 0;
-  for (const auto& a : answers) {
-    auto jobs = st.logic.dispatch_sequence(req, a->send, now, events);
-    for (auto& j : jobs) {
-      seq_secs += j.workunit.rsc_fpops_est / std::max(req.info.p_fpops, 1e6);
-      grant.jobs.push_back(std::move(j));
-    }
+  // One call for every sequence's elements, so that the (host, version) daily quota holds
+  // across them.
+  std::vector<id_type> send;
+  for (const auto& a : answers)
+    send.insert(send.end(), a->send.begin(), a->send.end());
+  std::map<std::uint32_t, int> seq_sent; // per app version
+  for (auto& j : st.logic.dispatch_sequence(req, send, now, events)) {
+    seq_secs += j.runtime_estimate;
+    ++seq_sent[j.dispatched.version.app_version_id];
+    grant.jobs.push_back(std::move(j));
   }
   if (req.send_work) {
     auto rest = req;
     if (!rest.requests.empty())
       rest.requests[0].req_secs = std::max(0.0, rest.requests[0].req_secs - seq_secs);
+    // Elements sent now count against the day's quota of ordinary jobs too.
+    for (auto& [vid, n] : seq_sent)
+      if (auto h = rest.hints.find(vid); h != rest.hints.end() && h->second.jobs_left >= 0)
+        h->second.jobs_left = std::max(0, h->second.jobs_left - n);
     auto jobs = st.logic.select_jobs(rest, now, events);
     for (auto& j : jobs)
       grant.jobs.push_back(std::move(j));
@@ -1080,6 +1446,7 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     st.clk = in.clk;
     st.assimilator = in.assimilator;
     st.dormant_hosts = std::move(in.hosts);
+    st.versions = std::move(in.versions);
     for (auto& [id, seq] : in.sequences)
       spawn_sequence(self, std::move(seq));
     // Learn reports and timeouts (decided by host actors) from the log.
@@ -1105,6 +1472,7 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         hand_over_files(self, id, st.config.file_grace_period - us_to_seconds(now - since));
       }
     schedule_tick(self);
+    schedule_normalization(self);
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {
         // Two sources: the log (reports and timeouts decided by host actors) and the
@@ -1143,16 +1511,18 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         ctx->project_name = ps.long_name;
         ctx->request_delay = delay;
         ctx->next_rpc_delay = st.config.next_rpc_delay;
+        ctx->credit_half_life = ps.credit.credit_half_life;
         auto h = ps.hosts.find(req->hostid);
         host_state initial;
         if (req->hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
           auto e = st.logic.register_host(u->second, host_info_from(*req), st.clk->now());
-          apply(initial, e, {});
+          apply(initial, e, {}, ps.credit);
           ctx->host = initial.id;
           ctx->new_host = true;
           append(self, {std::move(e)});
         } else {
           ctx->host = req->hostid;
+          ctx->host_credit = h->second.credit;
         }
         auto host = host_for(self, ctx->host, std::move(initial));
         return self->delegate(host, atom::rpc_v, rpc_context_ptr{std::move(ctx)}, req);
@@ -1430,6 +1800,29 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
                      result_names_ptr{std::make_shared<std::vector<std::string>>(std::move(names))});
         }
         schedule_tick(self);
+      },
+      [self](atom::normalize) {
+        run_normalization(self);
+        schedule_normalization(self);
+      },
+      [self](atom::credit) -> credit_export_ptr {
+        auto& st = self->state;
+        return std::make_shared<credit_export>(
+          st.logic.export_credit(st.last_stats, st.clk->now()));
+      },
+      [self](atom::credit, const plan_class_scales_ptr& table) {
+        self->state.cross_project = *table;
+      },
+      [self](atom::credit, const credit_import_ptr& import) -> caf::result<std::uint64_t> {
+        auto e = self->state.logic.import_credit(*import, self->state.clk->now());
+        if (!e)
+          return e.error();
+        std::uint64_t n = import->records.size();
+        append(self, {std::move(*e)});
+        auto rp = self->make_response_promise<std::uint64_t>();
+        self->request(self->state.log, caf::infinite, atom::sync_v)
+          .then([rp, n](std::uint64_t) mutable { rp.deliver(n); });
+        return rp;
       },
     };
   };

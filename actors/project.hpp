@@ -27,6 +27,18 @@ namespace cobble {
 std::vector<app_rec> apps_from_config(const config::project_config& cfg,
                                       const std::vector<app_rec>& current);
 
+/// The credit settings of a project's configuration, as events carry them.
+credit_settings credit_settings_from(const config::credit_config& cfg);
+
+/// The key under which a version's scale is aggregated across projects: its plan class, or
+/// its resource name ("CPU", "NVIDIA", ...) when it has none.
+std::string plan_class_key(const std::string& plan_class, std::uint8_t resource);
+
+/// The cross-project aggregation: per plan class, the mean Scale(V) of the versions of apps
+/// that have both CPU and GPU versions, weighted by their recent average credit (a plain mean
+/// when none has credit yet), over every export given (local projects and imports).
+plan_class_scales aggregate_scales(const std::vector<credit_export>& exports);
+
 /// A random account key (32 hex characters from OpenSSL's generator).
 std::string random_authenticator();
 
@@ -54,9 +66,18 @@ public:
   std::vector<granted_job> select_jobs(const job_request& req, time_us now,
                                        std::vector<event>& events);
 
+  /// What the credit system records of a dispatch, and the runtime the host is told.
+  struct dispatch_credit {
+    double peak_flops = 0;  ///< peak_flops(J), in the dispatch event.
+    int jobs_per_day = 0;   ///< Initial daily quota of the (host, version) (0: unlimited).
+    double runtime = 0;     ///< R(J,H), seconds.
+    double fpops_scale = 1; ///< Scales rsc_fpops_est/bound so the client arrives at R(J,H).
+  };
+
   /// Dispatches one unsent result to a host with the chosen version (the job for the reply).
   granted_job dispatch(const app_rec& app, result_ref ref, id_type host,
-                       const version_echo& echo, time_us now, std::vector<event>& events);
+                       const version_echo& echo, time_us now, std::vector<event>& events,
+                       const dispatch_credit& credit);
 
   // -- work sequences --
 
@@ -110,6 +131,22 @@ public:
   /// Applies an event decided elsewhere (delivered by the log).
   void apply_delivered(const event& e) { apply(state, e); }
 
+  /// What each host must learn of a workunit_validated event this project decided.
+  std::map<id_type, std::vector<validation_notice>> notices(const event& validated) const;
+
+  /// The periodic cross-version normalization, from the app versions' statistics: one
+  /// credit_normalized event per app whose min_avg_pfc or scales changed. `cross_project`
+  /// gives the factors for apps that have only GPU versions.
+  std::vector<event> normalize(const std::vector<app_version_state>& stats,
+                               const plan_class_scales& cross_project, time_us now);
+
+  /// The per-app-version export (app, platform, plan class, recent average credit, scale).
+  credit_export export_credit(const std::map<std::uint32_t, app_version_state>& stats,
+                              time_us now) const;
+
+  /// Records another server's export (validated: a source name, finite positive scales).
+  caf::expected<event> import_credit(ev::credit_imported import, time_us now);
+
 private:
   event make(payload p, time_us now) const;
   void emit(std::vector<event>& out, payload p, time_us now);
@@ -125,6 +162,8 @@ struct project_init {
   clock_ptr clk;
   assimilator_actor assimilator; ///< May be null (tests): files are then left alone.
   std::map<id_type, sequence_state> sequences;      ///< Recovered sequence states.
+  /// The project's app-version actors by version id (normalization reads their statistics).
+  std::map<std::uint32_t, app_version_actor> versions;
 };
 
 /// Spawns a project actor and subscribes it to the events it learns from the log.

@@ -253,7 +253,10 @@ std::string project_state::result_name(result_ref r) const {
 
 bool operator==(const project_state& a, const project_state& b) {
   return a.index == b.index && a.name == b.name && a.long_name == b.long_name
-         && a.apps == b.apps && a.users == b.users && a.hosts == b.hosts
+         && a.apps == b.apps && a.credit == b.credit && a.version_credit == b.version_credit
+         && a.min_avg_pfc == b.min_avg_pfc && a.credit_imports == b.credit_imports
+         && a.teams == b.teams
+         && a.users == b.users && a.hosts == b.hosts
          && a.workunits == b.workunits && a.next_user == b.next_user
          && a.next_host == b.next_host && a.next_wu == b.next_wu && a.counters == b.counters
          && a.sequences == b.sequences && a.next_seq == b.next_seq;
@@ -305,14 +308,15 @@ void apply(project_state& s, const event& e) {
         s.name = x.name;
         s.long_name = x.long_name;
         s.apps = x.apps;
+        s.credit = x.credit;
       },
       [&](const ev::user_created& x) {
-        s.users[x.id] = user_rec{x.id, x.name, x.email, x.authenticator, e.time};
+        s.users[x.id] = user_rec{x.id, x.name, x.email, x.authenticator, e.time, {}, x.team};
         s.user_by_auth[x.authenticator] = x.id;
         s.next_user = std::max(s.next_user, x.id + 1);
       },
       [&](const ev::host_registered& x) {
-        s.hosts[x.id] = host_reg{x.id, x.user, e.time};
+        s.hosts[x.id] = host_reg{x.id, x.user, e.time, {}};
         s.next_host = std::max(s.next_host, x.id + 1);
       },
       [&](const ev::host_described&) {},
@@ -344,6 +348,7 @@ void apply(project_state& s, const event& e) {
           r->sent = e.time;
           r->deadline = x.deadline;
           r->version = x.version;
+          r->peak_flops = x.peak_flops;
           s.deadlines.push({x.deadline, x.result});
           ++s.counters.results_dispatched;
         }
@@ -355,6 +360,9 @@ void apply(project_state& s, const event& e) {
           r->outcome = x.report.success ? result_outcome::success : result_outcome::client_error;
           r->received = e.time;
           r->report = x.report;
+          r->host_pfc = x.host_pfc;
+          r->probation = x.probation;
+          r->scale_time = x.scale_time;
           ++s.counters.results_reported;
         }
       },
@@ -370,10 +378,27 @@ void apply(project_state& s, const event& e) {
         if (i == s.workunits.end())
           return;
         auto& wu = i->second;
-        for (const auto& v : x.verdicts)
-          if (v.index < wu.results.size())
-            wu.results[v.index].validation = v.valid ? validate_state::valid
-                                                      : validate_state::invalid;
+        for (std::size_t k = 0; k < x.verdicts.size(); ++k) {
+          const auto& v = x.verdicts[k];
+          if (v.index >= wu.results.size())
+            continue;
+          auto& r = wu.results[v.index];
+          r.validation = v.valid ? validate_state::valid : validate_state::invalid;
+          if (k >= x.credit.size())
+            continue;
+          r.credit = x.credit[k];
+          auto granted = x.credit[k].granted;
+          if (!(granted > 0))
+            continue;
+          if (auto h = s.hosts.find(v.host); h != s.hosts.end()) {
+            h->second.credit.add(granted, e.time, s.credit.credit_half_life);
+            if (auto u = s.users.find(h->second.user); u != s.users.end()) {
+              u->second.credit.add(granted, e.time, s.credit.credit_half_life);
+              if (!u->second.team.empty())
+                s.teams[u->second.team].add(granted, e.time, s.credit.credit_half_life);
+            }
+          }
+        }
         if (x.canonical && !wu.canonical) {
           wu.canonical = x.canonical;
           wu.state = wu_state::validated;
@@ -495,13 +520,49 @@ void apply(project_state& s, const event& e) {
           if (auto i = s.workunits.find(wu); i != s.workunits.end() && i->second.sequence)
             i->second.sequence->check = x.agree ? seq_check::agree : seq_check::disagree;
       },
+      [&](const ev::host_result_validated&) {},
+      [&](const ev::credit_normalized& x) {
+        if (x.min_avg_pfc > 0)
+          s.min_avg_pfc[x.app] = x.min_avg_pfc;
+        else
+          s.min_avg_pfc.erase(x.app);
+        for (const auto& v : x.versions)
+          s.version_credit[v.id] = v;
+      },
+      [&](const ev::credit_imported& x) {
+        if (x.records.empty())
+          s.credit_imports.erase(x.source);
+        else
+          s.credit_imports[x.source] = x.records;
+      },
     },
     e.data);
 }
 
 // -- host_state ---------------------------------------------------------------
 
-void apply(host_state& s, const event& e, std::string_view result_name) {
+int host_app_version_rec::jobs_left(time_us now) const {
+  if (jobs_per_day_init <= 0 || max_jobs_per_day <= 0)
+    return -1;
+  int used = day_of(now) == jobs_day ? n_jobs_today : 0;
+  return std::max(0, max_jobs_per_day - used);
+}
+
+namespace {
+
+void error_outcome(host_app_version_rec& hav, const credit_settings& cs, time_us now,
+                   time_us delay_bound) {
+  hav.error_rate = hav.error_rate * (1 - cs.error_rate_alpha) + cs.error_rate_alpha;
+  // Cherry-picking protection: an error or timeout puts the pair back on probation for a
+  // delay bound.
+  hav.scale_probation = true;
+  hav.host_scale_time = std::max(hav.host_scale_time, now + delay_bound);
+}
+
+} // namespace
+
+void apply(host_state& s, const event& e, std::string_view result_name,
+           const credit_settings& cs) {
   std::visit(overload{
                [&](const ev::host_registered& x) {
                  s.id = x.id;
@@ -516,8 +577,27 @@ void apply(host_state& s, const event& e, std::string_view result_name) {
                },
                [&](const ev::result_dispatched& x) {
                  s.in_progress[std::string{result_name}] =
-                   held_result{x.result, x.deadline, x.version.app_version_id};
-                 ++s.app_versions[x.version.app_version_id].n_sent;
+                   held_result{x.result, x.deadline, x.version.app_version_id, e.time};
+                 auto [it, fresh] = s.app_versions.try_emplace(x.version.app_version_id);
+                 auto& hav = it->second;
+                 if (fresh)
+                   hav.error_rate = cs.error_rate_initial;
+                 ++hav.n_sent;
+                 if (x.jobs_per_day > 0) {
+                   if (hav.jobs_per_day_init != x.jobs_per_day || hav.max_jobs_per_day <= 0)
+                     hav.max_jobs_per_day = x.jobs_per_day;
+                   hav.jobs_per_day_init = x.jobs_per_day;
+                 }
+                 if (day_of(e.time) != hav.jobs_day) {
+                   hav.jobs_day = day_of(e.time);
+                   hav.n_jobs_today = 0;
+                 }
+                 ++hav.n_jobs_today;
+                 // Entering probation (new pair, or after a cheat), host scaling waits a delay
+                 // bound from the next job sent; later jobs do not push it further, or a
+                 // host that always works would never leave probation.
+                 if (hav.scale_probation && hav.host_scale_time == 0)
+                   hav.host_scale_time = x.deadline;
                  s.last_rpc = e.time;
                },
                [&](const ev::result_reported& x) {
@@ -525,14 +605,23 @@ void apply(host_state& s, const event& e, std::string_view result_name) {
                  if (i == s.in_progress.end())
                    return;
                  auto& hav = s.app_versions[i->second.app_version_id];
+                 hav.turnaround.update(us_to_seconds(e.time - i->second.sent),
+                                       cs.host_average_samples, cs.host_alpha, cs.sample_cap);
                  if (x.report.success) {
                    ++hav.n_success;
                    if ((x.report.flags & flag_bad_elapsed) == 0) {
                      hav.elapsed_sum += x.report.elapsed;
                      ++hav.elapsed_n;
                    }
+                   if (hav.jobs_per_day_init > 0)
+                     hav.max_jobs_per_day =
+                       std::min(hav.jobs_per_day_init, std::max(1, hav.max_jobs_per_day) * 2);
                  } else {
                    ++hav.n_error;
+                   // A crash costs a job of the daily quota; an abort does not.
+                   if (x.report.client_state != client_state_aborted && hav.jobs_per_day_init > 0)
+                     hav.max_jobs_per_day = std::max(1, hav.max_jobs_per_day - 1);
+                   error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
                  }
                  ++s.results_reported;
                  s.last_rpc = e.time;
@@ -542,7 +631,9 @@ void apply(host_state& s, const event& e, std::string_view result_name) {
                  auto i = s.in_progress.find(std::string{result_name});
                  if (i == s.in_progress.end())
                    return;
-                 ++s.app_versions[i->second.app_version_id].n_timeout;
+                 auto& hav = s.app_versions[i->second.app_version_id];
+                 ++hav.n_timeout;
+                 error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
                  s.in_progress.erase(i);
                },
                // A sequence taken from the host takes the results of its dead branch along:
@@ -557,6 +648,30 @@ void apply(host_state& s, const event& e, std::string_view result_name) {
                    if (host == s.id)
                      s.in_progress.erase(name);
                },
+               [&](const ev::host_result_validated& x) {
+                 auto& hav = s.app_versions[x.app_version_id];
+                 if (x.valid) {
+                   if (x.pfc_sample > 0)
+                     hav.pfc.update(x.pfc_sample, cs.host_average_samples, cs.host_alpha,
+                                    cs.sample_cap);
+                   if (x.et_sample > 0)
+                     hav.et.update(x.et_sample, cs.host_average_samples, cs.host_alpha,
+                                   cs.sample_cap);
+                   hav.error_rate *= 1 - cs.error_rate_alpha;
+                   if (!x.cheat && hav.scale_probation && hav.host_scale_time != 0
+                       && e.time > hav.host_scale_time)
+                     hav.scale_probation = false;
+                 } else {
+                   hav.error_rate = hav.error_rate * (1 - cs.error_rate_alpha)
+                                    + cs.error_rate_alpha;
+                 }
+                 if (x.cheat) {
+                   // A one-time cheat: no single replication for a while, and scale probation.
+                   hav.error_rate = cs.error_rate_initial;
+                   hav.scale_probation = true;
+                   hav.host_scale_time = 0; // armed by the next job sent
+                 }
+               },
                [](const auto&) {},
              },
              e.data);
@@ -564,20 +679,51 @@ void apply(host_state& s, const event& e, std::string_view result_name) {
 
 // -- app_version_state --------------------------------------------------------
 
-void apply(app_version_state& s, const event& e) {
+void apply(app_version_state& s, const event& e, const credit_settings& cs) {
   if (auto x = std::get_if<ev::workunit_validated>(&e.data)) {
-    for (const auto& v : x->verdicts) {
+    for (std::size_t k = 0; k < x->verdicts.size(); ++k) {
+      const auto& v = x->verdicts[k];
       if (v.app_version_id != s.id)
         continue;
       if (v.valid) {
         ++s.n_valid;
         s.elapsed_sum += v.elapsed;
         s.cpu_sum += v.cpu;
+        if (k < x->credit.size()) {
+          const auto& c = x->credit[k];
+          if (c.pfc_sample > 0) {
+            s.pfc.update(c.pfc_sample, cs.version_average_samples, cs.version_alpha,
+                         cs.sample_cap);
+            s.host_pfc[v.host].update(c.pfc_sample, cs.host_average_samples, cs.host_alpha,
+                                      cs.sample_cap);
+          }
+          s.credit.add(c.granted, e.time, cs.credit_half_life);
+        }
       } else {
         ++s.n_invalid;
       }
     }
+  } else if (auto n = std::get_if<ev::credit_normalized>(&e.data)) {
+    for (const auto& v : n->versions)
+      if (v.id == s.id)
+        s.pfc_scale = v.scale;
   }
+}
+
+average_var version_pfc(const app_version_state& s, const credit_settings& cs) {
+  if (!cs.version_pfc_median)
+    return s.pfc;
+  std::vector<double> means;
+  for (const auto& [host, a] : s.host_pfc)
+    if (a.n >= cs.host_sample_threshold && a.avg > 0)
+      means.push_back(a.avg);
+  if (means.empty())
+    return s.pfc;
+  std::sort(means.begin(), means.end());
+  auto mid = means.size() / 2;
+  average_var out = s.pfc;
+  out.avg = means.size() % 2 == 1 ? means[mid] : (means[mid - 1] + means[mid]) / 2;
+  return out;
 }
 
 // -- world --------------------------------------------------------------------
@@ -597,11 +743,11 @@ void apply(world& w, const event& e) {
     std::string name;
     if (auto r = result_of(e.data))
       name = pw.project.result_name(*r);
-    apply(pw.hosts[*h], e, name);
+    apply(pw.hosts[*h], e, name, pw.project.credit);
   }
   for (auto h : hosts_of_sequence_event(e.data))
     if (auto i = pw.hosts.find(h); i != pw.hosts.end())
-      apply(i->second, e, {});
+      apply(i->second, e, {}, pw.project.credit);
   // The sequence: its own events, and those of its workunits.
   {
     auto [kind, id] = entity_of(e.data);
@@ -620,7 +766,14 @@ void apply(world& w, const event& e) {
     for (auto id : versions) {
       auto& av = pw.app_versions[id];
       av.id = id;
-      apply(av, e);
+      apply(av, e, pw.project.credit);
+    }
+  }
+  if (auto x = std::get_if<ev::credit_normalized>(&e.data)) {
+    for (const auto& v : x->versions) {
+      auto& av = pw.app_versions[v.id];
+      av.id = v.id;
+      apply(av, e, pw.project.credit);
     }
   }
   if (e.seq != 0)

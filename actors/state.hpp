@@ -56,13 +56,18 @@ struct result_rec {
   time_us received = 0;
   version_echo version;
   report_rec report;
+  double peak_flops = 0;      ///< peak_flops(J) at dispatch.
+  average_var host_pfc{};       ///< PFCmean(H,V) the host reported with the result.
+  bool probation = true;      ///< The (host, version) was on scale probation when it reported.
+  time_us scale_time = 0;     ///< Its host_scale_time then.
+  credit_rec credit{};          ///< Claimed and granted credit, once validated.
   friend bool operator==(const result_rec&, const result_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, result_rec& x) {
   f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version,
-    x.report);
+    x.report, x.peak_flops, x.host_pfc, x.probation, x.scale_time, x.credit);
 }
 
 /// What a workunit of a work sequence knows of its place in it.
@@ -135,12 +140,14 @@ struct user_rec {
   std::string email;
   std::string authenticator;
   time_us created = 0;
+  credit_totals credit{};       ///< Total and recent average credit.
+  std::string team{};           ///< Empty: none.
   friend bool operator==(const user_rec&, const user_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, user_rec& x) {
-  f(x.id, x.name, x.email, x.authenticator, x.created);
+  f(x.id, x.name, x.email, x.authenticator, x.created, x.credit, x.team);
 }
 
 /// The project's record of a host: who owns it (the host actor keeps the rest).
@@ -148,12 +155,13 @@ struct host_reg {
   id_type id = 0;
   id_type user = 0;
   time_us created = 0;
+  credit_totals credit{};       ///< Total and recent average credit.
   friend bool operator==(const host_reg&, const host_reg&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, host_reg& x) {
-  f(x.id, x.user, x.created);
+  f(x.id, x.user, x.created, x.credit);
 }
 
 /// Counters of a project, derived from its events.
@@ -181,6 +189,15 @@ struct project_state {
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;
+  credit_settings credit{};     ///< From the last project_configured.
+  /// Scale(V) and the PFCmean(V) it came from, by app version id (last normalization).
+  std::map<std::uint32_t, version_scale> version_credit;
+  /// min_avg_pfc(A) by app id, once X is defined.
+  std::map<std::uint32_t, double> min_avg_pfc;
+  /// Other servers' exported credit data, by source.
+  std::map<std::string, std::vector<credit_export_rec>> credit_imports;
+  /// Credit of each team (by name), from its members' grants.
+  std::map<std::string, credit_totals> teams;
   std::map<id_type, user_rec> users;
   std::map<id_type, host_reg> hosts;
   std::unordered_map<id_type, workunit_rec> workunits;
@@ -230,8 +247,9 @@ struct project_state {
 
 template <class F>
 void inspect_fields(F& f, project_state& x) {
-  f(x.index, x.name, x.long_name, x.apps, x.users, x.hosts, x.workunits, x.next_user,
-    x.next_host, x.next_wu, x.counters, x.sequences, x.next_seq);
+  f(x.index, x.name, x.long_name, x.apps, x.credit, x.version_credit, x.min_avg_pfc,
+    x.credit_imports, x.teams, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
+    x.counters, x.sequences, x.next_seq);
 }
 
 /// Rebuilds the derived indices of a project after decoding.
@@ -247,15 +265,20 @@ struct held_result {
   result_ref result;
   time_us deadline = 0;
   std::uint32_t app_version_id = 0;
+  time_us sent = 0;
   friend bool operator==(const held_result&, const held_result&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, held_result& x) {
-  f(x.result, x.deadline, x.app_version_id);
+  f(x.result, x.deadline, x.app_version_id, x.sent);
 }
 
-/// Per (host, app version) statistics (the credit design's host_app_version, core part).
+/// BOINC's client state of an aborted job (an abort is no crash: the quota is kept).
+inline constexpr int client_state_aborted = 6;
+
+/// Per (host, app version) statistics: the credit design's host_app_version (anonymous
+/// versions under their -2/-3/-4 identities).
 struct host_app_version_rec {
   std::uint64_t n_sent = 0;
   std::uint64_t n_success = 0;
@@ -263,12 +286,27 @@ struct host_app_version_rec {
   std::uint64_t n_timeout = 0;
   double elapsed_sum = 0;      ///< Over successful reports with plausible times.
   std::uint64_t elapsed_n = 0;
+  average_var et{};              ///< ETmean(H,V): elapsed/E(J) of validated jobs.
+  average_var pfc{};             ///< PFCmean(H,V): PFC(J)/E(J) of validated jobs.
+  average_var turnaround{};      ///< Seconds from dispatch to report.
+  time_us host_scale_time = 0; ///< Host scaling applies only after this (cherry picking).
+  bool scale_probation = true;
+  double error_rate = 0;       ///< Set to error_rate_initial at the first dispatch.
+  int jobs_per_day_init = 0;   ///< 0: no quota.
+  int max_jobs_per_day = 0;
+  std::int64_t jobs_day = 0;   ///< UTC day of n_jobs_today.
+  int n_jobs_today = 0;
+
+  /// Jobs it may still get today at `now` (negative: no quota).
+  int jobs_left(time_us now) const;
   friend bool operator==(const host_app_version_rec&, const host_app_version_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, host_app_version_rec& x) {
-  f(x.n_sent, x.n_success, x.n_error, x.n_timeout, x.elapsed_sum, x.elapsed_n);
+  f(x.n_sent, x.n_success, x.n_error, x.n_timeout, x.elapsed_sum, x.elapsed_n, x.et, x.pfc,
+    x.turnaround, x.host_scale_time, x.scale_probation, x.error_rate, x.jobs_per_day_init,
+    x.max_jobs_per_day, x.jobs_day, x.n_jobs_today);
 }
 
 /// Everything a host actor owns.
@@ -291,8 +329,10 @@ void inspect_fields(F& f, host_state& x) {
 }
 
 /// Advances a host's state by one event that touches it. `result_name` is the name of the
-/// result the event is about (the host keys its results by name).
-void apply(host_state& s, const event& e, std::string_view result_name);
+/// result the event is about (the host keys its results by name); `settings` are its
+/// project's credit settings (averages, error rate).
+void apply(host_state& s, const event& e, std::string_view result_name,
+           const credit_settings& settings = {});
 
 // -- app version --------------------------------------------------------------
 
@@ -303,16 +343,26 @@ struct app_version_state {
   std::uint64_t n_invalid = 0;
   double elapsed_sum = 0;
   double cpu_sum = 0;
+  average_var pfc{};            ///< PFCmean(V): PFC(J)/E(J) of validated jobs.
+  double pfc_scale = 1;       ///< Scale(V), from the last normalization.
+  credit_totals credit{};       ///< Granted credit (expavg_credit and expavg_time).
+  std::map<id_type, average_var> host_pfc{}; ///< PFCmean(H,V) per host (for the median).
   friend bool operator==(const app_version_state&, const app_version_state&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, app_version_state& x) {
-  f(x.id, x.n_valid, x.n_invalid, x.elapsed_sum, x.cpu_sum);
+  f(x.id, x.n_valid, x.n_invalid, x.elapsed_sum, x.cpu_sum, x.pfc, x.pfc_scale, x.credit,
+    x.host_pfc);
 }
 
-/// Advances an app version's statistics by a validation event.
-void apply(app_version_state& s, const event& e);
+/// PFCmean(V) as normalization and Scale(H) use it: the mean of the samples, or with
+/// `version_pfc_median` the median of the hosts' averages that have host_sample_threshold
+/// samples (the mean while none has); n is the version's sample count either way.
+average_var version_pfc(const app_version_state& s, const credit_settings& settings);
+
+/// Advances an app version's statistics by a validation or normalization event.
+void apply(app_version_state& s, const event& e, const credit_settings& settings = {});
 
 // -- world --------------------------------------------------------------------
 
@@ -345,10 +395,10 @@ void inspect_fields(F& f, world& x) {
 /// Applies one event to every state it concerns. Events must come in seq order.
 void apply(world& w, const event& e);
 
-/// Snapshot format version (2: work sequences; 3: kept state files of sequences). Recovery
-/// skips snapshots of older versions and replays the events instead (events are never
-/// deleted).
-inline constexpr std::uint8_t snapshot_version = 3;
+/// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit).
+/// Recovery skips snapshots of older versions and replays the events instead (events are
+/// never deleted).
+inline constexpr std::uint8_t snapshot_version = 4;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -456,7 +456,8 @@ void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_c
             {"name", "user_friendly_name", "min_quorum", "target_nresults", "max_error_results",
              "max_total_results", "max_success_results", "delay_bound", "max_jobs_per_rpc",
              "validator", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound",
-             "max_output_nbytes", "output_names", "versions"});
+             "max_output_nbytes", "output_names", "host_scale_check", "max_jobs_per_day",
+             "versions"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every app needs a name");
   read(m, "name", out.name);
@@ -476,16 +477,44 @@ void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_c
   read_size(m, "rsc_disk_bound", out.rsc_disk_bound);
   read_size(m, "max_output_nbytes", out.max_output_nbytes);
   read_strings(m, "output_names", out.output_names);
+  read_enum(m, "host_scale_check", out.host_scale_check, {{"true", true}, {"false", false}});
+  read(m, "max_jobs_per_day", out.max_jobs_per_day);
   for_each_item(m, "versions", [&](const YAML::Node& item, const std::string& item_path) {
     parse_version(p, item, item_path, out.versions.emplace_back());
   });
 }
 
 void parse_user(parser& p, const YAML::Node& node, const std::string& path, user_config& out) {
-  mapping m(p, node, path, {"name", "email", "authenticator"});
+  mapping m(p, node, path, {"name", "email", "authenticator", "team"});
   read(m, "name", out.name);
   read(m, "email", out.email);
   read(m, "authenticator", out.authenticator);
+  read(m, "team", out.team);
+}
+
+void parse_credit(parser& p, const YAML::Node& node, const std::string& path,
+                  credit_config& out) {
+  mapping m(p, node, path,
+            {"normalization_interval", "version_average_samples", "host_average_samples",
+             "version_alpha", "host_alpha", "version_sample_threshold", "host_sample_threshold",
+             "sample_cap", "host_scale_cap", "cheat_factor", "flops_per_cobblestone",
+             "credit_half_life", "error_rate_initial", "error_rate_alpha", "version_pfc"});
+  read_duration(m, "normalization_interval", out.normalization_interval);
+  read(m, "version_average_samples", out.version_average_samples);
+  read(m, "host_average_samples", out.host_average_samples);
+  read_number(m, "version_alpha", out.version_alpha);
+  read_number(m, "host_alpha", out.host_alpha);
+  read(m, "version_sample_threshold", out.version_sample_threshold);
+  read(m, "host_sample_threshold", out.host_sample_threshold);
+  read_number(m, "sample_cap", out.sample_cap);
+  read_number(m, "host_scale_cap", out.host_scale_cap);
+  read_number(m, "cheat_factor", out.cheat_factor);
+  read_number(m, "flops_per_cobblestone", out.flops_per_cobblestone);
+  read_duration(m, "credit_half_life", out.credit_half_life);
+  read_number(m, "error_rate_initial", out.error_rate_initial);
+  read_number(m, "error_rate_alpha", out.error_rate_alpha);
+  read_enum(m, "version_pfc", out.version_pfc,
+            {{"mean", version_pfc_estimator::mean}, {"median", version_pfc_estimator::median}});
 }
 
 void parse_project(parser& p, const YAML::Node& node, const std::string& path,
@@ -493,7 +522,7 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   mapping m(p, node, path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
              "file_grace_period", "sequence_high_water", "sequences_per_host",
-             "sequence_check_interval", "sequence_slow_replica_lag", "users", "apps"});
+             "sequence_check_interval", "sequence_slow_replica_lag", "credit", "users", "apps"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -506,6 +535,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_integer(m, "sequences_per_host", out.sequences_per_host);
   read_duration(m, "sequence_check_interval", out.sequence_check_interval);
   read_integer(m, "sequence_slow_replica_lag", out.sequence_slow_replica_lag);
+  if (m.has("credit"))
+    parse_credit(p, m.get("credit"), m.child("credit"), out.credit);
   for_each_item(m, "users", [&](const YAML::Node& item, const std::string& item_path) {
     parse_user(p, item, item_path, out.users.emplace_back());
   });
@@ -596,6 +627,7 @@ private:
     positive(path + ".sequences_per_host", p.sequences_per_host);
     positive(path + ".sequence_check_interval", p.sequence_check_interval);
     not_negative(path + ".sequence_slow_replica_lag", p.sequence_slow_replica_lag);
+    check_credit(p.credit, path + ".credit");
     std::set<std::string> users;
     for (std::size_t i = 0; i < p.users.size(); ++i) {
       auto user_path = path + ".users[" + std::to_string(i) + "]";
@@ -611,6 +643,29 @@ private:
       if (!apps.insert(p.apps[i].name).second)
         fail(app_path + ".name", "duplicate app name '" + p.apps[i].name + "'");
     }
+  }
+
+  void check_credit(const credit_config& c, const std::string& path) const {
+    auto key = [&](const char* field) { return path + "." + field; };
+    positive(key("normalization_interval"), c.normalization_interval);
+    positive(key("version_average_samples"), c.version_average_samples);
+    positive(key("host_average_samples"), c.host_average_samples);
+    for (auto [name, value] : {std::pair{"version_alpha", c.version_alpha},
+                               std::pair{"host_alpha", c.host_alpha},
+                               std::pair{"error_rate_alpha", c.error_rate_alpha}})
+      if (!(value > 0 && value <= 1))
+        fail(key(name), "must be in (0, 1], got " + format_number(value));
+    if (!(c.error_rate_initial >= 0 && c.error_rate_initial <= 1))
+      fail(key("error_rate_initial"),
+           "must be in [0, 1], got " + format_number(c.error_rate_initial));
+    if (!(c.sample_cap >= 1) || !std::isfinite(c.sample_cap))
+      fail(key("sample_cap"), "must be at least 1, got " + format_number(c.sample_cap));
+    if (!(c.host_scale_cap >= 1) || !std::isfinite(c.host_scale_cap))
+      fail(key("host_scale_cap"), "must be at least 1, got " + format_number(c.host_scale_cap));
+    if (!(c.cheat_factor > 1) || !std::isfinite(c.cheat_factor))
+      fail(key("cheat_factor"), "must be above 1, got " + format_number(c.cheat_factor));
+    positive(key("flops_per_cobblestone"), c.flops_per_cobblestone);
+    positive(key("credit_half_life"), c.credit_half_life);
   }
 
   void check_app(const app_config& a, const std::string& path) const {
@@ -639,6 +694,7 @@ private:
            key("min_quorum"));
     positive(key("delay_bound"), a.delay_bound);
     positive(key("max_jobs_per_rpc"), a.max_jobs_per_rpc);
+    positive(key("max_jobs_per_day"), a.max_jobs_per_day);
     positive(key("rsc_fpops_est"), a.rsc_fpops_est);
     positive(key("rsc_fpops_bound"), a.rsc_fpops_bound);
     if (a.rsc_fpops_bound < a.rsc_fpops_est)
@@ -825,12 +881,31 @@ std::string to_yaml(const cobble_config& cfg) {
     raw("sequences_per_host", std::to_string(p.sequences_per_host));
     raw("sequence_check_interval", format_duration(p.sequence_check_interval));
     raw("sequence_slow_replica_lag", std::to_string(p.sequence_slow_replica_lag));
+    const auto& c = p.credit;
+    out << YAML::Key << "credit" << YAML::Value << YAML::BeginMap;
+    raw("normalization_interval", format_duration(c.normalization_interval));
+    raw("version_average_samples", std::to_string(c.version_average_samples));
+    raw("host_average_samples", std::to_string(c.host_average_samples));
+    raw("version_alpha", format_number(c.version_alpha));
+    raw("host_alpha", format_number(c.host_alpha));
+    raw("version_sample_threshold", std::to_string(c.version_sample_threshold));
+    raw("host_sample_threshold", std::to_string(c.host_sample_threshold));
+    raw("sample_cap", format_number(c.sample_cap));
+    raw("host_scale_cap", format_number(c.host_scale_cap));
+    raw("cheat_factor", format_number(c.cheat_factor));
+    raw("flops_per_cobblestone", format_number(c.flops_per_cobblestone));
+    raw("credit_half_life", format_duration(c.credit_half_life));
+    raw("error_rate_initial", format_number(c.error_rate_initial));
+    raw("error_rate_alpha", format_number(c.error_rate_alpha));
+    raw("version_pfc", c.version_pfc == version_pfc_estimator::mean ? "mean" : "median");
+    out << YAML::EndMap;
     out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq;
     for (const auto& u : p.users) {
       out << YAML::Flow << YAML::BeginMap;
       str("name", u.name);
       str("email", u.email);
       str("authenticator", u.authenticator);
+      str("team", u.team);
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;
@@ -856,6 +931,8 @@ std::string to_yaml(const cobble_config& cfg) {
       for (const auto& name : a.output_names)
         out << YAML::DoubleQuoted << name;
       out << YAML::EndSeq;
+      raw("host_scale_check", a.host_scale_check ? "true" : "false");
+      raw("max_jobs_per_day", std::to_string(a.max_jobs_per_day));
       out << YAML::Key << "versions" << YAML::Value << YAML::BeginSeq;
       for (const auto& v : a.versions) {
         out << YAML::Flow << YAML::BeginMap;

@@ -54,6 +54,11 @@ struct app_config {
   double rsc_disk_bound = 1e9;
   double max_output_nbytes = 64e6; ///< max_nbytes of each output file.
   std::vector<std::string> output_names = {"out.txt"}; ///< Open names of the outputs.
+  /// Cherry-picking protection: host scaling waits for scale probation to end (docs/credit.md).
+  bool host_scale_check = false;
+  /// Initial daily job quota of a (host, app version), per CPU (CPU versions) or GPU (GPU
+  /// versions); one less per crash, doubled per success, never above the initial value.
+  int max_jobs_per_day = 200;
   std::vector<app_version_config> versions;
 
   /// Field-by-field equality.
@@ -65,9 +70,38 @@ struct user_config {
   std::string name;
   std::string email;
   std::string authenticator;       ///< Empty: a random one is generated and stored.
+  std::string team{};              ///< Empty: no team. Credit also adds up per team.
 
   /// Field-by-field equality.
   bool operator==(const user_config&) const = default;
+};
+
+/// How PFCmean(V) is estimated (docs/credit.md).
+enum class version_pfc_estimator {
+  mean,   ///< The mean of all samples (the design).
+  median, ///< The median of the hosts' PFCmean(H,V) (the design's remedy against cheaters).
+};
+
+/// The numbers of the credit system the design leaves open (docs/credit.md).
+struct credit_config {
+  double normalization_interval = 600;         ///< Seconds between Scale(V) recomputations.
+  std::uint64_t version_average_samples = 100; ///< Straight mean first, then exponential.
+  std::uint64_t host_average_samples = 10;
+  double version_alpha = 0.01;                 ///< Exponential weight of a new sample.
+  double host_alpha = 0.1;
+  std::uint64_t version_sample_threshold = 100; ///< Samples before a version is normalized.
+  std::uint64_t host_sample_threshold = 10;     ///< Samples before Scale(H) and R(J,H) apply.
+  double sample_cap = 10;                      ///< Non-first samples capped at this × average.
+  double host_scale_cap = 10;                  ///< Scale(H) at most this.
+  double cheat_factor = 20;                    ///< PFC/E over this × PFCmean(V): one-time cheat.
+  double flops_per_cobblestone = 864e9;        ///< Credit C = F / this (100 / 86400e9 per FLOP).
+  double credit_half_life = 7 * 86400;         ///< Seconds; of recent average credit.
+  double error_rate_initial = 0.1;
+  double error_rate_alpha = 0.05;
+  version_pfc_estimator version_pfc = version_pfc_estimator::mean;
+
+  /// Field-by-field equality.
+  bool operator==(const credit_config&) const = default;
 };
 
 /// One project hosted by the server.
@@ -89,6 +123,7 @@ struct project_config {
   /// Replicated sequences: take the chain from a host this many elements behind its peer
   /// (a slow host holding back the other's credit); 0: never.
   int sequence_slow_replica_lag = 0;
+  credit_config credit;
   std::vector<app_config> apps;
   std::vector<user_config> users;
 

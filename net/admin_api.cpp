@@ -201,8 +201,8 @@ std::optional<json> parse_body(const request& req, responder& respond) {
 
 /// Spawns a one-shot actor that sends `xs...` to `p` with the context's timeout, hands the
 /// answer to `on_value` (which must call `respond`) and turns an error into a JSON error.
-template <class OnValue, class... Ts>
-void ask(const ctx_ptr& ctx, const responder& respond, const project_actor& p, OnValue on_value,
+template <class Handle, class OnValue, class... Ts>
+void ask(const ctx_ptr& ctx, const responder& respond, const Handle& p, OnValue on_value,
          Ts... xs) {
   ctx->sys->spawn([ctx, respond, p, on_value, xs...](caf::event_based_actor* self) {
     self->request(p, ctx->timeout, xs...)
@@ -451,6 +451,49 @@ void command_sequence(const ctx_ptr& ctx, const project_actor& p, const std::str
     atom::command_v, key, seq_command_ptr{std::make_shared<const seq_command>(*cmd.value)});
 }
 
+// -- credit ------------------------------------------------------------------
+
+void export_credit(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+  ask(
+    ctx, respond, p,
+    [respond](const credit_export_ptr& x) {
+      respond(json_response(http::status::ok, to_json(*x)));
+    },
+    atom::credit_v);
+}
+
+void import_credit(const ctx_ptr& ctx, const project_actor& p, const request& req,
+                   responder respond) {
+  auto body = parse_body(req, respond);
+  if (!body)
+    return;
+  auto import = parse_credit_import(*body);
+  if (!import.value) {
+    respond(error_response(http::status::bad_request, import.error));
+    return;
+  }
+  ask(
+    ctx, respond, p,
+    [respond](std::uint64_t n) {
+      respond(json_response(http::status::ok, json{{"imported", n}}));
+    },
+    atom::credit_v,
+    credit_import_ptr{std::make_shared<ev::credit_imported>(std::move(*import.value))});
+}
+
+void plan_class_table(const ctx_ptr& ctx, responder respond) {
+  if (!ctx->aggregator) {
+    respond(error_response(http::status::not_found, "no credit aggregator on this server"));
+    return;
+  }
+  ask(
+    ctx, respond, ctx->aggregator,
+    [respond](const plan_class_scales_ptr& t) {
+      respond(json_response(http::status::ok, to_json(*t)));
+    },
+    atom::credit_v);
+}
+
 // -- dispatch ------------------------------------------------------------------
 
 response method_not_allowed(std::initializer_list<http::verb> allowed) {
@@ -487,6 +530,11 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
     respond(error_response(http::status::not_found,
                            "no such resource: " + std::string{req.target()}));
   };
+  if (path.size() == 2 && path[0] == "api" && path[1] == "credit") {
+    if (!is_get)
+      return respond(method_not_allowed({http::verb::get}));
+    return plan_class_table(ctx, std::move(respond));
+  }
   if (path.size() < 2 || path[0] != "api" || path[1] != "projects")
     return not_found();
   if (path.size() == 2) {
@@ -536,6 +584,11 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
         return create_sequence(ctx, p, req, std::move(respond));
       return respond(method_not_allowed({http::verb::get, http::verb::post}));
     }
+    if (coll == "credit") {
+      if (!is_get)
+        return respond(method_not_allowed({http::verb::get}));
+      return export_credit(ctx, p, std::move(respond));
+    }
     if (coll == "users") {
       if (is_get)
         return list_users(ctx, p, std::move(respond));
@@ -563,6 +616,11 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
     if (method != http::verb::post)
       return respond(method_not_allowed({http::verb::post}));
     return command_sequence(ctx, p, path[4], *what, req, std::move(respond));
+  }
+  if (path.size() == 5 && coll == "credit" && path[4] == "import") {
+    if (method != http::verb::post)
+      return respond(method_not_allowed({http::verb::post}));
+    return import_credit(ctx, p, req, std::move(respond));
   }
   if (path.size() == 5) {
     const auto& key = path[4];

@@ -111,6 +111,9 @@ json workunit_head(const workunit_view& v) {
           {"files_deleted", v.wu.files_deleted},
           {"canonical_result", optional_string(canonical)},
           {"failure", optional_string(v.wu.failure)},
+          {"granted_credit", v.wu.canonical && *v.wu.canonical < v.wu.results.size()
+                               ? json(v.wu.results[*v.wu.canonical].credit.granted)
+                               : json(nullptr)},
           {"result_counts", counts_json(v.wu)}};
 }
 
@@ -290,6 +293,15 @@ json time_json(time_us t) {
   return us_to_seconds(t);
 }
 
+json teams_json(const std::map<std::string, credit_totals>& teams) {
+  json out = json::object();
+  for (const auto& [name, c] : teams)
+    out[name] = {{"total_credit", c.total},
+                 {"expavg_credit", c.expavg},
+                 {"expavg_time", time_json(c.expavg_time)}};
+  return out;
+}
+
 json to_json(const project_summary& s) {
   json counters = {{"workunits_created", s.counters.workunits_created},
                    {"results_created", s.counters.results_created},
@@ -310,7 +322,36 @@ json to_json(const project_summary& s) {
           {"active_workunits", s.active_workunits},
           {"results_in_progress", s.results_in_progress},
           {"counters", std::move(counters)},
-          {"apps", std::move(apps)}};
+          {"apps", std::move(apps)},
+          {"teams", teams_json(s.teams)}};
+}
+
+json average_json(const average_var& a) {
+  return {{"n", a.n}, {"avg", a.avg}};
+}
+
+/// Credit totals; the recent average is as of its last grant (expavg_time).
+json totals_json(const credit_totals& c) {
+  return {{"total_credit", c.total},
+          {"expavg_credit", c.expavg},
+          {"expavg_time", time_json(c.expavg_time)}};
+}
+
+json credit_json(const result_rec& r) {
+  if (r.validation != validate_state::valid)
+    return nullptr;
+  const auto& c = r.credit;
+  json flags = json::array();
+  for (auto [bit, name] : {std::pair{credit_default_pfc, "default_pfc"},
+                           std::pair{credit_one_time_cheat, "one_time_cheat"},
+                           std::pair{credit_anonymous, "anonymous"},
+                           std::pair{credit_probation, "probation"},
+                           std::pair{credit_fallback, "fallback"}})
+    if (c.flags & bit)
+      flags.push_back(name);
+  return {{"peak_flops", r.peak_flops}, {"pfc", c.pfc},          {"scale_v", c.scale_v},
+          {"scale_h", c.scale_h},       {"claimed", c.claimed},  {"granted", c.granted},
+          {"flags", std::move(flags)}};
 }
 
 json result_json(const workunit_rec& wu, std::uint32_t index, const std::string& name) {
@@ -332,7 +373,8 @@ json result_json(const workunit_rec& wu, std::uint32_t index, const std::string&
               {"client_state", reported ? json(r.report.client_state) : json(nullptr)},
               {"success", reported ? json(r.report.success) : json(nullptr)},
               {"flags", flags_json(r.report.flags)},
-              {"outputs", files_json(r.report.outputs)}};
+              {"outputs", files_json(r.report.outputs)},
+              {"credit", credit_json(r)}};
   if (r.sent != 0)
     out["app_version"] = {{"id", r.version.app_version_id},
                           {"platform", r.version.platform},
@@ -405,7 +447,15 @@ json to_json(const host_state& s) {
        {"elapsed_sum", hav.elapsed_sum},
        {"avg_elapsed", hav.elapsed_n == 0
                          ? json(nullptr)
-                         : json(hav.elapsed_sum / static_cast<double>(hav.elapsed_n))}});
+                         : json(hav.elapsed_sum / static_cast<double>(hav.elapsed_n))},
+       {"et", average_json(hav.et)},
+       {"pfc", average_json(hav.pfc)},
+       {"turnaround", average_json(hav.turnaround)},
+       {"scale_probation", hav.scale_probation},
+       {"host_scale_time", time_json(hav.host_scale_time)},
+       {"error_rate", hav.error_rate},
+       {"max_jobs_per_day", hav.max_jobs_per_day},
+       {"n_jobs_today", hav.n_jobs_today}});
   return {{"id", s.id},
           {"user", s.user},
           {"created", time_json(s.created)},
@@ -417,7 +467,10 @@ json to_json(const host_state& s) {
 }
 
 json to_json(const host_view& v) {
-  json out = {{"id", v.reg.id}, {"user", v.reg.user}, {"created", time_json(v.reg.created)}};
+  json out = {{"id", v.reg.id},
+              {"user", v.reg.user},
+              {"created", time_json(v.reg.created)},
+              {"credit", totals_json(v.reg.credit)}};
   if (v.state)
     out["state"] = to_json(*v.state);
   return out;
@@ -458,7 +511,99 @@ json to_json(const user_rec& u) {
           {"name", u.name},
           {"email", u.email},
           {"authenticator", u.authenticator},
-          {"created", time_json(u.created)}};
+          {"created", time_json(u.created)},
+          {"team", u.team},
+          {"credit", totals_json(u.credit)}};
+}
+
+json export_rec_json(const credit_export_rec& r) {
+  return {{"project", r.project},
+          {"app", r.app},
+          {"platform", r.platform},
+          {"plan_class", r.plan_class},
+          {"resource", resource_name(r.resource)},
+          {"app_has_cpu_and_gpu", r.app_has_cpu_and_gpu},
+          {"expavg_credit", r.expavg_credit},
+          {"scale", r.scale}};
+}
+
+json to_json(const credit_export& x) {
+  json versions = json::array(), imported = json::array();
+  for (const auto& r : x.versions)
+    versions.push_back(export_rec_json(r));
+  for (const auto& r : x.imported)
+    imported.push_back(export_rec_json(r));
+  return {{"project", x.project},
+          {"versions", std::move(versions)},
+          {"imported", std::move(imported)},
+          {"min_avg_pfc", x.min_avg_pfc}};
+}
+
+json to_json(const plan_class_scales& x) {
+  json out = json::object();
+  for (const auto& [key, scale] : x.scales) {
+    auto w = x.weights.find(key);
+    out[key] = {{"scale", scale}, {"weight", w == x.weights.end() ? 0.0 : w->second}};
+  }
+  return {{"plan_classes", std::move(out)}};
+}
+
+parsed<ev::credit_imported> parse_credit_import(const json& body) {
+  parsed<ev::credit_imported> out;
+  auto fail = [&](std::string e) {
+    out.error = std::move(e);
+    return out;
+  };
+  if (!body.is_object())
+    return fail("expected an object with source and versions");
+  for (const auto& [k, v] : body.items())
+    if (k != "source" && k != "versions" && k != "project" && k != "imported"
+        && k != "min_avg_pfc")
+      return fail("unknown field '" + k + "'");
+  if (!body.contains("source") || !body["source"].is_string()
+      || body["source"].get<std::string>().empty())
+    return fail("source must be a non-empty string naming the other server");
+  if (!body.contains("versions") || !body["versions"].is_array())
+    return fail("versions must be an array (the versions of GET .../credit)");
+  ev::credit_imported x;
+  x.source = body["source"].get<std::string>();
+  std::size_t i = 0;
+  for (const auto& r : body["versions"]) {
+    auto where = "versions[" + std::to_string(i++) + "]: ";
+    if (!r.is_object())
+      return fail(where + "expected an object");
+    credit_export_rec rec;
+    for (const auto& [k, v] : r.items()) {
+      if (k == "project" || k == "app" || k == "platform" || k == "plan_class") {
+        if (!v.is_string())
+          return fail(where + k + " must be a string");
+        (k == "project" ? rec.project
+         : k == "app"   ? rec.app
+         : k == "platform" ? rec.platform
+                           : rec.plan_class) = v.get<std::string>();
+      } else if (k == "resource") {
+        auto t = v.is_string() ? parse_resource_type(v.get<std::string>()) : std::nullopt;
+        if (!t)
+          return fail(where + "resource must be CPU, NVIDIA, ATI or intel_gpu");
+        rec.resource = static_cast<std::uint8_t>(*t);
+      } else if (k == "app_has_cpu_and_gpu") {
+        if (!v.is_boolean())
+          return fail(where + k + " must be true or false");
+        rec.app_has_cpu_and_gpu = v.get<bool>();
+      } else if (k == "expavg_credit" || k == "scale") {
+        if (!v.is_number())
+          return fail(where + k + " must be a number");
+        (k == "scale" ? rec.scale : rec.expavg_credit) = v.get<double>();
+      } else {
+        return fail(where + "unknown field '" + k + "'");
+      }
+    }
+    if (rec.app.empty())
+      return fail(where + "app is required");
+    x.records.push_back(std::move(rec));
+  }
+  out.value = std::move(x);
+  return out;
 }
 
 json to_json(const app_version_state& s) {
@@ -466,7 +611,10 @@ json to_json(const app_version_state& s) {
           {"n_valid", s.n_valid},
           {"n_invalid", s.n_invalid},
           {"elapsed_sum", s.elapsed_sum},
-          {"cpu_sum", s.cpu_sum}};
+          {"cpu_sum", s.cpu_sum},
+          {"pfc", average_json(s.pfc)},
+          {"pfc_scale", s.pfc_scale},
+          {"credit", totals_json(s.credit)}};
 }
 
 parsed<work_batch> parse_work_batch(const json& body, const std::string& default_submitter) {

@@ -62,6 +62,17 @@ struct parsed {
   std::string error; ///< Set when `value` is empty, e.g. "unknown field 'colour' in item 0".
 };
 
+/// A project's credit export (GET /api/projects/{p}/credit): its app versions' app, platform,
+/// plan class, resource, recent average credit and Scale(V), what it imported, min_avg_pfc.
+nlohmann::json to_json(const credit_export& x);
+
+/// The aggregator's per-plan-class factors (GET /api/credit).
+nlohmann::json to_json(const plan_class_scales& x);
+
+/// Parses `POST .../credit/import`: `{"source": NAME, "versions": [record...]}`, where the
+/// records are those of another server's GET .../credit (unknown fields refused).
+parsed<ev::credit_imported> parse_credit_import(const nlohmann::json& body);
+
 /// Parses the body of `POST .../workunits`: one work spec object, or
 /// `{"items": [spec...], "submitter": "..."}`. Rejects unknown fields, wrong types and a `count`
 /// together with a `name`; expands `count` into that many specs with generated names.

@@ -174,6 +174,9 @@ struct is_pair<std::pair<A, B>> : std::true_type {};
 /// Encodes values into a writer. Call as `enc(a, b, c)`.
 struct encoder {
   writer& w;
+  /// Format version being written; `inspect_fields` of a versioned struct writes the fields
+  /// of that version (255: the newest, as snapshots do).
+  std::uint8_t version = 255;
 
   template <class... Ts>
   void operator()(const Ts&... xs) {
@@ -234,6 +237,9 @@ struct encoder {
 /// Decodes values from a reader. Call as `dec(a, b, c)`; check `r.failed()` after.
 struct decoder {
   reader& r;
+  /// Format version being read; `inspect_fields` of a versioned struct reads only the fields
+  /// that version had (255: the newest).
+  std::uint8_t version = 255;
   /// Upper bound on any container length, so a corrupt length cannot exhaust memory.
   std::size_t max_elements = std::size_t{1} << 32;
 

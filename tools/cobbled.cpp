@@ -194,6 +194,7 @@ int main(int argc, char** argv) {
   actx.projects = node->projects;
   actx.token = admin;
   actx.files = files;
+  actx.aggregator = node->aggregator;
   actx.upload_limit = cfg.server.upload_limit;
   for (auto& r : cobble::net::admin_routes(actx))
     routes.push_back(std::move(r));

@@ -99,19 +99,29 @@ event make(payload p, std::uint16_t project = 2) {
 /// One event of every kind, every field set to a non-default value.
 std::vector<event> samples() {
   std::vector<event> out;
-  out.push_back(make(ev::project_configured{"demo", "Demo project", {sample_app()}}));
+  credit_settings cs;
+  cs.version_sample_threshold = 7;
+  cs.flops_per_cobblestone = 1e12;
+  auto app = sample_app();
+  app.host_scale_check = true;
+  app.max_jobs_per_day = 33;
+  out.push_back(make(ev::project_configured{"demo", "Demo project", {app}, cs}));
   out.push_back(make(ev::user_created{5, "alice", "alice@example.org",
-                                      "0123456789abcdef0123456789abcdef"}));
+                                      "0123456789abcdef0123456789abcdef", "team-a"}));
   out.push_back(make(ev::host_registered{6, 5, sample_info()}));
   out.push_back(make(ev::host_described{6, sample_info()}));
   out.push_back(make(ev::workunit_created{9, "wu_9", 3, sample_params(), 3, "admin"}));
   out.push_back(make(ev::results_created{9, 2, "inconclusive"}));
   out.push_back(make(ev::result_dispatched{result_ref{9, 1}, 6, t0 + 3600 * us_per_second,
-                                           version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"}}));
-  out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report()}));
+                                           version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"},
+                                           4.5e9, 400}));
+  out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report(),
+                                         average_var{12, 2.5}, false, t0 + 99}));
   out.push_back(make(ev::result_timed_out{result_ref{9, 2}, 6}));
+  credit_rec granted{1e12, 2.5, 0.5, 0.75, 1.25, 1.5, credit_probation};
   out.push_back(make(ev::workunit_validated{
-    9, 1u, {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}}}));
+    9, 1u, {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}},
+    {granted, credit_rec{}}}));
   out.push_back(make(ev::workunit_assimilated{9, 1}));
   out.push_back(make(ev::workunit_failed{9, "too many errors (4)"}));
   out.push_back(make(ev::workunit_files_deleted{9, {"in_0cc175b9c0f1b6a831c399e269772661"}}));
@@ -137,6 +147,12 @@ std::vector<event> samples() {
     4, 1, 7, w2,
     {file_rec{"in_0123456789abcdef0123456789abcdef", 4096, "0123456789abcdef0123456789abcdef"}},
     {"state.nc"}}));
+  out.push_back(make(ev::host_result_validated{6, result_ref{9, 1}, 7, true, 2.5, 1e-7, true,
+                                               1.5}));
+  out.push_back(make(ev::credit_normalized{3, 2.25, {version_scale{7, average_var{100, 2}, 0.5}}}));
+  out.push_back(make(ev::credit_imported{
+    "other.example",
+    {credit_export_rec{"p", "app", "x86_64-pc-linux-gnu", "cuda", 1, true, 12.5, 0.2}}}));
   return out;
 }
 
@@ -171,15 +187,20 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::sequence_deassigned::kind == 18);
   CHECK(ev::sequence_element_checked::kind == 19);
   CHECK(ev::sequence_restart_saved::kind == 20);
+  CHECK(ev::host_result_validated::kind == 21);
+  CHECK(ev::credit_normalized::kind == 22);
+  CHECK(ev::credit_imported::kind == 23);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
+  REQUIRE(all.size() == 23);
   const char* names[] = {"project_configured", "user_created",       "host_registered",
                          "host_described",     "workunit_created",   "results_created",
                          "result_dispatched",  "result_reported",    "result_timed_out",
                          "workunit_validated", "workunit_assimilated", "workunit_failed",
                          "workunit_files_deleted", "sequence_created", "sequence_extended",
                          "sequence_ended", "sequence_assigned", "sequence_deassigned",
-                         "sequence_element_checked", "sequence_restart_saved"};
+                         "sequence_element_checked", "sequence_restart_saved",
+                         "host_result_validated", "credit_normalized", "credit_imported"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -187,6 +208,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   }
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))} == "unknown");
+  CHECK(std::string{kind_name(24)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -198,7 +220,8 @@ TEST_CASE("records carry the event header", "[events]") {
   CHECK(r.kind == 8);
   CHECK(r.entity_kind == static_cast<std::uint8_t>(entity_kind::workunit));
   CHECK(r.entity_id == 9);
-  CHECK(static_cast<std::uint8_t>(r.payload.at(0)) == current_payload_version);
+  CHECK(static_cast<std::uint8_t>(r.payload.at(0)) == payload_version(r.kind));
+  CHECK(payload_version(r.kind) == 2); // result_reported gained the host's scale statistics
   auto u = to_record(make(ev::user_created{5, "a", "b", "c"}));
   CHECK(u.entity_kind == static_cast<std::uint8_t>(entity_kind::user));
   CHECK(u.entity_id == 5);
@@ -224,7 +247,12 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.name == "demo");
     CHECK(x.long_name == "Demo project");
     REQUIRE(x.apps.size() == 1);
-    CHECK(x.apps[0] == sample_app());
+    auto app = sample_app();
+    app.host_scale_check = true;
+    app.max_jobs_per_day = 33;
+    CHECK(x.apps[0] == app);
+    CHECK(x.credit.version_sample_threshold == 7);
+    CHECK(x.credit.flops_per_cobblestone == 1e12);
     CHECK(x.apps[0].versions.at(1).plan_class == "cuda");
     CHECK(x.apps[0].output_names == std::vector<std::string>{"out.txt", "log.txt"});
   }
@@ -234,6 +262,7 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.name == "alice");
     CHECK(x.email == "alice@example.org");
     CHECK(x.authenticator == "0123456789abcdef0123456789abcdef");
+    CHECK(x.team == "team-a");
   }
   SECTION("host_registered") {
     auto x = std::get<ev::host_registered>(round_trip(all[2]).data);
@@ -348,13 +377,14 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
 TEST_CASE("a sequence_deassigned of payload version 1 decodes without state files",
           "[events]") {
   auto d = std::get<ev::sequence_deassigned>(samples()[17].data);
+  CHECK(payload_version(ev::sequence_deassigned::kind) == 2);
   // Written as version 1 did: no restart_inputs or restart_open_names.
   storage::event_record r = to_record(samples()[17]);
   r.payload.clear();
   storage::writer w{r.payload};
   w.put_u8(1);
-  storage::encoder enc{w};
-  ev::inspect_fields_v1(enc, d);
+  storage::encoder enc{w, 1};
+  enc.put(d);
   auto e = from_record(r);
   REQUIRE(e.has_value());
   auto x = std::get<ev::sequence_deassigned>(e->data);
@@ -381,7 +411,7 @@ TEST_CASE("records that cannot be read decode to nothing", "[events]") {
     CHECK_FALSE(from_record(r).has_value());
     // A payload version from the future, or the never-written version 0.
     r = good;
-    r.payload[0] = static_cast<char>(current_payload_version + 1);
+    r.payload[0] = static_cast<char>(payload_version(r.kind) + 1);
     CHECK_FALSE(from_record(r).has_value());
     r.payload[0] = 0;
     CHECK_FALSE(from_record(r).has_value());
@@ -416,19 +446,21 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
     return kinds;
   };
   // Host 6: registration, description, dispatch, report, timeout, the verdict on its result,
-  // and the sequence events that give it or take from it a chain or results.
+  // the sequence events that give it or take from it a chain or results, and its statistics
+  // update from the verdict.
   CHECK(touching(entity_kind::host, 6)
-        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18});
+        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18, 21});
   // Host 8 appears only in a verdict.
   CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
-  CHECK(touching(entity_kind::workunit, 9) == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13});
+  CHECK(touching(entity_kind::workunit, 9)
+        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21});
   CHECK(touching(entity_kind::workunit, 6).empty());
   // User 5: its creation and its host's registration.
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});
   CHECK(touching(entity_kind::user, 6).empty());
-  CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1});
+  CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1, 22, 23});
   // Sequence 4: its own events, and any event of a workunit in its id range.
   CHECK(touching(entity_kind::sequence, 4) == std::vector<std::uint16_t>{14, 15, 16, 17, 18, 19, 20});
   auto report = make(ev::result_reported{result_ref{sequence_wu_id(4, 2), 0}, 6, {}});

@@ -424,7 +424,7 @@ TEST_CASE("host apply: results in progress and host_app_version counts", "[state
         "wu_c_0");
   apply(h, make(ev::result_dispatched{{4, 0}, 1, t0 + hour, echo1()}), "wu_d_0");
   REQUIRE(h.in_progress.size() == 4);
-  CHECK(h.in_progress.at("wu_a_0") == held_result{{1, 0}, t0 + hour, 1});
+  CHECK(h.in_progress.at("wu_a_0") == held_result{{1, 0}, t0 + hour, 1, t0 + 10});
   CHECK(h.in_progress.at("wu_c_0").app_version_id == 2);
   CHECK(h.app_versions.at(1).n_sent == 3);
   CHECK(h.app_versions.at(2).n_sent == 1);

@@ -715,9 +715,24 @@ TEST_CASE("two real BOINC clients compute every workunit to a quorum of two", "[
         sent_to[by_host[host]].insert(r["name"].get<std::string>());
       REQUIRE(r["outputs"].size() == 1);
       CHECK(r["outputs"][0]["md5"] == j.expected_md5);
+      // Validated results of real clients get credit.
+      REQUIRE(r["credit"].is_object());
+      CHECK(r["credit"]["granted"].get<double>() > 0);
     }
     CHECK(hosts.size() == 2);
+    CHECK(wu["granted_credit"].get<double>() > 0);
   }
+  // The hosts and their user have non-zero credit totals.
+  for (const auto& [id, c] : by_host) {
+    auto host = s.get("/api/projects/" + project + "/hosts/" + std::to_string(id));
+    INFO(host.dump(2));
+    CHECK(host["credit"]["total_credit"].get<double>() > 0);
+  }
+  auto users = s.get("/api/projects/" + project + "/users");
+  double user_total = 0;
+  for (const auto& u : users)
+    user_total += u["credit"]["total_credit"].get<double>();
+  CHECK(user_total > 0);
   // Every result a client got shows as acknowledged in its log.
   for (auto& c : clients) {
     auto acked = c->acked();

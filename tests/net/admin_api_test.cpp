@@ -110,6 +110,7 @@ struct admin_fixture {
     net::admin_context ctx;
     ctx.sys = sys.get();
     ctx.projects = handles.projects;
+    ctx.aggregator = handles.aggregator;
     ctx.token = token;
     ctx.timeout = 10s;
     server = std::make_unique<net::http_server>(net::server_options{},
@@ -354,4 +355,50 @@ TEST_CASE_METHOD(admin_fixture, "users are created and listed", "[net][admin]") 
     }
   CHECK(found);
   CHECK(get("/api/projects/demo").body["users"] == users.body.size());
+}
+
+TEST_CASE_METHOD(admin_fixture, "credit data is exported, imported and aggregated",
+                 "[net][admin][credit]") {
+  auto exported = get("/api/projects/demo/credit");
+  REQUIRE(exported.status == 200);
+  REQUIRE(exported.body["versions"].size() == 1);
+  const auto& v = exported.body["versions"][0];
+  CHECK(v["app"] == "testapp");
+  CHECK(v["platform"] == "x86_64-pc-linux-gnu");
+  CHECK(v["resource"] == "cpu");
+  CHECK(v["scale"] == 1.0);
+  CHECK(v["app_has_cpu_and_gpu"] == false);
+  // Another server's export of an app with CPU and GPU versions.
+  json other = {{"source", "other.example"},
+                {"versions",
+                 json::array({{{"project", "sci"}, {"app", "fold"}, {"platform", "p"},
+                               {"plan_class", "cuda"}, {"resource", "nvidia"},
+                               {"app_has_cpu_and_gpu", true}, {"expavg_credit", 300.0},
+                               {"scale", 0.2}},
+                              {{"project", "sci2"}, {"app", "dock"}, {"platform", "p"},
+                               {"plan_class", "cuda"}, {"resource", "NVIDIA"},
+                               {"app_has_cpu_and_gpu", true}, {"expavg_credit", 100.0},
+                               {"scale", 0.6}}})}};
+  auto imported = post("/api/projects/demo/credit/import", other);
+  REQUIRE(imported.status == 200);
+  CHECK(imported.body["imported"] == 2);
+  auto again = get("/api/projects/demo/credit");
+  REQUIRE(again.body["imported"].size() == 2);
+  // The aggregator weights the factors by recent average credit: (300 x 0.2 + 100 x 0.6) / 400.
+  auto table = get("/api/credit");
+  REQUIRE(table.status == 200);
+  CHECK(table.body["plan_classes"]["cuda"]["scale"].get<double>() == Approx(0.3));
+  CHECK(table.body["plan_classes"]["cuda"]["weight"].get<double>() == Approx(400));
+  // Bad imports change nothing.
+  CHECK(post("/api/projects/demo/credit/import", {{"versions", json::array()}}).status == 400);
+  auto bad = post("/api/projects/demo/credit/import",
+                  {{"source", "x"}, {"versions", json::array({{{"app", "a"}, {"scale", -1}}})}});
+  CHECK(bad.status == 400);
+  CHECK(error_of(bad).find("scale") != std::string::npos);
+  CHECK(post("/api/projects/demo/credit/import",
+             {{"source", "x"}, {"versions", json::array({{{"app", "a"}, {"colour", 1}}})}})
+          .status
+        == 400);
+  CHECK(get("/api/projects/demo/credit").body["imported"].size() == 2);
+  CHECK(post("/api/credit", json::object()).status == 405);
 }
