@@ -39,7 +39,7 @@ const char* name_of_kind(std::uint16_t kind) {
     "workunit_files_deleted", "sequence_created", "sequence_extended", "sequence_ended",
     "sequence_assigned", "sequence_deassigned", "sequence_element_checked",
     "sequence_restart_saved", "host_result_validated", "credit_normalized",
-    "credit_imported"};
+    "credit_imported",    "autoflops_sampled"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];
@@ -163,6 +163,7 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
       [](const ev::host_result_validated& x) { return std::pair{ek::host, x.host}; },
       [](const ev::credit_normalized&) { return std::pair{ek::project, id_type{0}}; },
       [](const ev::credit_imported&) { return std::pair{ek::project, id_type{0}}; },
+      [](const ev::autoflops_sampled& x) { return std::pair{ek::workunit, x.wu}; },
     },
     p);
 }
@@ -297,16 +298,18 @@ std::string describe(const event& e) {
                            x.submitter);
       },
       [](const ev::results_created& x) {
-        return fmt::format("count={} reason={}", x.count, x.reason);
+        return fmt::format("count={} reason={}{}", x.count, x.reason, x.check ? " CHECK" : "");
       },
       [](const ev::result_dispatched& x) {
         return fmt::format("result={} host={} deadline={:.0f} version={}", x.result.index,
                            x.host, us_to_seconds(x.deadline), x.version.app_version_id);
       },
       [](const ev::result_reported& x) {
-        return fmt::format("result={} host={} success={} exit={} elapsed={:g}{}",
+        return fmt::format("result={} host={} success={} exit={} elapsed={:g} aus={:g}{}{}",
                            x.result.index, x.host, x.report.success, x.report.exit_status,
-                           x.report.elapsed, x.report.flags ? " FLAGGED" : "");
+                           x.report.elapsed, reported_app_units(x.report),
+                           (x.report.flags & (flag_bad_elapsed | flag_bad_cpu)) ? " FLAGGED" : "",
+                           (x.report.flags & flag_suspect) ? " SUSPECT" : "");
       },
       [](const ev::result_timed_out& x) {
         return fmt::format("result={} host={}", x.result.index, x.host);
@@ -372,6 +375,13 @@ std::string describe(const event& e) {
       },
       [](const ev::credit_imported& x) {
         return fmt::format("source={} records={}", x.source, x.records.size());
+      },
+      [](const ev::autoflops_sampled& x) {
+        std::string v;
+        for (const auto& s : x.samples)
+          v += fmt::format(" {}:{:g}", s.gpu ? "gpu" : "cpu", s.value);
+        return fmt::format("app={} predicted={:g} actual={:g} raw_flops_per_au:{}", x.app,
+                           x.predicted, x.actual, v.empty() ? std::string{" -"} : v);
       },
     },
     e.data);

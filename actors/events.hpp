@@ -7,6 +7,7 @@
 /// payload byte is the format version, then the fields in `inspect_fields` order. A new field
 /// goes at the end and bumps that kind's `payload_version`; decoders accept every older version.
 
+#include "actors/autoflops.hpp"
 #include "actors/credit.hpp"
 #include "actors/types.hpp"
 #include "storage/event_store.hpp"
@@ -82,6 +83,7 @@ struct app_rec {
   std::vector<app_version_rec> versions;
   bool host_scale_check = false; ///< Cherry-picking protection (scale probation); v2.
   int max_jobs_per_day = 200;    ///< Initial daily quota per CPU or GPU; v2.
+  autoflops_settings autoflops{}; ///< AutoFlops and the credit policy; v3.
   friend bool operator==(const app_rec&, const app_rec&) = default;
 };
 
@@ -93,6 +95,8 @@ void inspect_fields(F& f, app_rec& x) {
     x.max_output_nbytes, x.output_names, x.versions);
   if (f.version >= 2)
     f(x.host_scale_check, x.max_jobs_per_day);
+  if (f.version >= 3)
+    f(x.autoflops);
 }
 
 /// What the server keeps of a host's self-description.
@@ -134,6 +138,8 @@ struct wu_params {
   int max_success_results = 0;
   std::vector<file_rec> inputs; ///< name = stored file name (content-addressed), md5, size.
   std::vector<std::string> input_open_names; ///< Parallel to inputs.
+  /// AutoFlops: the predicted app units of the job (workunit_created v2; 1 before).
+  double predicted_app_units = 1;
   friend bool operator==(const wu_params&, const wu_params&) = default;
 };
 
@@ -142,6 +148,10 @@ void inspect_fields(F& f, wu_params& x) {
   f(x.command_line, x.rsc_fpops_est, x.rsc_fpops_bound, x.rsc_memory_bound, x.rsc_disk_bound,
     x.delay_bound, x.min_quorum, x.target_nresults, x.max_error_results, x.max_total_results,
     x.max_success_results, x.inputs, x.input_open_names);
+  // In workunit_created since v2 (and snapshots); events of other kinds that carry wu_params
+  // at version 1 (sequence_created) leave it at 1.
+  if (f.version >= 2)
+    f(x.predicted_app_units);
 }
 
 /// The identity under which statistics of an anonymous-platform version are kept: one per
@@ -173,6 +183,9 @@ void inspect_fields(F& f, version_echo& x) {
 enum report_flags : std::uint8_t {
   flag_bad_elapsed = 1, ///< Elapsed time negative, NaN, infinite or over a year.
   flag_bad_cpu = 2,     ///< CPU time negative, NaN, infinite or over a year per CPU.
+  /// The (host, version) was under suspicion of cherry picking when it reported (its error
+  /// rate over the app's suspicion_error_rate; AutoFlops app_units policy).
+  flag_suspect = 4,
 };
 
 /// What a host reported about one result.
@@ -184,12 +197,24 @@ struct report_rec {
   double cpu = 0;
   std::uint8_t flags = 0;       ///< report_flags
   std::vector<file_rec> outputs;
+  /// AutoFlops (result_reported v3): the app units the job reported (0: none, counts as 1)
+  /// and its raw_flops_per_au when the client sent it or a raw_flops_per_sec (0: none; the
+  /// validator then uses T × peak_flops(J) / A).
+  double app_units = 0;
+  double raw_flops_per_au = 0;
   friend bool operator==(const report_rec&, const report_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, report_rec& x) {
   f(x.success, x.client_state, x.exit_status, x.elapsed, x.cpu, x.flags, x.outputs);
+  if (f.version >= 3)
+    f(x.app_units, x.raw_flops_per_au);
+}
+
+/// A report's app units (1 when the client sent none).
+inline double reported_app_units(const report_rec& r) {
+  return r.app_units > 0 ? r.app_units : 1.0;
 }
 
 /// One result's verdict inside a validation.
@@ -234,7 +259,7 @@ namespace ev {
 /// The project's apps and versions as configured; recorded whenever the configuration changes.
 struct project_configured {
   static constexpr std::uint16_t kind = 1;
-  static constexpr std::uint8_t payload_version = 2; ///< 2: credit settings, per-app credit settings.
+  static constexpr std::uint8_t payload_version = 3; ///< 2: credit settings, per-app credit settings; 3: per-app autoflops settings.
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;
@@ -270,6 +295,7 @@ struct host_described {
 /// Work was created, with its first replicas (target_nresults of them).
 struct workunit_created {
   static constexpr std::uint16_t kind = 5;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: params.predicted_app_units.
   id_type id = 0;
   std::string name;
   std::uint32_t app = 0;
@@ -281,9 +307,13 @@ struct workunit_created {
 /// More replicas of a workunit (after errors, timeouts or an inconclusive validation).
 struct results_created {
   static constexpr std::uint16_t kind = 6;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: check.
   id_type wu = 0;
   std::uint32_t count = 0;
   std::string reason;
+  /// A cherry-picking check (AutoFlops app_units policy): the workunit's min_quorum and
+  /// target_nresults grow by `count`, so the result validated alone needs a second opinion.
+  bool check = false;
 };
 
 /// A result was sent to a host.
@@ -301,20 +331,26 @@ struct result_dispatched {
 /// A host reported a result it had been sent.
 struct result_reported {
   static constexpr std::uint16_t kind = 8;
-  static constexpr std::uint8_t payload_version = 2; ///< 2: the host's scale statistics.
+  /// 2: the host's scale statistics; 3: report app units, raw_flops_per_au, quota_factor.
+  static constexpr std::uint8_t payload_version = 3;
   result_ref result;
   id_type host = 0;
   report_rec report;
   average_var host_pfc{};     ///< PFCmean(H,V) when the host reported.
   bool probation = true;    ///< The (host, version) was on scale probation.
   time_us scale_time = 0;   ///< Its host_scale_time.
+  /// Cherry-picking countermeasure (app_units policy): an abort multiplies the (host,
+  /// version)'s max_jobs_per_day by this (1: no change). Decided by the host actor.
+  double quota_factor = 1;
 };
 
 /// A result's deadline passed without a report.
 struct result_timed_out {
   static constexpr std::uint16_t kind = 9;
+  static constexpr std::uint8_t payload_version = 2; ///< 2: quota_factor.
   result_ref result;
   id_type host = 0;
+  double quota_factor = 1;  ///< As in result_reported, for the timeout.
 };
 
 /// The validator compared replicas: verdicts, and the canonical result once there is one.
@@ -586,6 +622,8 @@ void inspect_fields(F& f, workunit_created& x) {
 template <class F>
 void inspect_fields(F& f, results_created& x) {
   f(x.wu, x.count, x.reason);
+  if (f.version >= 2)
+    f(x.check);
 }
 template <class F>
 void inspect_fields(F& f, result_dispatched& x) {
@@ -598,10 +636,14 @@ void inspect_fields(F& f, result_reported& x) {
   f(x.result, x.host, x.report);
   if (f.version >= 2)
     f(x.host_pfc, x.probation, x.scale_time);
+  if (f.version >= 3)
+    f(x.quota_factor);
 }
 template <class F>
 void inspect_fields(F& f, result_timed_out& x) {
   f(x.result, x.host);
+  if (f.version >= 2)
+    f(x.quota_factor);
 }
 template <class F>
 void inspect_fields(F& f, workunit_validated& x) {
@@ -618,6 +660,36 @@ void inspect_fields(F& f, workunit_failed& x) {
   f(x.wu, x.reason);
 }
 
+/// One raw_flops_per_au value of a validated job, by device class.
+struct flops_sample {
+  double value = 0;
+  bool gpu = false;
+  friend bool operator==(const flops_sample&, const flops_sample&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, flops_sample& x) {
+  f(x.value, x.gpu);
+}
+
+/// AutoFlops statistics of an app learned from one validation (decided by the validator,
+/// applied by the project): the job's actual (canonical result) and predicted app units,
+/// and the raw_flops_per_au of each valid replica that counts (with a reference job, only
+/// the reference job's).
+struct autoflops_sampled {
+  static constexpr std::uint16_t kind = 24;
+  std::uint32_t app = 0;
+  id_type wu = 0;
+  double predicted = 0;   ///< 0: no app-unit sample (e.g. a late replica).
+  double actual = 0;
+  std::vector<flops_sample> samples{};
+};
+
+template <class F>
+void inspect_fields(F& f, autoflops_sampled& x) {
+  f(x.app, x.wu, x.predicted, x.actual, x.samples);
+}
+
 } // namespace ev
 
 /// Any event payload.
@@ -630,7 +702,7 @@ using payload = std::variant<ev::project_configured, ev::user_created, ev::host_
                              ev::sequence_assigned, ev::sequence_deassigned,
                              ev::sequence_element_checked, ev::sequence_restart_saved,
                              ev::host_result_validated, ev::credit_normalized,
-                             ev::credit_imported>;
+                             ev::credit_imported, ev::autoflops_sampled>;
 
 /// A decoded event.
 struct event {

@@ -1,5 +1,7 @@
 #include "actors/host.hpp"
 
+#include "actors/autoflops.hpp"
+
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
@@ -47,6 +49,18 @@ report_rec report_from(const reported_result& r) {
   return rep;
 }
 
+std::map<std::uint32_t, autoflops_settings>
+autoflops_by_version(const std::vector<app_rec>& apps) {
+  std::map<std::uint32_t, autoflops_settings> out;
+  for (const auto& a : apps) {
+    for (const auto& v : a.versions)
+      out[v.id] = a.autoflops;
+    for (std::uint8_t t = 0; t < n_resource_types; ++t)
+      out[anonymous_version_id(a.id, t)] = a.autoflops;
+  }
+  return out;
+}
+
 namespace {
 
 struct host_actor_state {
@@ -55,6 +69,15 @@ struct host_actor_state {
   project_actor project;
   clock_ptr clk;
   credit_settings credit;
+  std::map<std::uint32_t, autoflops_settings> autoflops;
+
+  /// The cherry-picking countermeasures of the version's app, when its policy is app_units.
+  const autoflops_settings* app_units_policy(std::uint32_t version) const {
+    auto i = autoflops.find(version);
+    if (i == autoflops.end() || i->second.policy != credit_policy::app_units)
+      return nullptr;
+    return &i->second;
+  }
   static inline const char* name = "host";
 };
 
@@ -91,6 +114,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
     self->state.project = in.project;
     self->state.clk = in.clk;
     self->state.credit = in.credit;
+    self->state.autoflops = std::move(in.autoflops);
     auto append = [self, project_index](std::vector<event> events) {
       if (events.empty())
         return;
@@ -141,20 +165,48 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
             continue;
           }
           auto rep = report_from(r);
-          if (rep.flags != 0)
+          if ((rep.flags & (flag_bad_elapsed | flag_bad_cpu)) != 0)
             spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, "
                          "cpu {}): stored as reported, flagged",
                          st.host.id, r.name, r.final_elapsed_time, r.final_cpu_time);
           reported.push_back(held->second.result.wu);
+          // AutoFlops: the job's app units, and its raw_flops_per_au when the client says
+          // what its raw FLOPS were (its own figure, or T × raw_flops_per_sec / A).
+          if (std::isfinite(r.app_units) && r.app_units > 0)
+            rep.app_units = r.app_units;
+          if (std::isfinite(r.raw_flops_per_au) && r.raw_flops_per_au > 0) {
+            rep.raw_flops_per_au = r.raw_flops_per_au;
+          } else {
+            const app_unit_version* match = nullptr;
+            int matches = 0;
+            for (const auto& u : req->app_unit_versions)
+              if (u.version_num == r.version_num && u.plan_class == r.plan_class
+                  && u.raw_flops_per_sec > 0) {
+                match = &u;
+                ++matches;
+              }
+            if (matches == 1)
+              rep.raw_flops_per_au =
+                raw_flops_per_au(rep.elapsed, match->raw_flops_per_sec,
+                                 reported_app_units(rep))
+                  .value_or(0);
+          }
           // The report carries what the host knows of its scale for that version, so the
           // validator can compute Scale(H) without asking.
           ev::result_reported x{held->second.result, st.host.id, rep, {}, true, 0};
+          auto policy = st.app_units_policy(held->second.app_version_id);
           if (auto hav = st.host.app_versions.find(held->second.app_version_id);
               hav != st.host.app_versions.end()) {
             x.host_pfc = hav->second.pfc;
             x.probation = hav->second.scale_probation;
             x.scale_time = hav->second.host_scale_time;
+            // Cherry picking: a host whose error rate (aborts, timeouts, errors) is high is
+            // under suspicion; its jobs validated alone are checked.
+            if (policy && hav->second.error_rate > policy->suspicion_error_rate)
+              x.report.flags |= flag_suspect;
           }
+          if (policy && rep.client_state == client_state_aborted)
+            x.quota_factor = policy->abort_quota_factor;
           auto e = make_event(self, std::move(x));
           e.project = project_index;
           apply(st.host, e, r.name, st.credit);
@@ -195,7 +247,8 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
         jr->offered = req->app_versions;
         jr->platform = req->platform_name;
         for (const auto& [id, hav] : st.host.app_versions)
-          jr->hints[id] = version_hint{hav.jobs_left(now), hav.et};
+          jr->hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau};
+        jr->unit_versions = req->app_unit_versions;
         self->request(st.project, std::chrono::seconds(30), atom::get_jobs_v, job_request_ptr{jr})
           .then(
             [self, reply, finish, project_index](const job_grant_ptr& grant) mutable {
@@ -212,6 +265,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                                           grant->aborts.end());
               reply->messages.insert(reply->messages.end(), grant->messages.begin(),
                                      grant->messages.end());
+              reply->app_units = grant->app_units;
               finish();
             },
             [self, reply, finish](caf::error& err) mutable {
@@ -229,8 +283,10 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           auto held = self->state.host.in_progress.find(name);
           if (held == self->state.host.in_progress.end())
             continue;
-          auto e = make_event(self, ev::result_timed_out{held->second.result,
-                                                         self->state.host.id});
+          ev::result_timed_out x{held->second.result, self->state.host.id};
+          if (auto policy = self->state.app_units_policy(held->second.app_version_id))
+            x.quota_factor = policy->abort_quota_factor;
+          auto e = make_event(self, x);
           e.project = project_index;
           apply(self->state.host, e, name, self->state.credit);
           events.push_back(std::move(e));

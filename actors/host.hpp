@@ -11,6 +11,9 @@
 
 #include <caf/actor_system.hpp>
 
+#include <map>
+#include <vector>
+
 namespace cobble {
 
 /// Everything a host actor needs at spawn.
@@ -21,7 +24,12 @@ struct host_init {
   clock_ptr clk;
   std::uint16_t project_index = 0;
   credit_settings credit;       ///< The project's credit settings (for apply).
+  /// AutoFlops settings of each app version's app (cherry-picking countermeasures).
+  std::map<std::uint32_t, autoflops_settings> autoflops{};
 };
+
+/// The AutoFlops settings of every app version (configured and anonymous) of the apps.
+std::map<std::uint32_t, autoflops_settings> autoflops_by_version(const std::vector<app_rec>& apps);
 
 /// Spawns a host actor.
 host_actor spawn_host(caf::actor_system& sys, host_init init);

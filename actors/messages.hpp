@@ -28,6 +28,7 @@ struct rpc_context {
 struct version_hint {
   int jobs_left = -1;         ///< Jobs it may still get today; negative: no quota yet.
   average_var et{};             ///< ETmean(H,V): elapsed/E(J).
+  average_var spau{};           ///< The server's seconds_per_app_unit(H,V).
 };
 
 /// A host actor's request for jobs, per resource type.
@@ -47,6 +48,8 @@ struct job_request {
   /// The host's average elapsed seconds per app version (its runtime statistics).
   std::map<std::uint32_t, double> avg_elapsed;
   std::map<std::uint32_t, version_hint> hints{}; ///< By app version id (anonymous ids too).
+  /// AutoFlops figures the client reported per app version (its seconds_per_app_unit).
+  std::vector<app_unit_version> unit_versions{};
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.
@@ -57,6 +60,7 @@ struct granted_job {
   ev::result_dispatched dispatched;
   time_us time = 0; ///< Time of the dispatch event.
   double runtime_estimate = 0; ///< R(J,H), seconds: E(J) × ETmean(H,V), else E(J) / flops.
+  std::uint32_t app = 0;       ///< The job's app id.
 };
 
 /// The validator's word to a host on one of its results (the host records it as a
@@ -87,6 +91,7 @@ struct job_grant {
   std::vector<std::string> sequences_revoked; ///< Listed sequences the host no longer holds.
   std::vector<std::string> aborts;            ///< Results the client should abort.
   std::vector<reply_message> messages;
+  std::vector<app_units_info> app_units{};    ///< AutoFlops figures of apps (the reply's).
 };
 
 /// An input file of new work, already staged into the data directory.
@@ -113,6 +118,7 @@ struct work_spec {
   std::optional<int> max_total_results;
   std::optional<int> max_success_results;
   std::vector<input_spec> inputs;
+  std::optional<double> predicted_app_units; ///< AutoFlops; default 1.
 };
 
 /// A batch of work to create atomically (all or none).

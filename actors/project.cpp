@@ -16,6 +16,29 @@ namespace cobble {
 
 // -- configuration ------------------------------------------------------------
 
+autoflops_settings autoflops_settings_from(const config::app_config& ac) {
+  const auto& c = ac.autoflops;
+  autoflops_settings s;
+  s.estimates = c.estimates == config::estimate_clients::off      ? estimate_mode::off
+                : c.estimates == config::estimate_clients::client ? estimate_mode::client
+                                                                  : estimate_mode::all;
+  s.est_x = c.est_x;
+  s.bound_x = c.bound_x;
+  s.min_samples = static_cast<std::uint32_t>(c.min_samples);
+  s.warmup_bound_factor = c.warmup_bound_factor;
+  s.log_ratio = c.log_ratio;
+  s.flops_samples = static_cast<std::uint32_t>(c.flops_samples);
+  s.flops_percentile = c.flops_percentile;
+  s.flops_alpha = c.flops_alpha;
+  s.reference_job = c.reference_job;
+  s.policy = ac.credit_policy == config::credit_policy_kind::app_units ? credit_policy::app_units
+                                                                       : credit_policy::pfc;
+  s.abort_quota_factor = c.abort_quota_factor;
+  s.resend_probability = c.resend_probability;
+  s.suspicion_error_rate = c.suspicion_error_rate;
+  return s;
+}
+
 std::vector<app_rec> apps_from_config(const config::project_config& cfg,
                                       const std::vector<app_rec>& current) {
   std::vector<app_rec> apps = current;
@@ -49,6 +72,7 @@ std::vector<app_rec> apps_from_config(const config::project_config& cfg,
     a.output_names = ac.output_names;
     a.host_scale_check = ac.host_scale_check;
     a.max_jobs_per_day = ac.max_jobs_per_day;
+    a.autoflops = autoflops_settings_from(ac);
     for (const auto& vc : ac.versions) {
       auto res = parse_resource_type(vc.coproc_type).value_or(resource_type::cpu);
       auto vit = std::find_if(a.versions.begin(), a.versions.end(), [&](auto& v) {
@@ -252,7 +276,15 @@ caf::expected<std::vector<event>> project_logic::create_work(const work_batch& b
                      positive("delay_bound", w.delay_bound)})
       if (err)
         return caf::make_error(ec::invalid_argument, where + describe(err));
+    if (w.predicted_app_units
+        && !(std::isfinite(*w.predicted_app_units) && *w.predicted_app_units > 0))
+      return caf::make_error(ec::invalid_argument,
+                             where + "predicted_app_units must be a positive number");
+    for (auto x : {w.rsc_fpops_est, w.rsc_fpops_bound})
+      if (x && !std::isfinite(*x))
+        return caf::make_error(ec::invalid_argument, where + "rsc_fpops_* must be finite");
     auto& p = c.params;
+    p.predicted_app_units = w.predicted_app_units.value_or(1);
     p.command_line = w.command_line;
     p.rsc_fpops_est = w.rsc_fpops_est.value_or(app->rsc_fpops_est);
     p.rsc_fpops_bound = w.rsc_fpops_bound.value_or(std::max(app->rsc_fpops_bound,
@@ -304,6 +336,7 @@ struct version_choice {
   double peak_flops = 0; // peak_flops(J)
   double instances = 1;  // CPUs or GPUs one job uses
   int devices = 1;       // CPUs or GPUs of this type the host has (for the daily quota)
+  double client_spau = 0; // seconds_per_app_unit the client reported for it (0: none)
 };
 
 std::optional<version_choice> choose_version(const app_rec& app, const job_request& req,
@@ -342,6 +375,11 @@ std::optional<version_choice> choose_version(const app_rec& app, const job_reque
     c.echo = version_echo{best->id, best->platform, best->version_num, best->plan_class};
     c.instances = t == resource_type::cpu ? best->avg_ncpus : best->coproc_count;
   }
+  for (const auto& u : req.unit_versions)
+    if (u.app_name == app.name && u.version_num == c.echo.version_num
+        && u.plan_class == c.echo.plan_class && std::isfinite(u.seconds_per_app_unit)
+        && u.seconds_per_app_unit > 0)
+      c.client_spau = u.seconds_per_app_unit;
   double gpu_peak = 0;
   c.devices = t == resource_type::cpu ? std::max(req.info.p_ncpus, 1) : 1;
   for (std::size_t i = 0; i < req.info.coprocs.size(); ++i)
@@ -372,6 +410,30 @@ bool in_use(const std::vector<version_credit_input>& inputs) {
   return std::any_of(inputs.begin(), inputs.end(), [](auto& in) { return in.pfc.n > 0; });
 }
 
+/// The AutoFlops completion time estimate and bound of a job on the requesting host, when
+/// the app gives them to this client (see estimate_mode) and its seconds_per_app_unit(V)
+/// is known.
+std::optional<completion_time> autoflops_estimate(const project_state& st, const app_rec& app,
+                                                  const wu_params& p,
+                                                  const version_choice& c,
+                                                  const version_hint& hint) {
+  auto mode = app.autoflops.estimates;
+  double spau = 0;
+  if (mode != estimate_mode::off && c.client_spau > 0)
+    spau = c.client_spau;
+  else if (mode == estimate_mode::all && hint.spau.n > 0 && hint.spau.avg > 0)
+    spau = hint.spau.avg;
+  if (!(spau > 0))
+    return std::nullopt;
+  static const app_units_stats none;
+  auto it = st.autoflops.find(app.id);
+  auto ct = completion_times(spau, p.predicted_app_units,
+                             it == st.autoflops.end() ? none : it->second, app.autoflops);
+  if (!(ct.estimate > 0) || !std::isfinite(ct.bound))
+    return std::nullopt;
+  return ct;
+}
+
 bool host_has_result_of(const workunit_rec& wu, id_type host) {
   return std::any_of(wu.results.begin(), wu.results.end(), [&](const result_rec& r) {
     return r.state != result_state::unsent && r.host == host;
@@ -390,6 +452,7 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   job.dispatched = d;
   job.time = now;
   job.runtime_estimate = credit.runtime;
+  job.app = app.id;
   emit(events, d, now);
   auto rname = state.result_name(ref);
   auto& w = job.workunit;
@@ -400,6 +463,12 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   // arrives at R(J,H) (the bound keeps its ratio to the estimate).
   w.rsc_fpops_est = wu.params.rsc_fpops_est * credit.fpops_scale;
   w.rsc_fpops_bound = wu.params.rsc_fpops_bound * credit.fpops_scale;
+  if (credit.est_seconds > 0 && credit.flops > 0) {
+    // AutoFlops: a BOINC client's estimate (est / flops) and elapsed-time limit (bound /
+    // flops) follow the completion time estimate and bound.
+    w.rsc_fpops_est = credit.est_seconds * credit.flops;
+    w.rsc_fpops_bound = credit.bound_seconds * credit.flops;
+  }
   w.rsc_memory_bound = wu.params.rsc_memory_bound;
   w.rsc_disk_bound = wu.params.rsc_disk_bound;
   for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
@@ -414,6 +483,10 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   r.platform = echo.platform;
   r.version_num = echo.version_num;
   r.plan_class = echo.plan_class;
+  r.peak_flops_per_sec = credit.peak_flops;
+  r.predicted_app_units = wu.params.predicted_app_units;
+  r.est_seconds = credit.est_seconds;
+  r.bound_seconds = credit.bound_seconds;
   // Heartbeat elements of a sequence upload nothing.
   bool outputs = !wu.sequence || wu.sequence->kind == seq_element_kind::state;
   for (std::size_t i = 0; outputs && i < app.output_names.size(); ++i) {
@@ -477,15 +550,20 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
           continue;
         if (host_has_result_of(wu, req.host))
           continue;
-        // R(J,H): E(J) × ETmean(H,V) once the pair has enough samples, else E(J) / flops.
-        double runtime = use_et ? wu.params.rsc_fpops_est * hint.et.avg
-                                : wu.params.rsc_fpops_est / choice->flops;
+        // R(J,H): the AutoFlops estimate when there is one; else E(J) × ETmean(H,V) once the
+        // pair has enough samples, else E(J) / flops.
+        auto af = autoflops_estimate(state, app, wu.params, *choice, hint);
+        double runtime = af ? af->estimate
+                            : use_et ? wu.params.rsc_fpops_est * hint.et.avg
+                                     : wu.params.rsc_fpops_est / choice->flops;
         // Completion check: a job the host cannot finish before its deadline is not sent.
-        if (use_et && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
+        if ((use_et || af)
+            && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
           continue;
         dispatch_credit dc{choice->peak_flops,
                            initial_jobs_per_day(app.max_jobs_per_day, choice->devices), runtime,
-                           use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0};
+                           use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0,
+                           af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
         auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
         ++per_app[app.id];
@@ -654,11 +732,14 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
     if (hint.jobs_left >= 0 && sent[vid] >= hint.jobs_left)
       continue;
     bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
-    double runtime = use_et ? wu->params.rsc_fpops_est * hint.et.avg
-                            : wu->params.rsc_fpops_est / choice->flops;
+    auto af = autoflops_estimate(state, *app, wu->params, *choice, hint);
+    double runtime = af ? af->estimate
+                        : use_et ? wu->params.rsc_fpops_est * hint.et.avg
+                                 : wu->params.rsc_fpops_est / choice->flops;
     dispatch_credit dc{choice->peak_flops,
                        initial_jobs_per_day(app->max_jobs_per_day, choice->devices), runtime,
-                       use_et ? runtime * choice->flops / wu->params.rsc_fpops_est : 1.0};
+                       use_et ? runtime * choice->flops / wu->params.rsc_fpops_est : 1.0,
+                       af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
   }
@@ -736,7 +817,73 @@ credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_
                       min_avg_pfc_of(st, wu.app), st.credit);
 }
 
+/// True when an app version (configured or anonymous) runs on a GPU.
+bool gpu_version(const app_rec* app, std::uint32_t id) {
+  if (is_anonymous_version(id))
+    return (id & 0xfu) != 2; // anonymous_version_id: 2 + resource
+  if (app != nullptr)
+    for (const auto& v : app->versions)
+      if (v.id == id)
+        return v.resource != static_cast<std::uint8_t>(resource_type::cpu);
+  return false;
+}
+
+/// What AutoFlops learns from valid results of a workunit: the canonical result's app units
+/// against the prediction (when `canonical` is set) and each valid replica's
+/// raw_flops_per_au = T × raw_flops_per_sec(J) / A (the client's figure when it sent one,
+/// else peak_flops(J)). With a reference job only that workunit's replicas are samples.
+std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const workunit_rec& wu,
+                                                      const std::vector<std::uint32_t>& valid,
+                                                      std::optional<std::uint32_t> canonical) {
+  if (app == nullptr)
+    return std::nullopt;
+  ev::autoflops_sampled x;
+  x.app = app->id;
+  x.wu = wu.id;
+  if (canonical && *canonical < wu.results.size()) {
+    x.predicted = wu.params.predicted_app_units;
+    x.actual = reported_app_units(wu.results[*canonical].report);
+  }
+  bool reference_only = !app->autoflops.reference_job.empty();
+  if (!reference_only || wu.name == app->autoflops.reference_job)
+    for (auto i : valid) {
+      if (i >= wu.results.size())
+        continue;
+      const auto& r = wu.results[i];
+      if ((r.report.flags & flag_bad_elapsed) != 0)
+        continue;
+      double v = r.report.raw_flops_per_au;
+      if (!(v > 0) || !std::isfinite(v))
+        v = raw_flops_per_au(r.report.elapsed, r.peak_flops, reported_app_units(r.report))
+              .value_or(0);
+      if (v > 0)
+        x.samples.push_back({v, gpu_version(app, r.version.app_version_id)});
+    }
+  if (!(x.predicted > 0) && x.samples.empty())
+    return std::nullopt;
+  return x;
+}
+
 } // namespace
+
+std::vector<app_units_info>
+project_logic::app_units_infos(const std::set<std::uint32_t>& sent) const {
+  std::vector<app_units_info> out;
+  for (const auto& app : state.apps) {
+    bool cpu = false, gpu = false;
+    for (const auto& v : app.versions)
+      (v.resource == static_cast<std::uint8_t>(resource_type::cpu) ? cpu : gpu) = true;
+    if (!sent.count(app.id) && !(cpu && gpu))
+      continue;
+    app_units_info a;
+    a.app_name = app.name;
+    a.has_cpu_and_gpu = cpu && gpu;
+    if (auto i = state.autoflops.find(app.id); i != state.autoflops.end())
+      a.est_flops_per_au = i->second.est_flops_per_au;
+    out.push_back(std::move(a));
+  }
+  return out;
+}
 
 std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
   std::vector<event> out;
@@ -769,8 +916,15 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
         v.credit.push_back(c);
       }
     }
+    std::vector<std::uint32_t> late_valid;
+    for (std::size_t k = 0; k < v.verdicts.size(); ++k)
+      if (v.verdicts[k].valid)
+        late_valid.push_back(v.verdicts[k].index);
+    auto sample = autoflops_sample(app, wu, late_valid, std::nullopt);
     if (!v.verdicts.empty())
       emit(out, std::move(v), now);
+    if (sample)
+      emit(out, std::move(*sample), now);
     if (wu.state == wu_state::validated)
       emit(out, ev::workunit_assimilated{wu.id, *wu.canonical}, now);
     return out;
@@ -793,7 +947,10 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       std::vector<credit_rec> claims{claim_of(state, app, wu, r, now)};
       grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app),
                    state.credit);
+      auto sample = autoflops_sample(app, wu, {0}, 0u);
       emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}, claims}, now);
+      if (sample)
+        emit(out, std::move(*sample), now);
       emit(out, ev::workunit_assimilated{wu.id, 0}, now);
     } else if (link.check == seq_check::disagree) {
       emit(out,
@@ -829,6 +986,22 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     if (group.size() > best.size())
       best = std::move(group);
   }
+  if (static_cast<int>(best.size()) >= p.min_quorum && app != nullptr
+      && app->autoflops.policy == credit_policy::app_units && p.min_quorum == 1) {
+    // Cherry-picking countermeasure: a job validated alone is sometimes checked by a second
+    // host: at random, and always when its host is under suspicion.
+    const auto& r = wu.results[best.front()];
+    bool suspect = (r.report.flags & flag_suspect) != 0;
+    if (suspect || unit_draw(wu.id, 0x636865636bULL) < app->autoflops.resend_probability) {
+      emit(out,
+           ev::results_created{wu.id, 1,
+                               suspect ? "cherry-picking check (host under suspicion)"
+                                       : "cherry-picking check (random)",
+                               true},
+           now);
+      return out;
+    }
+  }
   if (static_cast<int>(best.size()) >= p.min_quorum) {
     ev::workunit_validated v{wu.id, best.front(), {}, {}};
     std::vector<credit_rec> claims;
@@ -843,7 +1016,10 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
                                : credit_rec{});
     }
     auto canonical = best.front();
+    auto sample = autoflops_sample(app, wu, best, canonical);
     emit(out, std::move(v), now);
+    if (sample)
+      emit(out, std::move(*sample), now);
     emit(out, ev::workunit_assimilated{wu.id, canonical}, now);
     return out;
   }
@@ -1223,7 +1399,8 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
     st.dormant_hosts.erase(d);
   }
   host_init init{std::move(initial), st.log, project_actor{self}, st.clk,
-                 st.logic.state.index, st.logic.state.credit};
+                 st.logic.state.index, st.logic.state.credit,
+                 autoflops_by_version(st.logic.state.apps)};
   auto h = spawn_host(self->system(), std::move(init));
   // Host actors end with their project (ordered shutdown; a failing host fails the project).
   self->link_to(h);
@@ -1430,6 +1607,12 @@ void finish_jobs(project_ptr self, const job_request& req, job_grant& grant,
     auto jobs = st.logic.select_jobs(rest, now, events);
     for (auto& j : jobs)
       grant.jobs.push_back(std::move(j));
+  }
+  if (!grant.jobs.empty() || !req.unit_versions.empty()) {
+    std::set<std::uint32_t> sent;
+    for (const auto& j : grant.jobs)
+      sent.insert(j.app);
+    grant.app_units = st.logic.app_units_infos(sent);
   }
   append(self, std::move(events));
 }

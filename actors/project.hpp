@@ -27,6 +27,9 @@ namespace cobble {
 std::vector<app_rec> apps_from_config(const config::project_config& cfg,
                                       const std::vector<app_rec>& current);
 
+/// The AutoFlops settings and credit policy of a configured app, as events carry them.
+autoflops_settings autoflops_settings_from(const config::app_config& cfg);
+
 /// The credit settings of a project's configuration, as events carry them.
 credit_settings credit_settings_from(const config::credit_config& cfg);
 
@@ -72,7 +75,16 @@ public:
     int jobs_per_day = 0;   ///< Initial daily quota of the (host, version) (0: unlimited).
     double runtime = 0;     ///< R(J,H), seconds.
     double fpops_scale = 1; ///< Scales rsc_fpops_est/bound so the client arrives at R(J,H).
+    /// AutoFlops completion time estimate and bound (seconds; 0: none) and the FLOPS the
+    /// client divides by: rsc_fpops_est/bound become estimate/bound × flops.
+    double est_seconds = 0;
+    double bound_seconds = 0;
+    double flops = 0;
   };
+
+  /// AutoFlops figures of the apps for a reply: every app of `sent` and every app with both
+  /// CPU and GPU versions.
+  std::vector<app_units_info> app_units_infos(const std::set<std::uint32_t>& sent) const;
 
   /// Dispatches one unsent result to a host with the chosen version (the job for the reply).
   granted_job dispatch(const app_rec& app, result_ref ref, id_type host,

@@ -95,6 +95,20 @@ struct reported_result {
   int app_version_num = 0;
   std::string stderr_out;
   std::vector<reported_file> files;
+  /// AutoFlops (`<app_units>`, `<raw_flops_per_au>`; Cobble's client library only, BOINC
+  /// clients send neither): app units the job did (0: none, counts as one) and the client's
+  /// raw_flops_per_au for it (0: none; the server uses T × raw_flops_per_sec / A).
+  double app_units = 0;
+  double raw_flops_per_au = 0;
+};
+
+/// AutoFlops figures of one app version the client has (`<app_unit_versions>`).
+struct app_unit_version {
+  std::string app_name;
+  int version_num = 0;
+  std::string plan_class;
+  double seconds_per_app_unit = 0; ///< The client's estimate (0: none yet).
+  double raw_flops_per_sec = 0;    ///< What a job of it reports as raw FLOPS (0: peak).
 };
 
 /// A job the client holds but is not reporting (`<other_results>`).
@@ -128,6 +142,8 @@ struct sched_request {
   /// The work sequences the host believes it holds (`<work_sequences><name>`; sent by
   /// Cobble's client library, never by BOINC clients).
   std::vector<std::string> sequences_held;
+  /// AutoFlops statistics per app version (Cobble's client library; BOINC clients send none).
+  std::vector<app_unit_version> app_unit_versions;
 
   /// The request for one resource type (for cpu: the cpu_* fields, falling back to
   /// work_req_seconds when a client sends only that).
@@ -181,6 +197,21 @@ struct result_description {
   std::string plan_class;
   std::vector<file_ref> outputs;
   bool report_immediately = false;
+  /// AutoFlops (`<peak_flops_per_sec>`, `<predicted_app_units>`, `<est_seconds>`,
+  /// `<bound_seconds>`; 0: not sent): peak_flops_per_sec(J), the job's predicted app units
+  /// and its completion time estimate and bound on this host. BOINC clients get the same
+  /// estimate and bound through rsc_fpops_est / rsc_fpops_bound and their version's flops.
+  double peak_flops_per_sec = 0;
+  double predicted_app_units = 0;
+  double est_seconds = 0;
+  double bound_seconds = 0;
+};
+
+/// AutoFlops figures of an app (`<app_units_info>` in the reply).
+struct app_units_info {
+  std::string app_name;
+  double est_flops_per_au = 0;   ///< 0: not known yet.
+  bool has_cpu_and_gpu = false;  ///< The app has both CPU and GPU versions (note 2).
 };
 
 /// A scheduler reply, turned into XML by net/.
@@ -209,6 +240,9 @@ struct sched_reply {
   /// Sequences the request listed that are no longer assigned to the host
   /// (`<work_sequence_revoked>`).
   std::vector<std::string> sequences_revoked;
+  /// AutoFlops: est_flops_per_au of the apps of the jobs sent (and of apps with both CPU
+  /// and GPU versions, for GPU-only propagation).
+  std::vector<app_units_info> app_units;
 
   /// A reply to a request that could not be served: only a message and a request_delay, as
   /// BOINC servers answer (HTTP 200).

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <set>
 
 namespace cobble {
@@ -259,7 +260,8 @@ bool operator==(const project_state& a, const project_state& b) {
          && a.users == b.users && a.hosts == b.hosts
          && a.workunits == b.workunits && a.next_user == b.next_user
          && a.next_host == b.next_host && a.next_wu == b.next_wu && a.counters == b.counters
-         && a.sequences == b.sequences && a.next_seq == b.next_seq;
+         && a.sequences == b.sequences && a.next_seq == b.next_seq
+         && a.autoflops == b.autoflops;
 }
 
 void rebuild_indices(project_state& s) {
@@ -338,8 +340,20 @@ void apply(project_state& s, const event& e) {
       },
       [&](const ev::results_created& x) {
         auto i = s.workunits.find(x.wu);
-        if (i != s.workunits.end())
-          add_results(s, i->second, x.count);
+        if (i == s.workunits.end())
+          return;
+        auto& wu = i->second;
+        if (x.check) {
+          // A cherry-picking check: the quorum needs the extra replicas too.
+          wu.params.min_quorum += static_cast<int>(x.count);
+          wu.params.target_nresults += static_cast<int>(x.count);
+          wu.params.max_success_results =
+            std::max(wu.params.max_success_results, wu.params.min_quorum);
+          wu.params.max_total_results =
+            std::max(wu.params.max_total_results,
+                     static_cast<int>(wu.results.size() + x.count));
+        }
+        add_results(s, wu, x.count);
       },
       [&](const ev::result_dispatched& x) {
         if (auto r = find_result(s, x.result); r && r->state == result_state::unsent) {
@@ -535,6 +549,17 @@ void apply(project_state& s, const event& e) {
         else
           s.credit_imports[x.source] = x.records;
       },
+      [&](const ev::autoflops_sampled& x) {
+        auto app = s.app(x.app);
+        if (app == nullptr)
+          return;
+        auto& st = s.autoflops[x.app];
+        if (x.predicted > 0)
+          add_app_units(st, x.actual, x.predicted);
+        for (const auto& smp : x.samples)
+          add_flops_sample(smp.gpu ? st.gpu : st.cpu, smp.value, app->autoflops);
+        st.est_flops_per_au = combined_flops_per_au(st.cpu, st.gpu);
+      },
     },
     e.data);
 }
@@ -612,6 +637,8 @@ void apply(host_state& s, const event& e, std::string_view result_name,
                    if ((x.report.flags & flag_bad_elapsed) == 0) {
                      hav.elapsed_sum += x.report.elapsed;
                      ++hav.elapsed_n;
+                     hav.spau.update(x.report.elapsed / reported_app_units(x.report),
+                                     cs.host_average_samples, cs.host_alpha, cs.sample_cap);
                    }
                    if (hav.jobs_per_day_init > 0)
                      hav.max_jobs_per_day =
@@ -621,18 +648,25 @@ void apply(host_state& s, const event& e, std::string_view result_name,
                    // A crash costs a job of the daily quota; an abort does not.
                    if (x.report.client_state != client_state_aborted && hav.jobs_per_day_init > 0)
                      hav.max_jobs_per_day = std::max(1, hav.max_jobs_per_day - 1);
+                   // AutoFlops app_units policy: an abort costs a share of the quota.
+                   if (x.quota_factor < 1 && hav.jobs_per_day_init > 0)
+                     hav.max_jobs_per_day = std::max(
+                       1, static_cast<int>(std::floor(hav.max_jobs_per_day * x.quota_factor)));
                    error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
                  }
                  ++s.results_reported;
                  s.last_rpc = e.time;
                  s.in_progress.erase(i);
                },
-               [&](const ev::result_timed_out&) {
+               [&](const ev::result_timed_out& x) {
                  auto i = s.in_progress.find(std::string{result_name});
                  if (i == s.in_progress.end())
                    return;
                  auto& hav = s.app_versions[i->second.app_version_id];
                  ++hav.n_timeout;
+                 if (x.quota_factor < 1 && hav.jobs_per_day_init > 0)
+                   hav.max_jobs_per_day = std::max(
+                     1, static_cast<int>(std::floor(hav.max_jobs_per_day * x.quota_factor)));
                  error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
                  s.in_progress.erase(i);
                },

@@ -207,6 +207,8 @@ struct project_state {
   project_counters counters;
   std::map<id_type, seq_entry> sequences; ///< The directory of work sequences.
   id_type next_seq = 1;
+  /// AutoFlops statistics per app id (app units, raw_flops_per_au arrays, est_flops_per_au).
+  std::map<std::uint32_t, app_units_stats> autoflops{};
 
   // -- derived indices (rebuilt, not snapshotted) --
   std::unordered_map<std::string, id_type> user_by_auth;
@@ -249,7 +251,7 @@ template <class F>
 void inspect_fields(F& f, project_state& x) {
   f(x.index, x.name, x.long_name, x.apps, x.credit, x.version_credit, x.min_avg_pfc,
     x.credit_imports, x.teams, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
-    x.counters, x.sequences, x.next_seq);
+    x.counters, x.sequences, x.next_seq, x.autoflops);
 }
 
 /// Rebuilds the derived indices of a project after decoding.
@@ -296,6 +298,9 @@ struct host_app_version_rec {
   int max_jobs_per_day = 0;
   std::int64_t jobs_day = 0;   ///< UTC day of n_jobs_today.
   int n_jobs_today = 0;
+  /// AutoFlops: the server's seconds_per_app_unit(H,V), elapsed / app units of successful
+  /// reports (for clients that do not report their own).
+  average_var spau{};
 
   /// Jobs it may still get today at `now` (negative: no quota).
   int jobs_left(time_us now) const;
@@ -306,7 +311,7 @@ template <class F>
 void inspect_fields(F& f, host_app_version_rec& x) {
   f(x.n_sent, x.n_success, x.n_error, x.n_timeout, x.elapsed_sum, x.elapsed_n, x.et, x.pfc,
     x.turnaround, x.host_scale_time, x.scale_probation, x.error_rate, x.jobs_per_day_init,
-    x.max_jobs_per_day, x.jobs_day, x.n_jobs_today);
+    x.max_jobs_per_day, x.jobs_day, x.n_jobs_today, x.spau);
 }
 
 /// Everything a host actor owns.
@@ -395,10 +400,11 @@ void inspect_fields(F& f, world& x) {
 /// Applies one event to every state it concerns. Events must come in seq order.
 void apply(world& w, const event& e);
 
-/// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit).
+/// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit;
+/// 5: AutoFlops).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 4;
+inline constexpr std::uint8_t snapshot_version = 5;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

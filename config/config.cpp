@@ -451,13 +451,37 @@ void parse_version(parser& p, const YAML::Node& node, const std::string& path,
   read_number(m, "coproc_count", out.coproc_count);
 }
 
+void parse_autoflops(parser& p, const YAML::Node& node, const std::string& path,
+                     autoflops_config& out) {
+  mapping m(p, node, path,
+            {"estimates", "est_x", "bound_x", "min_samples", "warmup_bound_factor", "log_ratio",
+             "flops_samples", "flops_percentile", "flops_alpha", "reference_job",
+             "abort_quota_factor", "resend_probability", "suspicion_error_rate"});
+  read_enum(m, "estimates", out.estimates,
+            {{"off", estimate_clients::off},
+             {"client", estimate_clients::client},
+             {"all", estimate_clients::all}});
+  read_number(m, "est_x", out.est_x);
+  read_number(m, "bound_x", out.bound_x);
+  read(m, "min_samples", out.min_samples);
+  read_number(m, "warmup_bound_factor", out.warmup_bound_factor);
+  read_enum(m, "log_ratio", out.log_ratio, {{"true", true}, {"false", false}});
+  read(m, "flops_samples", out.flops_samples);
+  read_number(m, "flops_percentile", out.flops_percentile);
+  read_number(m, "flops_alpha", out.flops_alpha);
+  read(m, "reference_job", out.reference_job);
+  read_number(m, "abort_quota_factor", out.abort_quota_factor);
+  read_number(m, "resend_probability", out.resend_probability);
+  read_number(m, "suspicion_error_rate", out.suspicion_error_rate);
+}
+
 void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_config& out) {
   mapping m(p, node, path,
             {"name", "user_friendly_name", "min_quorum", "target_nresults", "max_error_results",
              "max_total_results", "max_success_results", "delay_bound", "max_jobs_per_rpc",
              "validator", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound",
              "max_output_nbytes", "output_names", "host_scale_check", "max_jobs_per_day",
-             "versions"});
+             "credit_policy", "autoflops", "versions"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every app needs a name");
   read(m, "name", out.name);
@@ -479,6 +503,10 @@ void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_c
   read_strings(m, "output_names", out.output_names);
   read_enum(m, "host_scale_check", out.host_scale_check, {{"true", true}, {"false", false}});
   read(m, "max_jobs_per_day", out.max_jobs_per_day);
+  read_enum(m, "credit_policy", out.credit_policy,
+            {{"pfc", credit_policy_kind::pfc}, {"app_units", credit_policy_kind::app_units}});
+  if (m.has("autoflops"))
+    parse_autoflops(p, m.get("autoflops"), m.child("autoflops"), out.autoflops);
   for_each_item(m, "versions", [&](const YAML::Node& item, const std::string& item_path) {
     parse_version(p, item, item_path, out.versions.emplace_back());
   });
@@ -668,6 +696,28 @@ private:
     positive(key("credit_half_life"), c.credit_half_life);
   }
 
+  void check_autoflops(const autoflops_config& c, const std::string& path) const {
+    auto key = [&](const char* field) { return path + "." + field; };
+    auto in = [&](const char* name, double v, double lo, double hi, bool lo_open,
+                  const char* rule) {
+      if (!std::isfinite(v) || v > hi || v < lo || (lo_open && v == lo))
+        fail(key(name), std::string{"must be "} + rule + ", got " + format_number(v));
+    };
+    in("est_x", c.est_x, 0, 100, false, "in [0, 100]");
+    in("bound_x", c.bound_x, c.est_x, 100, false, "in [est_x, 100]");
+    if (c.min_samples < 2)
+      fail(key("min_samples"), "must be at least 2, got " + std::to_string(c.min_samples));
+    in("warmup_bound_factor", c.warmup_bound_factor, 1, 1e6, false, "in [1, 1e6]");
+    if (c.flops_samples < 1 || c.flops_samples > 100000)
+      fail(key("flops_samples"),
+           "must be from 1 to 100000, got " + std::to_string(c.flops_samples));
+    in("flops_percentile", c.flops_percentile, 0, 1, true, "in (0, 1]");
+    in("flops_alpha", c.flops_alpha, 0, 1, true, "in (0, 1]");
+    in("abort_quota_factor", c.abort_quota_factor, 0, 1, true, "in (0, 1]");
+    in("resend_probability", c.resend_probability, 0, 1, false, "in [0, 1]");
+    in("suspicion_error_rate", c.suspicion_error_rate, 0, 1, false, "in [0, 1]");
+  }
+
   void check_app(const app_config& a, const std::string& path) const {
     auto key = [&](const char* field) { return path + "." + field; };
     if (!valid_name(a.name))
@@ -695,6 +745,7 @@ private:
     positive(key("delay_bound"), a.delay_bound);
     positive(key("max_jobs_per_rpc"), a.max_jobs_per_rpc);
     positive(key("max_jobs_per_day"), a.max_jobs_per_day);
+    check_autoflops(a.autoflops, key("autoflops"));
     positive(key("rsc_fpops_est"), a.rsc_fpops_est);
     positive(key("rsc_fpops_bound"), a.rsc_fpops_bound);
     if (a.rsc_fpops_bound < a.rsc_fpops_est)
@@ -933,6 +984,27 @@ std::string to_yaml(const cobble_config& cfg) {
       out << YAML::EndSeq;
       raw("host_scale_check", a.host_scale_check ? "true" : "false");
       raw("max_jobs_per_day", std::to_string(a.max_jobs_per_day));
+      raw("credit_policy", a.credit_policy == credit_policy_kind::pfc ? "pfc" : "app_units");
+      {
+        const auto& f = a.autoflops;
+        out << YAML::Key << "autoflops" << YAML::Value << YAML::BeginMap;
+        raw("estimates", f.estimates == estimate_clients::off      ? "off"
+                         : f.estimates == estimate_clients::client ? "client"
+                                                                   : "all");
+        raw("est_x", format_number(f.est_x));
+        raw("bound_x", format_number(f.bound_x));
+        raw("min_samples", std::to_string(f.min_samples));
+        raw("warmup_bound_factor", format_number(f.warmup_bound_factor));
+        raw("log_ratio", f.log_ratio ? "true" : "false");
+        raw("flops_samples", std::to_string(f.flops_samples));
+        raw("flops_percentile", format_number(f.flops_percentile));
+        raw("flops_alpha", format_number(f.flops_alpha));
+        str("reference_job", f.reference_job);
+        raw("abort_quota_factor", format_number(f.abort_quota_factor));
+        raw("resend_probability", format_number(f.resend_probability));
+        raw("suspicion_error_rate", format_number(f.suspicion_error_rate));
+        out << YAML::EndMap;
+      }
       out << YAML::Key << "versions" << YAML::Value << YAML::BeginSeq;
       for (const auto& v : a.versions) {
         out << YAML::Flow << YAML::BeginMap;

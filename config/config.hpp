@@ -36,6 +36,39 @@ struct app_version_config {
   bool operator==(const app_version_config&) const = default;
 };
 
+/// Which clients get AutoFlops completion time estimates and bounds (docs/autoflops.md).
+enum class estimate_clients {
+  off,    ///< None: rsc_fpops_est / rsc_fpops_bound as given.
+  client, ///< Clients that report seconds_per_app_unit (Cobble's client library).
+  all,    ///< Also BOINC clients, from the server's seconds_per_app_unit per (host, version).
+};
+
+/// How an app's validated jobs are credited.
+enum class credit_policy_kind {
+  pfc,       ///< Peak FLOP count, normalized (docs/credit.md).
+  app_units, ///< app.mean_app_units × app.est_flops_per_au (docs/autoflops.md).
+};
+
+/// The numbers AutoFlops leaves open, per app (docs/autoflops.md).
+struct autoflops_config {
+  estimate_clients estimates = estimate_clients::client;
+  double est_x = 2;                  ///< X of the completion time estimate.
+  double bound_x = 4;                ///< X of the completion time bound.
+  std::uint64_t min_samples = 30;    ///< App-unit samples before the spread is used.
+  double warmup_bound_factor = 10;   ///< Bound = estimate × this before min_samples.
+  bool log_ratio = true;             ///< Spread of log(actual/predicted); false: of the ratio.
+  std::uint64_t flops_samples = 100; ///< N: raw_flops_per_au values kept per device class.
+  double flops_percentile = 0.05;    ///< Order statistic of a full array.
+  double flops_alpha = 0.1;          ///< Weight of a new percentile in est_flops_per_au.
+  std::string reference_job;         ///< Workunit name run on every host; empty: none.
+  double abort_quota_factor = 0.5;   ///< app_units policy: quota × this per abort/timeout.
+  double resend_probability = 0.05;  ///< app_units policy: random check of a lone result.
+  double suspicion_error_rate = 0.3; ///< app_units policy: check every job above this.
+
+  /// Field-by-field equality.
+  bool operator==(const autoflops_config&) const = default;
+};
+
 /// One application of a project, with the replication policy of its workunits.
 struct app_config {
   std::string name;
@@ -59,6 +92,8 @@ struct app_config {
   /// Initial daily job quota of a (host, app version), per CPU (CPU versions) or GPU (GPU
   /// versions); one less per crash, doubled per success, never above the initial value.
   int max_jobs_per_day = 200;
+  credit_policy_kind credit_policy = credit_policy_kind::pfc; ///< pfc | app_units.
+  autoflops_config autoflops;      ///< AutoFlops settings (docs/autoflops.md).
   std::vector<app_version_config> versions;
 
   /// Field-by-field equality.

@@ -62,6 +62,7 @@ json params_json(const wu_params& p) {
           {"max_error_results", p.max_error_results},
           {"max_total_results", p.max_total_results},
           {"max_success_results", p.max_success_results},
+          {"predicted_app_units", p.predicted_app_units},
           {"inputs", std::move(inputs)}};
 }
 
@@ -253,7 +254,8 @@ std::optional<std::string> parse_spec(const json& item, const std::string& where
   reader r{item, where};
   r.only({"app", "name", "command_line", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound",
           "rsc_disk_bound", "delay_bound", "min_quorum", "target_nresults", "max_error_results",
-          "max_total_results", "max_success_results", "count", "inputs"});
+          "max_total_results", "max_success_results", "count", "inputs",
+          "predicted_app_units"});
   work_spec w;
   r.string("app", w.app, true);
   r.string("name", w.name);
@@ -263,6 +265,7 @@ std::optional<std::string> parse_spec(const json& item, const std::string& where
   r.number("rsc_memory_bound", w.rsc_memory_bound);
   r.number("rsc_disk_bound", w.rsc_disk_bound);
   r.number("delay_bound", w.delay_bound);
+  r.number("predicted_app_units", w.predicted_app_units);
   r.integer("min_quorum", w.min_quorum);
   r.integer("target_nresults", w.target_nresults);
   r.integer("max_error_results", w.max_error_results);
@@ -685,6 +688,7 @@ json to_json(const work_spec& w) {
   put("rsc_memory_bound", w.rsc_memory_bound);
   put("rsc_disk_bound", w.rsc_disk_bound);
   put("delay_bound", w.delay_bound);
+  put("predicted_app_units", w.predicted_app_units);
   put("min_quorum", w.min_quorum);
   put("target_nresults", w.target_nresults);
   put("max_error_results", w.max_error_results);

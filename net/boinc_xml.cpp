@@ -385,6 +385,10 @@ void read_result(reader& r, const pugi::xml_node& node, reported_result& res) {
       r.integer(n, res.app_version_num);
     else if (name == "stderr_out")
       res.stderr_out = stderr_text(n);
+    else if (name == "app_units")
+      r.num(n, res.app_units);
+    else if (name == "raw_flops_per_au")
+      r.num(n, res.raw_flops_per_au);
     else if (name == "file_info") {
       reported_file f;
       for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
@@ -433,6 +437,22 @@ void read_app_version(reader& r, const pugi::xml_node& node, client_app_version&
         av.coproc_count = count;
       }
     }
+  }
+}
+
+void read_app_unit_version(reader& r, const pugi::xml_node& node, app_unit_version& v) {
+  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
+    std::string_view name = n.name();
+    if (name == "app_name")
+      r.str(n, v.app_name);
+    else if (name == "version_num")
+      r.integer(n, v.version_num);
+    else if (name == "plan_class")
+      r.str(n, v.plan_class);
+    else if (name == "seconds_per_app_unit")
+      r.num(n, v.seconds_per_app_unit);
+    else if (name == "raw_flops_per_sec")
+      r.num(n, v.raw_flops_per_sec);
   }
 }
 
@@ -530,6 +550,12 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
       for (auto w = n.child("name"); w && !r.failed(); w = w.next_sibling("name")) {
         req.sequences_held.emplace_back();
         r.str(w, req.sequences_held.back());
+      }
+    } else if (name == "app_unit_versions") {
+      for (auto a = n.child("app_unit_version"); a && !r.failed();
+           a = a.next_sibling("app_unit_version")) {
+        req.app_unit_versions.emplace_back();
+        read_app_unit_version(r, a, req.app_unit_versions.back());
       }
     }
   }
@@ -757,7 +783,19 @@ std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) 
     for (const auto& f : r.outputs)
       write_file_ref(x, f);
     x.flag("report_immediately", r.report_immediately);
+    write_bound(x, "peak_flops_per_sec", r.peak_flops_per_sec);
+    write_bound(x, "predicted_app_units", r.predicted_app_units);
+    write_bound(x, "est_seconds", r.est_seconds);
+    write_bound(x, "bound_seconds", r.bound_seconds);
     x.close("result");
+  }
+
+  for (const auto& a : reply.app_units) {
+    x.open("app_units_info");
+    x.text("app_name", a.app_name);
+    write_bound(x, "est_flops_per_au", a.est_flops_per_au);
+    x.flag("has_cpu_and_gpu", a.has_cpu_and_gpu);
+    x.close("app_units_info");
   }
 
   for (const auto& name : reply.result_acks) {
@@ -1097,6 +1135,10 @@ std::string write_sched_request(const sched_request& req) {
     }
     if (!r.stderr_out.empty())
       x.text("stderr_out", r.stderr_out);
+    if (r.app_units > 0)
+      x.number("app_units", r.app_units);
+    if (r.raw_flops_per_au > 0)
+      x.number("raw_flops_per_au", r.raw_flops_per_au);
     x.close("result");
   }
   if (!req.app_versions.empty()) {
@@ -1138,6 +1180,20 @@ std::string write_sched_request(const sched_request& req) {
     for (const auto& name : req.sequences_held)
       x.text("name", name);
     x.close("work_sequences");
+  }
+  if (!req.app_unit_versions.empty()) {
+    x.open("app_unit_versions");
+    for (const auto& v : req.app_unit_versions) {
+      x.open("app_unit_version");
+      x.text("app_name", v.app_name);
+      x.number("version_num", v.version_num);
+      if (!v.plan_class.empty())
+        x.text("plan_class", v.plan_class);
+      x.number("seconds_per_app_unit", v.seconds_per_app_unit);
+      x.number("raw_flops_per_sec", v.raw_flops_per_sec);
+      x.close("app_unit_version");
+    }
+    x.close("app_unit_versions");
   }
   x.close("scheduler_request");
   return std::move(x.s);
@@ -1256,6 +1312,14 @@ parse_result<sched_reply> parse_sched_reply(std::string_view body) {
           r.str(m, d.plan_class);
         else if (rname == "report_immediately")
           d.report_immediately = true;
+        else if (rname == "peak_flops_per_sec")
+          r.num(m, d.peak_flops_per_sec);
+        else if (rname == "predicted_app_units")
+          r.num(m, d.predicted_app_units);
+        else if (rname == "est_seconds")
+          r.num(m, d.est_seconds);
+        else if (rname == "bound_seconds")
+          r.num(m, d.bound_seconds);
         else if (rname == "file_ref") {
           d.outputs.emplace_back();
           read_file_ref(r, m, d.outputs.back());
@@ -1269,6 +1333,18 @@ parse_result<sched_reply> parse_sched_reply(std::string_view body) {
     } else if (name == "work_sequence_revoked") {
       rep.sequences_revoked.emplace_back();
       r.str(n, rep.sequences_revoked.back());
+    } else if (name == "app_units_info") {
+      app_units_info a;
+      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
+        std::string_view aname = m.name();
+        if (aname == "app_name")
+          r.str(m, a.app_name);
+        else if (aname == "est_flops_per_au")
+          r.num(m, a.est_flops_per_au);
+        else if (aname == "has_cpu_and_gpu")
+          a.has_cpu_and_gpu = true;
+      }
+      rep.app_units.push_back(std::move(a));
     }
   }
   if (r.failed())

@@ -24,6 +24,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cmath>
 #include <cstdlib>
 #include <cstdio>
 #include <ctime>
@@ -340,6 +341,8 @@ void print_workunit(std::ostream& out, const json& w) {
                             ? "-"
                             : p.at("command_line").get<std::string>()});
   kv.add({"fpops est/bound", field(p, "rsc_fpops_est") + " / " + field(p, "rsc_fpops_bound")});
+  if (p.contains("predicted_app_units"))
+    kv.add({"predicted app units", field(p, "predicted_app_units")});
   kv.add({"memory/disk bound", field(p, "rsc_memory_bound") + " / " + field(p, "rsc_disk_bound")});
   kv.add({"delay bound", field(p, "delay_bound") + " s"});
   kv.add({"quorum", "min " + field(p, "min_quorum") + ", target " + field(p, "target_nresults")
@@ -1014,7 +1017,7 @@ int log_verify(const global_options& g) {
 struct create_options {
   work_spec spec;
   int count = 0;
-  double fpops_est = 0, fpops_bound = 0, delay_bound = 0;
+  double fpops_est = 0, fpops_bound = 0, delay_bound = 0, predicted_app_units = 1;
   int min_quorum = 0, target_nresults = 0;
   std::string submitter;
   std::vector<std::string> inputs; ///< PATH or PATH:OPEN_NAME
@@ -1075,6 +1078,19 @@ int run(int argc, char** argv) {
               ->check(CLI::PositiveNumber);
   auto fb = create->add_option("--fpops-bound", co.fpops_bound, "FLOPs after which a job aborts")
               ->check(CLI::PositiveNumber);
+  auto pau = create->add_option("--predicted-app-units", co.predicted_app_units,
+                                "AutoFlops: predicted app units of each job (default 1); "
+                                "rsc_fpops_est/bound then follow from the app's statistics "
+                                "(docs/autoflops.md)")
+               ->check(CLI::Validator(
+                 [](std::string& text) -> std::string {
+                   char* end = nullptr;
+                   double v = std::strtod(text.c_str(), &end);
+                   if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || !(v > 0))
+                     return "predicted app units must be a positive number, got '" + text + "'";
+                   return {};
+                 },
+                 "POSITIVE", "positive"));
   auto db = create->add_option("--delay-bound", co.delay_bound, "Deadline, seconds after sending")
               ->check(CLI::PositiveNumber);
   auto mq = create->add_option("--min-quorum", co.min_quorum, "Agreeing results needed")
@@ -1094,6 +1110,8 @@ int run(int argc, char** argv) {
         co.spec.rsc_fpops_bound = co.fpops_bound;
       if (db->count())
         co.spec.delay_bound = co.delay_bound;
+      if (pau->count())
+        co.spec.predicted_app_units = co.predicted_app_units;
       if (mq->count())
         co.spec.min_quorum = co.min_quorum;
       if (tn->count())

@@ -1,0 +1,162 @@
+#pragma once
+
+/// AutoFlops (../shared/seeds/000, docs/autoflops.md): app units, the per-app statistics of
+/// actual and predicted app units, completion time estimates and bounds, and the automatic
+/// estimate of FLOPs per app unit (est_flops_per_au) from the raw FLOPs per app unit of
+/// validated jobs.
+///
+/// Everything here is pure: the project decides with these functions and `apply` advances
+/// the statistics from `autoflops_sampled` events with them, so replay computes the same.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cobble {
+
+/// How an app's validated jobs are credited (docs/credit.md, docs/autoflops.md).
+enum class credit_policy : std::uint8_t {
+  pfc = 0,       ///< Peak FLOP count, normalized (the credit design).
+  app_units = 1, ///< app.mean_app_units × app.est_flops_per_au, the same for every job.
+};
+
+/// Which clients get AutoFlops completion time estimates and bounds.
+enum class estimate_mode : std::uint8_t {
+  off = 0,    ///< None: rsc_fpops_est / rsc_fpops_bound as given (and R(J,H)).
+  client = 1, ///< Clients that report seconds_per_app_unit (Cobble's client library).
+  all = 2,    ///< Also BOINC clients, from the server's seconds_per_app_unit(H,V).
+};
+
+/// The numbers AutoFlops leaves open, per app (`autoflops:` of an app in the configuration).
+struct autoflops_settings {
+  estimate_mode estimates = estimate_mode::client;
+  double est_x = 2;                  ///< X of the completion time estimate.
+  double bound_x = 4;                ///< X of the completion time bound.
+  /// App-unit samples before the estimate uses the statistics' spread; before that the
+  /// bound is the estimate × warmup_bound_factor.
+  std::uint32_t min_samples = 30;
+  double warmup_bound_factor = 10;   ///< Bound = estimate × this while warming up.
+  /// Statistics of actual/predicted in log space (the ratio's logarithm: mean and variance),
+  /// for multiplicative noise; false: of the ratio itself, as the design writes it.
+  bool log_ratio = true;
+  std::uint32_t flops_samples = 100; ///< N: raw_flops_per_au values kept per device class.
+  double flops_percentile = 0.05;    ///< The order statistic of a full array.
+  double flops_alpha = 0.1;          ///< Weight of a new percentile in est_flops_per_au.
+  /// A workunit run on every host; when set only its results feed est_flops_per_au.
+  std::string reference_job;
+  credit_policy policy = credit_policy::pfc;
+  /// app_units policy, cherry picking: an abort or timeout multiplies the (host, version)'s
+  /// max_jobs_per_day by this (at least 1 job).
+  double abort_quota_factor = 0.5;
+  /// app_units policy: a job validated alone gets a check replica with this probability...
+  double resend_probability = 0.05;
+  /// ...and always when the host's error rate for the version (aborts, timeouts, errors) is
+  /// above this (the host is under suspicion).
+  double suspicion_error_rate = 0.3;
+  friend bool operator==(const autoflops_settings&, const autoflops_settings&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, autoflops_settings& x) {
+  f(x.estimates, x.est_x, x.bound_x, x.min_samples, x.warmup_bound_factor, x.log_ratio, x.flops_samples,
+    x.flops_percentile, x.flops_alpha, x.reference_job, x.policy, x.abort_quota_factor,
+    x.resend_probability, x.suspicion_error_rate);
+}
+
+/// Count, mean and variance of a series (Welford's update; exact for any order of size).
+struct running_stats {
+  std::uint64_t n = 0;
+  double mean = 0;
+  double m2 = 0; ///< Sum of squared deviations from the mean.
+  /// Adds a sample (non-finite samples are ignored).
+  void add(double x);
+  /// Sample variance (n - 1 in the denominator; 0 below two samples).
+  double variance() const;
+  double stdev() const;
+  friend bool operator==(const running_stats&, const running_stats&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, running_stats& x) {
+  f(x.n, x.mean, x.m2);
+}
+
+/// The raw_flops_per_au values of one device class: the N most recent in a ring, and the
+/// exponential average of the arrays' percentiles.
+struct flops_array {
+  std::vector<double> values; ///< At most N; a ring once full.
+  std::uint32_t next = 0;     ///< Where the next value goes once full.
+  double estimate = 0;        ///< Averaged percentile (0: the array was never full).
+  std::uint64_t updates = 0;  ///< Percentiles averaged in.
+  friend bool operator==(const flops_array&, const flops_array&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, flops_array& x) {
+  f(x.values, x.next, x.estimate, x.updates);
+}
+
+/// Everything AutoFlops keeps for one app (owned by the project; snapshotted).
+struct app_units_stats {
+  running_stats actual;     ///< Actual app units of validated jobs.
+  running_stats predicted;  ///< Their predicted app units.
+  running_stats ratio;      ///< actual/predicted (au_variance is ratio's variance).
+  running_stats log_ratio;  ///< log(actual/predicted).
+  flops_array cpu;          ///< raw_flops_per_au of CPU versions.
+  flops_array gpu;          ///< ... of GPU versions.
+  double est_flops_per_au = 0; ///< min of the classes' estimates that exist (0: none yet).
+  friend bool operator==(const app_units_stats&, const app_units_stats&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, app_units_stats& x) {
+  f(x.actual, x.predicted, x.ratio, x.log_ratio, x.cpu, x.gpu, x.est_flops_per_au);
+}
+
+/// The p-quantile (0..1) of values (nearest rank, the smallest value with at least p of the
+/// values at or below it); 0 when empty.
+double percentile(std::vector<double> values, double p);
+
+/// Adds one raw_flops_per_au value to an array of capacity n; when the array is full, its
+/// percentile is averaged into the estimate (the first full array sets it).
+void add_flops_sample(flops_array& a, double value, const autoflops_settings& s);
+
+/// est_flops_per_au from the two classes: the minimum of those that have an estimate.
+double combined_flops_per_au(const flops_array& cpu, const flops_array& gpu);
+
+/// Adds one validated job's actual and predicted app units.
+void add_app_units(app_units_stats& st, double actual, double predicted);
+
+/// The factor by which a job's predicted app units are multiplied for its estimate (x =
+/// est_x) or bound (x = bound_x): mean(actual)/mean(predicted) + X × stdev(actual/predicted)
+/// (the design), or with log_ratio exp(mean + X × stdev) of log(actual/predicted). While the
+/// statistics have fewer than min_samples samples: the ratio of the means (1 with none), and
+/// for the bound that × warmup_bound_factor.
+double prediction_factor(const app_units_stats& st, const autoflops_settings& s, bool bound);
+
+/// A completion time estimate and bound (seconds).
+struct completion_time {
+  double estimate = 0;
+  double bound = 0;
+};
+
+/// seconds_per_app_unit(V) × J.predicted_aus × prediction_factor, for X = est_x and bound_x.
+completion_time completion_times(double seconds_per_app_unit, double predicted_aus,
+                                 const app_units_stats& st, const autoflops_settings& s);
+
+/// raw_flops_per_au(J) = T × raw_flops_per_sec(J) / A; nullopt when a figure is unusable.
+std::optional<double> raw_flops_per_au(double elapsed, double raw_flops_per_sec,
+                                       double app_units);
+
+/// GPU-only propagation (note 2 of the design), client side: for a version of an app that
+/// has only GPU versions, raw_flops_per_au(J) is the average est_flops_per_au of the host's
+/// other apps that have both CPU and GPU versions; nullopt when it has none (then the job's
+/// own T × peak / A is used).
+std::optional<double> propagated_flops_per_au(const std::vector<double>& mixed_app_estimates);
+
+/// A deterministic draw in [0, 1) from a workunit id and a salt (the random resend decision:
+/// recorded in the event it causes, so replay does not draw again).
+double unit_draw(std::uint64_t id, std::uint64_t salt);
+
+} // namespace cobble
