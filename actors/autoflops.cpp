@@ -35,22 +35,19 @@ void add_flops_sample(flops_array& a, double value, const autoflops_settings& s)
   if (!std::isfinite(value) || !(value > 0))
     return;
   auto n = std::max<std::uint32_t>(s.flops_samples, 1);
-  if (a.values.size() < n) {
-    a.values.push_back(value);
-  } else {
-    if (a.values.size() > n) // the setting shrank: keep the newest n
-      a.values.erase(a.values.begin(), a.values.begin() + static_cast<std::ptrdiff_t>(a.values.size() - n));
-    a.values[a.next % n] = value;
-    a.next = (a.next + 1) % n;
-  }
+  a.values.push_back(value);
   if (a.values.size() < n)
     return;
+  // A full array: its percentile is averaged in and the next N values make a new one, so
+  // that the averaged percentiles are independent (a sliding window would average nearly
+  // the same order statistic N times).
   double p = percentile(a.values, s.flops_percentile);
   if (a.updates == 0 || !(a.estimate > 0))
     a.estimate = p;
   else
     a.estimate += std::clamp(s.flops_alpha, 0.0, 1.0) * (p - a.estimate);
   ++a.updates;
+  a.values.clear();
 }
 
 double combined_flops_per_au(const flops_array& cpu, const flops_array& gpu) {

@@ -82,11 +82,10 @@ void inspect_fields(F& f, running_stats& x) {
   f(x.n, x.mean, x.m2);
 }
 
-/// The raw_flops_per_au values of one device class: the N most recent in a ring, and the
-/// exponential average of the arrays' percentiles.
+/// The raw_flops_per_au values of one device class: the most recent ones (fewer than N), and
+/// the exponential average of the percentiles of the full arrays.
 struct flops_array {
-  std::vector<double> values; ///< At most N; a ring once full.
-  std::uint32_t next = 0;     ///< Where the next value goes once full.
+  std::vector<double> values; ///< The current array (cleared when it reaches N).
   double estimate = 0;        ///< Averaged percentile (0: the array was never full).
   std::uint64_t updates = 0;  ///< Percentiles averaged in.
   friend bool operator==(const flops_array&, const flops_array&) = default;
@@ -94,7 +93,7 @@ struct flops_array {
 
 template <class F>
 void inspect_fields(F& f, flops_array& x) {
-  f(x.values, x.next, x.estimate, x.updates);
+  f(x.values, x.estimate, x.updates);
 }
 
 /// Everything AutoFlops keeps for one app (owned by the project; snapshotted).
@@ -118,8 +117,9 @@ void inspect_fields(F& f, app_units_stats& x) {
 /// values at or below it); 0 when empty.
 double percentile(std::vector<double> values, double p);
 
-/// Adds one raw_flops_per_au value to an array of capacity n; when the array is full, its
-/// percentile is averaged into the estimate (the first full array sets it).
+/// Adds one raw_flops_per_au value to an array of capacity N (flops_samples); when the array
+/// is full, its percentile is averaged into the estimate (the first full array sets it) and
+/// a new array begins.
 void add_flops_sample(flops_array& a, double value, const autoflops_settings& s);
 
 /// est_flops_per_au from the two classes: the minimum of those that have an estimate.

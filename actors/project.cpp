@@ -517,6 +517,57 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
       auto choice = choose_version(app, req, t);
       if (!choice)
         continue;
+      // The (host, version) pair's daily quota and runtime statistics.
+      version_hint hint;
+      if (auto h = req.hints.find(choice->echo.app_version_id); h != req.hints.end())
+        hint = h->second;
+      bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
+      // R(J,H): the AutoFlops estimate when there is one; else E(J) × ETmean(H,V) once the
+      // pair has enough samples, else E(J) / flops. Also whether the completion check applies.
+      auto plan = [&](const workunit_rec& wu, dispatch_credit& dc) {
+        auto af = autoflops_estimate(state, app, wu.params, *choice, hint);
+        double runtime = af ? af->estimate
+                            : use_et ? wu.params.rsc_fpops_est * hint.et.avg
+                                     : wu.params.rsc_fpops_est / choice->flops;
+        dc = dispatch_credit{choice->peak_flops,
+                             initial_jobs_per_day(app.max_jobs_per_day, choice->devices),
+                             runtime,
+                             use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0,
+                             af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
+        return use_et || af.has_value();
+      };
+      int sent_now = 0;
+      // AutoFlops reference job: every host runs it once, before other work of the app.
+      if (!app.autoflops.reference_job.empty() && per_app[app.id] < app.max_jobs_per_rpc
+          && hint.jobs_left != 0) {
+        auto rid = state.wu_by_name.find(app.autoflops.reference_job);
+        if (rid != state.wu_by_name.end()) {
+          const auto& rwu = state.workunits.at(rid->second);
+          if (rwu.app == app.id && !rwu.sequence && rwu.state != wu_state::failed
+              && !host_has_result_of(rwu, req.host)) {
+            std::optional<std::uint32_t> index;
+            for (std::uint32_t i = 0; i < rwu.results.size() && !index; ++i)
+              if (rwu.results[i].state == result_state::unsent)
+                index = i;
+            if (!index) {
+              index = static_cast<std::uint32_t>(rwu.results.size());
+              emit(events,
+                   ev::results_created{rwu.id, 1,
+                                       "reference job for host " + std::to_string(req.host),
+                                       false},
+                   now);
+            }
+            dispatch_credit dc;
+            plan(state.workunits.at(rid->second), dc);
+            jobs.push_back(dispatch(app, {rid->second, *index}, req.host, choice->echo, now,
+                                    events, dc));
+            ++per_app[app.id];
+            ++sent_now;
+            secs -= dc.runtime;
+            inst -= choice->instances;
+          }
+        }
+      }
       auto qit = state.unsent.find(app.id);
       if (qit == state.unsent.end())
         continue;
@@ -528,12 +579,6 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
           break;
         queue.pop_front();
       }
-      // The (host, version) pair's daily quota and runtime statistics.
-      version_hint hint;
-      if (auto h = req.hints.find(choice->echo.app_version_id); h != req.hints.end())
-        hint = h->second;
-      bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
-      int sent_now = 0;
       std::size_t scanned = 0;
       for (std::size_t qi = 0; qi < queue.size() && scanned < scan_limit; ++qi, ++scanned) {
         if (!(secs > 0 || inst > 0) || per_app[app.id] >= app.max_jobs_per_rpc)
@@ -550,20 +595,12 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
           continue;
         if (host_has_result_of(wu, req.host))
           continue;
-        // R(J,H): the AutoFlops estimate when there is one; else E(J) × ETmean(H,V) once the
-        // pair has enough samples, else E(J) / flops.
-        auto af = autoflops_estimate(state, app, wu.params, *choice, hint);
-        double runtime = af ? af->estimate
-                            : use_et ? wu.params.rsc_fpops_est * hint.et.avg
-                                     : wu.params.rsc_fpops_est / choice->flops;
+        dispatch_credit dc;
+        bool check = plan(wu, dc);
+        double runtime = dc.runtime;
         // Completion check: a job the host cannot finish before its deadline is not sent.
-        if ((use_et || af)
-            && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
+        if (check && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
           continue;
-        dispatch_credit dc{choice->peak_flops,
-                           initial_jobs_per_day(app.max_jobs_per_day, choice->devices), runtime,
-                           use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0,
-                           af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
         auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
         ++per_app[app.id];

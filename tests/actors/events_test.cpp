@@ -153,6 +153,7 @@ std::vector<event> samples() {
   out.push_back(make(ev::credit_imported{
     "other.example",
     {credit_export_rec{"p", "app", "x86_64-pc-linux-gnu", "cuda", 1, true, 12.5, 0.2}}}));
+  out.push_back(make(ev::autoflops_sampled{3, 9, 12.5, 37.25, {{2e11, false}, {9e11, true}}}));
   return out;
 }
 
@@ -190,9 +191,10 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::host_result_validated::kind == 21);
   CHECK(ev::credit_normalized::kind == 22);
   CHECK(ev::credit_imported::kind == 23);
+  CHECK(ev::autoflops_sampled::kind == 24);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
-  REQUIRE(all.size() == 23);
+  REQUIRE(all.size() == 24);
   const char* names[] = {"project_configured", "user_created",       "host_registered",
                          "host_described",     "workunit_created",   "results_created",
                          "result_dispatched",  "result_reported",    "result_timed_out",
@@ -200,7 +202,8 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
                          "workunit_files_deleted", "sequence_created", "sequence_extended",
                          "sequence_ended", "sequence_assigned", "sequence_deassigned",
                          "sequence_element_checked", "sequence_restart_saved",
-                         "host_result_validated", "credit_normalized", "credit_imported"};
+                         "host_result_validated", "credit_normalized", "credit_imported",
+                         "autoflops_sampled"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -208,7 +211,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   }
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))} == "unknown");
-  CHECK(std::string{kind_name(24)} == "unknown");
+  CHECK(std::string{kind_name(25)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -221,7 +224,7 @@ TEST_CASE("records carry the event header", "[events]") {
   CHECK(r.entity_kind == static_cast<std::uint8_t>(entity_kind::workunit));
   CHECK(r.entity_id == 9);
   CHECK(static_cast<std::uint8_t>(r.payload.at(0)) == payload_version(r.kind));
-  CHECK(payload_version(r.kind) == 2); // result_reported gained the host's scale statistics
+  CHECK(payload_version(r.kind) == 3); // result_reported: the host's scale statistics; app units
   auto u = to_record(make(ev::user_created{5, "a", "b", "c"}));
   CHECK(u.entity_kind == static_cast<std::uint8_t>(entity_kind::user));
   CHECK(u.entity_id == 5);

@@ -534,6 +534,7 @@ TEST_CASE("transition: two agreeing successes validate and assimilate", "[projec
   CHECK(f.wu(id).state == wu_state::active);
   auto events = f.report(r1, h2, true, "same", 120);
   REQUIRE(kinds(events) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
+                                                     ev::autoflops_sampled::kind,
                                                      ev::workunit_assimilated::kind});
   const auto& v = std::get<ev::workunit_validated>(events[0].data);
   CHECK(v.canonical == std::optional<std::uint32_t>{r0.index});
@@ -572,6 +573,7 @@ TEST_CASE("transition: disagreement asks for one more opinion", "[project_logic]
   CHECK(r2 == result_ref{id, 2});
   events = f.report(r2, h3, true, "good");
   REQUIRE(kinds(events) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
+                                                     ev::autoflops_sampled::kind,
                                                      ev::workunit_assimilated::kind});
   const auto& wu = f.wu(id);
   CHECK(wu.state == wu_state::assimilated);
@@ -671,6 +673,7 @@ TEST_CASE("transition: accept_all validates differing outputs", "[project_logic]
   f.report(r0, h1, true, "one");
   auto events = f.report(r1, h2, true, "two");
   REQUIRE(kinds(events) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
+                                                     ev::autoflops_sampled::kind,
                                                      ev::workunit_assimilated::kind});
   CHECK(f.wu(id).state == wu_state::assimilated);
   CHECK(f.wu(id).results[0].validation == validate_state::valid);
@@ -696,6 +699,7 @@ TEST_CASE("transition: a late success is checked against the canonical result",
   f.report(r0, h1, true, "good");
   auto done = f.report(r1, h2, true, "good");
   REQUIRE(kinds(done) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
+                                                   ev::autoflops_sampled::kind,
                                                    ev::workunit_assimilated::kind});
   CHECK(f.wu(id).results[2].state == result_state::in_progress);
   // No one else gets a replica of a finished workunit.

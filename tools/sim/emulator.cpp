@@ -321,6 +321,19 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
   req.host.gpu_active_frac = h.spec->active_frac;
   // The sequences this host believes it holds for the project (work sequences design).
   req.sequences_held = c.sequences(plan.project).names();
+  // AutoFlops: the client's seconds_per_app_unit of this project's app versions (keys are
+  // "app/plan_class"; every emulated version has the configuration's default version_num).
+  for (const auto& [key, secs] : c.spau().all()) {
+    auto slash = key.find('/');
+    if (slash == std::string::npos)
+      continue;
+    auto app_name = key.substr(0, slash);
+    if (std::none_of(proj.apps.begin(), proj.apps.end(),
+                     [&](const auto& a) { return a.name == app_name; }))
+      continue;
+    req.app_unit_versions.push_back(app_unit_version{
+      app_name, config::app_version_config{}.version_num, key.substr(slash + 1), secs, 0});
+  }
   auto done = c.take_reports(plan.project);
   for (const auto& j : done) {
     auto it = h.jobs.find(j.id);
@@ -335,6 +348,7 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     rr.platform = d.platform;
     rr.version_num = d.version_num;
     rr.plan_class = d.plan_class;
+    rr.app_units = j.app_units;
     auto md5 = output_md5(d.wu);
     for (const auto& o : d.outputs)
       rr.files.push_back(reported_file{o, 64, md5});
@@ -407,7 +421,7 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     j.deadline = r.report_deadline - t0_;
     j.received = now;
     j.app_version = app_name + "/" + r.plan_class;
-    j.app_units = 1;
+    j.app_units = r.predicted_app_units > 0 ? r.predicted_app_units : 1;
     double peak = rs[static_cast<std::size_t>(rsc)].peak_flops;
     j.actual_secs = actual / std::max(peak * eff * usage, 1.0);
     c.add_job(std::move(j), est);

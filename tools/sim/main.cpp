@@ -1,6 +1,7 @@
 /// cobble-sim: the client emulator and (separately) the credit lab. One subcommand per file;
 /// this file only dispatches: each tool registers its subcommand here.
 
+#include "tools/sim/autoflops_lab.hpp"
 #include "tools/sim/credit_lab.hpp"
 #include "tools/sim/run_command.hpp"
 
@@ -9,11 +10,13 @@
 int main(int argc, char** argv) {
   CLI::App app{"cobble-sim: emulated BOINC hosts running Cobble's client policies against "
                "Cobble projects, in virtual time (in-process) or against a running cobbled; "
-               "and the credit lab (emulated hosts driving the real actors in virtual time)"};
+               "the credit lab and the AutoFlops lab (emulated hosts driving the real actors in "
+               "virtual time)"};
   app.require_subcommand(1);
   int rc = 0;
   cobble::sim::add_run_command(app, rc);
   cobble::sim::add_credit_command(app);
+  cobble::sim::add_autoflops_command(app);
   CLI11_PARSE(app, argc, argv);
   return rc;
 }
