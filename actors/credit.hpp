@@ -130,6 +130,7 @@ enum credit_flags : std::uint8_t {
   credit_anonymous = 4,    ///< Anonymous platform: claimed from min_avg_pfc(A).
   credit_probation = 8,    ///< The host was on scale probation (its Scale(H) not trusted).
   credit_fallback = 16,    ///< Granted by the fallback (no replica to average).
+  credit_app_units = 32,   ///< AutoFlops app_units policy: mean app units × est_flops_per_au.
 };
 
 /// What the validator knows of one valid replica.

@@ -901,6 +901,23 @@ std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const 
   return x;
 }
 
+/// The app_units credit policy: every valid replica is granted app.mean_app_units ×
+/// app.est_flops_per_au FLOPs in Cobblestones, once est_flops_per_au exists (the PFC grant
+/// until then). The PFC figures stay in the record (samples for the averages).
+void app_units_credit(const project_state& st, const app_rec* app,
+                      std::vector<credit_rec>& recs) {
+  if (app == nullptr || app->autoflops.policy != credit_policy::app_units)
+    return;
+  auto i = st.autoflops.find(app->id);
+  if (i == st.autoflops.end() || !(i->second.est_flops_per_au > 0) || i->second.actual.n == 0)
+    return;
+  double c = cobblestones(i->second.actual.mean * i->second.est_flops_per_au, st.credit);
+  for (auto& r : recs) {
+    r.claimed = r.granted = c;
+    r.flags |= credit_app_units;
+  }
+}
+
 } // namespace
 
 std::vector<app_units_info>
@@ -984,6 +1001,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       std::vector<credit_rec> claims{claim_of(state, app, wu, r, now)};
       grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app),
                    state.credit);
+      app_units_credit(state, app, claims);
       auto sample = autoflops_sample(app, wu, {0}, 0u);
       emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}, claims}, now);
       if (sample)
@@ -1045,6 +1063,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     for (auto i : best)
       claims.push_back(claim_of(state, app, wu, wu.results[i], now));
     grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
+    app_units_credit(state, app, claims);
     for (auto i : successes) {
       auto pos = std::find(best.begin(), best.end(), i);
       bool valid = pos != best.end();

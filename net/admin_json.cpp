@@ -349,7 +349,8 @@ json credit_json(const result_rec& r) {
                            std::pair{credit_one_time_cheat, "one_time_cheat"},
                            std::pair{credit_anonymous, "anonymous"},
                            std::pair{credit_probation, "probation"},
-                           std::pair{credit_fallback, "fallback"}})
+                           std::pair{credit_fallback, "fallback"},
+                           std::pair{credit_app_units, "app_units"}})
     if (c.flags & bit)
       flags.push_back(name);
   return {{"peak_flops", r.peak_flops}, {"pfc", c.pfc},          {"scale_v", c.scale_v},

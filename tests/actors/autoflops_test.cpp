@@ -629,3 +629,36 @@ TEST_CASE("the request's AutoFlops fields parse; BOINC requests have none", "[au
   CHECK(plain.value->results.at(0).app_units == 0);
   CHECK(plain.value->app_unit_versions.empty());
 }
+
+// -- credit policy ---------------------------------------------------------------------------
+
+TEST_CASE("app_units credit policy: mean app units × est_flops_per_au for every job",
+          "[autoflops][credit]") {
+  auto cfg = af_project(config::credit_policy_kind::app_units);
+  cfg.apps[0].autoflops.resend_probability = 0;
+  af_fixture f{cfg};
+  auto host = f.new_host();
+  std::vector<double> granted;
+  // CPU jobs at 1e10 raw FLOPs per unit: the array (N = 4) fills with the fourth, whose own
+  // credit is decided before its sample counts.
+  for (double units : {1.0, 2.0, 3.0, 6.0, 10.0, 1.0}) {
+    f.create(1);
+    auto jobs = f.select(f.request(host, false));
+    REQUIRE(jobs.size() == 1);
+    auto events = f.report(jobs[0].dispatched.result, host, 5 * units, units);
+    auto v = of_kind<ev::workunit_validated>(events);
+    REQUIRE(v.size() == 1);
+    granted.push_back(v[0].credit.at(0).granted);
+    if (granted.size() <= 4)
+      CHECK((v[0].credit.at(0).flags & credit_app_units) == 0); // PFC until the estimate
+    else
+      CHECK((v[0].credit.at(0).flags & credit_app_units) != 0);
+  }
+  // PFC while there is no estimate: elapsed × peak.
+  CHECK(granted[0] == Approx(cobblestones(5 * 2e9, f.logic.state.credit)));
+  CHECK(granted[3] == Approx(cobblestones(30 * 2e9, f.logic.state.credit)));
+  // Then the same for a job whatever its size: mean units (1+2+3+6)/4 = 3 × 1e10 for the
+  // 10-unit job, (1+2+3+6+10)/5 = 4.4 × 1e10 for the 1-unit job after it.
+  CHECK(granted[4] == Approx(cobblestones(3 * 1e10, f.logic.state.credit)));
+  CHECK(granted[5] == Approx(cobblestones(4.4 * 1e10, f.logic.state.credit)));
+}

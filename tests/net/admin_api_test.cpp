@@ -309,11 +309,25 @@ TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
     post("/api/projects/demo/workunits", {{"app", "testapp"}, {"name", "n"}, {"count", 2}});
   CHECK(count_and_name.status == 400);
 
+  // AutoFlops: predicted app units must be a positive number.
+  for (json bad : {json(-2), json(0), json("many")}) {
+    auto r = post("/api/projects/demo/workunits",
+                  {{"app", "testapp"}, {"predicted_app_units", bad}});
+    CHECK(r.status == 400);
+    CHECK_THAT(error_of(r), Catch::Contains("predicted_app_units"));
+  }
+
   auto not_json = post_raw("/api/projects/demo/workunits", "{not json");
   CHECK(not_json.status == 400);
   CHECK_THAT(error_of(not_json), Catch::Contains("JSON"));
 
   CHECK(get("/api/projects/demo").body["workunits"] == 1);
+
+  // A good value is kept and shown with the workunit.
+  auto good = post("/api/projects/demo/workunits",
+                   {{"app", "testapp"}, {"name", "units"}, {"predicted_app_units", 12.5}});
+  REQUIRE(good.status == 201);
+  CHECK(get("/api/projects/demo/workunits/units").body["params"]["predicted_app_units"] == 12.5);
 }
 
 TEST_CASE_METHOD(admin_fixture, "unknown things are 404", "[net][admin]") {

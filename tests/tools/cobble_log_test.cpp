@@ -266,6 +266,17 @@ TEST_CASE("cobble reports usage errors with exit code 2", "[tools][cobble]") {
   auto missing = run_cobble("--data-dir " + quoted(empty.path()) + " log verify");
   CHECK(missing.code == 1);
   CHECK_THAT(missing.output, Catch::Contains("no event log"));
+  // AutoFlops: predicted app units must be a positive number (checked before any request).
+  for (const char* bad : {"0", "-3", "nan", "inf", "lots"}) {
+    INFO(bad);
+    auto r = run_cobble(std::string{"--server http://127.0.0.1:9 work create --app testapp "
+                                    "--predicted-app-units="}
+                        + bad);
+    CHECK(r.code == 2);
+    CHECK_THAT(r.output, Catch::Contains("predicted app units must be a positive number"));
+  }
+  auto help_create = run_cobble("work create --help");
+  CHECK_THAT(help_create.output, Catch::Contains("--predicted-app-units"));
 }
 
 TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
