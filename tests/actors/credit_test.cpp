@@ -347,6 +347,8 @@ TEST_CASE("max_jobs_per_day: -1 per crash, not per abort, doubled per success", 
   CHECK(f.hav().error_rate == Approx(f.s.error_rate_initial));
   f.report(a, report(false, 3), t0 + hour); // a crash
   CHECK(f.hav().max_jobs_per_day == 3);
+  // An error raises the pair's error rate: 0.1 x 0.95 + 0.05.
+  CHECK(f.hav().error_rate == Approx(0.145));
   auto b = f.dispatch(t0 + hour);
   f.report(b, report(false, client_state_aborted), t0 + 2 * hour); // an abort
   CHECK(f.hav().max_jobs_per_day == 3);
