@@ -458,7 +458,7 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
   CHECK(touching(entity_kind::workunit, 9)
-        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21});
+        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24});
   CHECK(touching(entity_kind::workunit, 6).empty());
   // User 5: its creation and its host's registration.
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});

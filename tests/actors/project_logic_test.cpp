@@ -560,7 +560,7 @@ TEST_CASE("transition: two agreeing successes validate and assimilate", "[projec
   auto anon = anonymous_version_id(1, 0);
   CHECK(v.verdicts[0] == verdict{r0.index, true, h1, anon, 100, 100});
   CHECK(v.verdicts[1] == verdict{r1.index, true, h2, anon, 120, 120});
-  CHECK(std::get<ev::workunit_assimilated>(events[1].data).canonical == r0.index);
+  CHECK(std::get<ev::workunit_assimilated>(events[2].data).canonical == r0.index);
   CHECK(f.wu(id).state == wu_state::assimilated);
   CHECK(f.wu(id).canonical == std::optional<std::uint32_t>{0});
   CHECK(f.logic.state.counters.workunits_assimilated == 1);
