@@ -10,6 +10,7 @@
 
 #include "actors/types.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,12 +36,20 @@ struct credit_settings {
   double credit_half_life = 7 * 86400;   ///< Seconds; of recent average credit.
   double error_rate_initial = 0.1;       ///< Error rate of a new (host, version) and after a cheat.
   double error_rate_alpha = 0.05;        ///< Weight of one outcome in the error rate.
-  /// PFCmean(V) for normalization and Scale(H): false, the mean of all samples (the design);
-  /// true, the median of the hosts' PFCmean(H,V) (the design's remedy against cheaters who
-  /// would otherwise raise PFCmean(V) and so everyone's credit).
-  bool version_pfc_median = false;
+  /// PFCmean(V) for normalization and Scale(H): false, the mean of all samples (the design's
+  /// first formulation); true (the default), the median of the hosts' PFCmean(H,V), the
+  /// design's remedy against cheaters who would otherwise raise PFCmean(V) and so everyone's
+  /// credit (see version_pfc in state.hpp for when the median is defined).
+  bool version_pfc_median = true;
   friend bool operator==(const credit_settings&, const credit_settings&) = default;
 };
+
+/// The median of the hosts' PFCmean(H,V) stands for PFCmean(V) only once at least this many
+/// hosts have host_sample_threshold samples; before, the mean of all samples does. With one or
+/// two hosts the "median" is one host's mean or the mean of two, which one cheater moves as
+/// much as the plain mean; from three on, one outlier cannot move it outside the others'
+/// range. (A constant, not a setting: it follows from what a median is.)
+inline constexpr std::size_t median_min_hosts = 3;
 
 template <class F>
 void inspect_fields(F& f, credit_settings& x) {

@@ -460,12 +460,16 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
       if (auto h = req.hints.find(choice->echo.app_version_id); h != req.hints.end())
         hint = h->second;
       bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
+      int quota = initial_jobs_per_day(app.max_jobs_per_day, choice->devices);
+      // A pair the host has no record of yet (its first job of this version) has the whole
+      // initial quota; the dispatch event tells the host what it is.
+      int jobs_left = hint.jobs_left >= 0 ? hint.jobs_left : quota;
       int sent_now = 0;
       std::size_t scanned = 0;
       for (std::size_t qi = 0; qi < queue.size() && scanned < scan_limit; ++qi, ++scanned) {
         if (!(secs > 0 || inst > 0) || per_app[app.id] >= app.max_jobs_per_rpc)
           break;
-        if (hint.jobs_left >= 0 && sent_now >= hint.jobs_left)
+        if (sent_now >= jobs_left)
           break;
         auto ref = queue[qi];
         auto wit = state.workunits.find(ref.wu);
@@ -483,8 +487,7 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
         // Completion check: a job the host cannot finish before its deadline is not sent.
         if (use_et && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
           continue;
-        dispatch_credit dc{choice->peak_flops,
-                           initial_jobs_per_day(app.max_jobs_per_day, choice->devices), runtime,
+        dispatch_credit dc{choice->peak_flops, quota, runtime,
                            use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0};
         auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
@@ -651,13 +654,13 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
     version_hint hint;
     if (auto h = req.hints.find(vid); h != req.hints.end())
       hint = h->second;
-    if (hint.jobs_left >= 0 && sent[vid] >= hint.jobs_left)
+    int quota = initial_jobs_per_day(app->max_jobs_per_day, choice->devices);
+    if (sent[vid] >= (hint.jobs_left >= 0 ? hint.jobs_left : quota))
       continue;
     bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
     double runtime = use_et ? wu->params.rsc_fpops_est * hint.et.avg
                             : wu->params.rsc_fpops_est / choice->flops;
-    dispatch_credit dc{choice->peak_flops,
-                       initial_jobs_per_day(app->max_jobs_per_day, choice->devices), runtime,
+    dispatch_credit dc{choice->peak_flops, quota, runtime,
                        use_et ? runtime * choice->flops / wu->params.rsc_fpops_est : 1.0};
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
@@ -1413,20 +1416,26 @@ void finish_jobs(project_ptr self, const job_request& req, job_grant& grant,
   std::vector<id_type> send;
   for (const auto& a : answers)
     send.insert(send.end(), a->send.begin(), a->send.end());
-  std::map<std::uint32_t, int> seq_sent; // per app version
+  std::map<std::uint32_t, int> seq_sent;  // per app version
+  std::map<std::uint32_t, int> seq_quota; // its initial daily quota
   for (auto& j : st.logic.dispatch_sequence(req, send, now, events)) {
     seq_secs += j.runtime_estimate;
     ++seq_sent[j.dispatched.version.app_version_id];
+    seq_quota[j.dispatched.version.app_version_id] = j.dispatched.jobs_per_day;
     grant.jobs.push_back(std::move(j));
   }
   if (req.send_work) {
     auto rest = req;
     if (!rest.requests.empty())
       rest.requests[0].req_secs = std::max(0.0, rest.requests[0].req_secs - seq_secs);
-    // Elements sent now count against the day's quota of ordinary jobs too.
-    for (auto& [vid, n] : seq_sent)
-      if (auto h = rest.hints.find(vid); h != rest.hints.end() && h->second.jobs_left >= 0)
-        h->second.jobs_left = std::max(0, h->second.jobs_left - n);
+    // Elements sent now count against the day's quota of ordinary jobs too (also when the
+    // host had no record of the version yet: then against the initial quota).
+    for (auto& [vid, n] : seq_sent) {
+      auto& hint = rest.hints[vid];
+      int left = hint.jobs_left >= 0 ? hint.jobs_left : seq_quota[vid];
+      if (left > 0 || hint.jobs_left >= 0)
+        hint.jobs_left = std::max(0, left - n);
+    }
     auto jobs = st.logic.select_jobs(rest, now, events);
     for (auto& j : jobs)
       grant.jobs.push_back(std::move(j));

@@ -717,7 +717,7 @@ average_var version_pfc(const app_version_state& s, const credit_settings& cs) {
   for (const auto& [host, a] : s.host_pfc)
     if (a.n >= cs.host_sample_threshold && a.avg > 0)
       means.push_back(a.avg);
-  if (means.empty())
+  if (means.size() < median_min_hosts)
     return s.pfc;
   std::sort(means.begin(), means.end());
   auto mid = means.size() / 2;

@@ -357,8 +357,9 @@ void inspect_fields(F& f, app_version_state& x) {
 }
 
 /// PFCmean(V) as normalization and Scale(H) use it: the mean of the samples, or with
-/// `version_pfc_median` the median of the hosts' averages that have host_sample_threshold
-/// samples (the mean while none has); n is the version's sample count either way.
+/// `version_pfc_median` (the default) the median of the hosts' averages that have
+/// host_sample_threshold samples (the mean of the samples while fewer than median_min_hosts
+/// hosts have); n is the version's sample count either way.
 average_var version_pfc(const app_version_state& s, const credit_settings& settings);
 
 /// Advances an app version's statistics by a validation or normalization event.

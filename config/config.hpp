@@ -78,8 +78,9 @@ struct user_config {
 
 /// How PFCmean(V) is estimated (docs/credit.md).
 enum class version_pfc_estimator {
-  mean,   ///< The mean of all samples (the design).
-  median, ///< The median of the hosts' PFCmean(H,V) (the design's remedy against cheaters).
+  mean,   ///< The mean of all samples (the design's first formulation).
+  median, ///< The median of the hosts' PFCmean(H,V), the default (the design's remedy against
+          ///< cheaters); the mean of all samples while fewer than median_min_hosts qualify.
 };
 
 /// The numbers of the credit system the design leaves open (docs/credit.md).
@@ -98,7 +99,7 @@ struct credit_config {
   double credit_half_life = 7 * 86400;         ///< Seconds; of recent average credit.
   double error_rate_initial = 0.1;
   double error_rate_alpha = 0.05;
-  version_pfc_estimator version_pfc = version_pfc_estimator::mean;
+  version_pfc_estimator version_pfc = version_pfc_estimator::median;
 
   /// Field-by-field equality.
   bool operator==(const credit_config&) const = default;

@@ -2,6 +2,7 @@
 /// (host, app version) and per app version (actors/state): the numbers the design promises.
 
 #include "actors/credit.hpp"
+#include "actors/project.hpp"
 #include "actors/state.hpp"
 #include "storage/codec.hpp"
 
@@ -242,6 +243,33 @@ TEST_CASE("cross-version normalization follows the design's rules", "[credit]") 
   }
 }
 
+TEST_CASE("PFCmean(V) is by default the median of the hosts' means, the mean of the samples "
+          "until three hosts qualify",
+          "[credit]") {
+  credit_settings s;
+  CHECK(s.version_pfc_median);
+  config::credit_config c;
+  CHECK(c.version_pfc == config::version_pfc_estimator::median);
+  CHECK(credit_settings_from(c).version_pfc_median);
+  app_version_state av{1};
+  av.pfc = avg_of(5, 40); // the mean of all samples, raised by a cheater's
+  av.host_pfc[1] = avg_of(1, 10);
+  av.host_pfc[2] = avg_of(2, 10);
+  // Two hosts with host_sample_threshold samples: too few for a median, the mean stands.
+  CHECK(version_pfc(av, s) == avg_of(5, 40));
+  av.host_pfc[3] = avg_of(30, 10); // the cheater
+  av.host_pfc[4] = avg_of(3, 9);   // below the threshold: not counted
+  // Three: the median, which the cheater does not move; n stays the version's sample count.
+  CHECK(version_pfc(av, s) == avg_of(2, 40));
+  av.host_pfc[4] = avg_of(3, 10);
+  CHECK(version_pfc(av, s).avg == Approx(2.5)); // an even count: the mean of the middle two
+  // `version_pfc: mean` selects the mean of all samples.
+  s.version_pfc_median = false;
+  CHECK(version_pfc(av, s) == avg_of(5, 40));
+  c.version_pfc = config::version_pfc_estimator::mean;
+  CHECK_FALSE(credit_settings_from(c).version_pfc_median);
+}
+
 // -- granted credit -------------------------------------------------------------------
 
 TEST_CASE("granted credit averages the trusted replicas, else falls back", "[credit]") {
@@ -319,6 +347,8 @@ TEST_CASE("max_jobs_per_day: -1 per crash, not per abort, doubled per success", 
   CHECK(f.hav().error_rate == Approx(f.s.error_rate_initial));
   f.report(a, report(false, 3), t0 + hour); // a crash
   CHECK(f.hav().max_jobs_per_day == 3);
+  // An error raises the pair's error rate: 0.1 x 0.95 + 0.05.
+  CHECK(f.hav().error_rate == Approx(0.145));
   auto b = f.dispatch(t0 + hour);
   f.report(b, report(false, client_state_aborted), t0 + 2 * hour); // an abort
   CHECK(f.hav().max_jobs_per_day == 3);

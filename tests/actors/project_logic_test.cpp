@@ -407,6 +407,24 @@ TEST_CASE("select_jobs echoes the anonymous client's version exactly", "[project
     r.offered[0].coproc_count = 1;
     CHECK(f.select(r).empty());
   }
+  SECTION("GPU versions of its own: the app's anonymous identity per resource (-3, -4)") {
+    for (auto t : {resource_type::nvidia, resource_type::ati}) {
+      auto r = f.anon_request(host, 0);
+      r.requests[static_cast<std::size_t>(t)] = resource_request{1, 1, 0};
+      r.info.coprocs = {{static_cast<std::uint8_t>(t), 1}};
+      r.info.coproc_peak_flops = {1e12};
+      r.offered[0].coproc_type = t;
+      r.offered[0].coproc_count = 1;
+      r.offered[0].plan_class = "gpu";
+      auto jobs = f.select(r);
+      REQUIRE(jobs.size() == 1);
+      auto id = jobs[0].dispatched.version.app_version_id;
+      CHECK(id == anonymous_version_id(1, static_cast<std::uint8_t>(t)));
+      CHECK(id != anonymous_version_id(1, 0));
+      CHECK(version_label(id)
+            == (t == resource_type::nvidia ? "app 1 anonymous -3" : "app 1 anonymous -4"));
+    }
+  }
 }
 
 TEST_CASE("select_jobs sends only apps the host has a version for", "[project_logic]") {

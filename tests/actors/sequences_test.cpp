@@ -83,11 +83,14 @@ struct seq_fixture {
   /// The data directory's files (with an assimilator) when asked for.
   std::shared_ptr<storage::file_store> files;
 
-  explicit seq_fixture(bool with_files = false)
+  /// `jobs_per_day` > 0: the demo app's max_jobs_per_day (the daily quota per CPU).
+  explicit seq_fixture(bool with_files = false, int jobs_per_day = 0)
     : sys(init(sys_cfg)),
       self(sys, true),
       sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
     sys.await_actors_before_shutdown(false);
+    if (jobs_per_day > 0)
+      cfg.projects.at(0).apps.at(0).max_jobs_per_day = jobs_per_day;
     if (with_files)
       files = std::make_shared<storage::file_store>(dir.path() / "data");
     start();
@@ -760,4 +763,109 @@ TEST_CASE_METHOD(seq_fixture, "creating a sequence refuses bad input and records
   for (const auto& res : r->results)
     CHECK(res.wu_name.rfind("fast-only", 0) != 0);
   CHECK(show("fast-only")->state.replicas[0].host == 0);
+}
+
+// -- credit of sequence elements (docs/credit.md) ----------------------------------------
+
+TEST_CASE_METHOD(seq_fixture, "validated sequence elements are granted credit like other jobs",
+                 "[sequences][credit]") {
+  create("clim", 4, 2); // heartbeats at odd positions, full state at even ones
+  auto h = new_host();
+  auto first = rpc(request(h, 3600));
+  REQUIRE(names_of(*first) == std::vector<std::string>{"clim@1_0", "clim@2_0"});
+  CHECK(first->host_total_credit == 0);
+  // The client runs its own (anonymous-platform) version: an element claims min_avg_pfc(A) x
+  // E(J), E(J) = 3.6e12 FLOPs while X is unknown, i.e. 3.6e12 / 8.64e11 Cobblestones; alone
+  // (one replica) it is granted its claim.
+  const double one = 3.6e12 / 864e9;
+  advance(3600 * us_per_second);
+  rpc(request(h, 3600, {success("clim@1_0")}, {"clim"}));
+  auto w1 = workunit("clim@1");
+  REQUIRE(w1->wu.state == wu_state::assimilated);
+  const auto& c1 = w1->wu.results.at(0).credit;
+  CHECK((c1.flags & credit_anonymous) != 0);
+  CHECK(c1.claimed == Approx(one));
+  CHECK(c1.granted == Approx(one));
+  // The host's and the user's totals grow, and the client is told.
+  CHECK(host(h)->reg.credit.total == Approx(one));
+  advance(3600 * us_per_second);
+  auto r2 = rpc(request(h, 3600, {success("clim@2_0", "state2")}, {"clim"}));
+  CHECK(workunit("clim@2")->wu.results.at(0).credit.granted == Approx(one));
+  auto after = rpc(request(h, 0, {}, {"clim"}));
+  CHECK(after->host_total_credit == Approx(2 * one));
+  CHECK(after->user_total_credit == Approx(2 * one));
+  CHECK(after->host_expavg_credit > 0);
+  auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
+  CHECK(users->at(0).credit.total == Approx(2 * one));
+  // The (host, version) record learned from the elements as from any job.
+  const auto& hav = host(h)->state->app_versions.at(anonymous_version_id(1, 0));
+  CHECK(hav.et.n == 2);
+  CHECK(hav.n_success == 2);
+  // An element that is not valid gets nothing: a replicated pair that disagrees.
+  create("twin", 1, 1, 2);
+  auto b = new_host();
+  auto c = new_host();
+  REQUIRE(names_of(*rpc(request(b, 3600))) == std::vector<std::string>{"twin@1_0"});
+  REQUIRE(names_of(*rpc(request(c, 3600))) == std::vector<std::string>{"twin@1r1_0"});
+  rpc(request(b, 0, {success("twin@1_0", "left")}, {"twin"}));
+  rpc(request(c, 0, {success("twin@1r1_0", "right")}, {"twin"}));
+  CHECK(workunit("twin@1")->wu.results.at(0).validation == validate_state::invalid);
+  CHECK(workunit("twin@1")->wu.results.at(0).credit.granted == 0);
+  CHECK(host(b)->reg.credit.total == 0);
+  // Replay grants the same.
+  auto replayed = recover(*store, true);
+  REQUIRE(static_cast<bool>(replayed));
+  CHECK(replayed->projects.at(0).project.hosts.at(h).credit.total == Approx(2 * one));
+}
+
+namespace {
+
+/// The demo project with a daily quota of 2 jobs per CPU.
+struct seq_quota_fixture : seq_fixture {
+  seq_quota_fixture() : seq_fixture(false, 2) {}
+};
+
+} // namespace
+
+TEST_CASE_METHOD(seq_quota_fixture, "the daily job quota holds for sequence elements and "
+                                    "counts them with ordinary jobs",
+                 "[sequences][credit]") {
+  // 01:00 UTC: the whole test runs within one day, then the next.
+  advance(day - clk->now() % day + 3600 * us_per_second);
+  create("long", 6, 3);
+  auto batch = std::make_shared<work_batch>();
+  batch->submitter = "test";
+  for (int i = 0; i < 4; ++i) {
+    work_spec w;
+    w.app = "testapp";
+    w.name = "plain" + std::to_string(i);
+    batch->items.push_back(std::move(w));
+  }
+  ask<work_created_ptr>(project, atom::create_v, work_batch_ptr{batch});
+  auto h = new_host(); // one CPU: 2 jobs a day of the (host, version) pair
+  auto vid = anonymous_version_id(1, 0);
+  // The sequence's two elements use the day's quota: no ordinary job comes with them.
+  auto first = rpc(request(h, 4 * 3600));
+  CHECK(names_of(*first) == std::vector<std::string>{"long@1_0", "long@2_0"});
+  CHECK(host(h)->state->app_versions.at(vid).n_jobs_today == 2);
+  // Reporting one would bring the next element (the high-water mark is 2), but the quota is
+  // used: the chain waits, and no ordinary job is sent either.
+  advance(3600 * us_per_second);
+  auto second = rpc(request(h, 4 * 3600, {success("long@1_0")}, {"long"}));
+  CHECK(second->results.empty());
+  CHECK(show("long")->state.replicas[0].first_undispatched == 3);
+  CHECK(show("long")->state.replicas[0].host == h); // it keeps the sequence
+  CHECK(host(h)->state->app_versions.at(vid).n_jobs_today == 2);
+  // The next UTC day starts a new count: the next element goes out, and the rest of the
+  // request is filled with one ordinary job, the last of the day's two.
+  advance(day);
+  auto next_day = rpc(request(h, 4 * 3600, {}, {"long"}));
+  REQUIRE(next_day->results.size() == 2);
+  CHECK(next_day->results[0].name == "long@3_0");
+  CHECK(next_day->results[1].name.rfind("plain", 0) == 0);
+  CHECK(host(h)->state->app_versions.at(vid).n_jobs_today == 2);
+  advance(3600 * us_per_second);
+  auto none = rpc(request(h, 4 * 3600, {success("long@2_0")}, {"long"}));
+  CHECK(none->results.empty());
+  CHECK(show("long")->state.replicas[0].first_undispatched == 4);
 }

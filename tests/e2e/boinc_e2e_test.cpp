@@ -695,8 +695,11 @@ TEST_CASE("two real BOINC clients compute every workunit to a quorum of two", "[
   }
   CHECK(by_host.size() == clients.size());
   std::map<boinc_client*, std::set<std::string>> sent_to;
+  double granted_total = 0;
+  std::map<std::uint64_t, double> host_granted;
   for (const auto& j : jobs) {
     auto wu = s.get("/api/projects/" + project + "/workunits/" + j.name);
+    std::vector<double> claims, grants;
     INFO(wu.dump(2));
     CHECK(wu["state"] == "assimilated");
     std::set<std::uint64_t> hosts;
@@ -715,24 +718,49 @@ TEST_CASE("two real BOINC clients compute every workunit to a quorum of two", "[
         sent_to[by_host[host]].insert(r["name"].get<std::string>());
       REQUIRE(r["outputs"].size() == 1);
       CHECK(r["outputs"][0]["md5"] == j.expected_md5);
-      // Validated results of real clients get credit.
+      // Validated results of real clients get credit. With a peak speed known, PFC = the
+      // elapsed time the client reported x peak_flops(J); these clients skip their CPU
+      // benchmark (--skip_cpu_benchmarks) and may report none, and then the sanity check
+      // gives the default PFC (E(J), or min_avg_pfc(A) x E(J)). Either way, in Cobblestones.
       REQUIRE(r["credit"].is_object());
-      CHECK(r["credit"]["granted"].get<double>() > 0);
+      const auto& cr = r["credit"];
+      bool default_pfc = false;
+      for (const auto& f : cr["flags"])
+        default_pfc = default_pfc || f == "default_pfc";
+      CHECK(cr["pfc"].get<double>() > 0);
+      if (cr["peak_flops"].get<double>() > 0 && !default_pfc)
+        CHECK(cr["pfc"].get<double>()
+              == Approx(r["elapsed"].get<double>() * cr["peak_flops"].get<double>()));
+      else
+        CHECK(default_pfc);
+      CHECK(cr["claimed"].get<double>() > 0);
+      CHECK(cr["granted"].get<double>() > 0);
+      claims.push_back(cr["claimed"].get<double>());
+      grants.push_back(cr["granted"].get<double>());
+      granted_total += cr["granted"].get<double>();
+      host_granted[host] += cr["granted"].get<double>();
     }
     CHECK(hosts.size() == 2);
-    CHECK(wu["granted_credit"].get<double>() > 0);
+    // The quorum's grant is the mean of the two claims (neither replica is on probation:
+    // the app does not check), and every replica gets it.
+    REQUIRE(claims.size() == 2);
+    CHECK(grants[0] == Approx((claims[0] + claims[1]) / 2));
+    CHECK(grants[1] == Approx(grants[0]));
+    CHECK(wu["granted_credit"].get<double>() == Approx(grants[0]));
   }
-  // The hosts and their user have non-zero credit totals.
+  // The hosts and their user have the credit totals the grants add up to.
   for (const auto& [id, c] : by_host) {
     auto host = s.get("/api/projects/" + project + "/hosts/" + std::to_string(id));
     INFO(host.dump(2));
     CHECK(host["credit"]["total_credit"].get<double>() > 0);
+    CHECK(host["credit"]["total_credit"].get<double>() == Approx(host_granted[id]));
   }
   auto users = s.get("/api/projects/" + project + "/users");
   double user_total = 0;
   for (const auto& u : users)
     user_total += u["credit"]["total_credit"].get<double>();
   CHECK(user_total > 0);
+  CHECK(user_total == Approx(granted_total));
   // Every result a client got shows as acknowledged in its log.
   for (auto& c : clients) {
     auto acked = c->acked();

@@ -132,7 +132,9 @@ void parse_credit(const checked_map& parent, const YAML::Node& n, const std::str
   m.read("version_pfc", est);
   if (est == "median")
     c.version_pfc = config::version_pfc_estimator::median;
-  else if (!est.empty() && est != "mean")
+  else if (est == "mean")
+    c.version_pfc = config::version_pfc_estimator::mean;
+  else if (!est.empty())
     m.fail(n["version_pfc"], m.child("version_pfc"), "must be mean or median");
 }
 

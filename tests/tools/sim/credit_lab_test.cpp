@@ -21,6 +21,13 @@ std::filesystem::path scenario(const char* name) {
 TEST_CASE("the credit lab's standard scenario keeps the design's promises", "[sim][credit]") {
   auto s = sim::load_lab_scenario(scenario("credit-default.yaml"));
   REQUIRE(s.seed == 42);
+  // The protected project runs on the default credit settings (PFCmean(V) the median of the
+  // hosts' means); only its app's host_scale_check is on.
+  for (const auto& p : s.projects)
+    if (p.name == "guarded") {
+      CHECK(p.host_scale_check);
+      CHECK(p.credit == config::credit_config{});
+    }
   auto r = sim::run_credit_lab(s);
   INFO(sim::format_table(r));
   REQUIRE(r.validated > 5000);
@@ -52,10 +59,29 @@ TEST_CASE("the credit lab's standard scenario keeps the design's promises", "[si
   CHECK(open == 1);
   // A new host's Scale(H) settles within tens of jobs where PFCmean(V) is stable.
   for (const auto& p : r.projects)
-    if (p.name == "lean") {
+    if (p.name == "lean" || p.name == "mixed") {
+      INFO(p.name);
       CHECK(p.settle_median > 0);
       CHECK(p.settle_median <= 40);
     }
+}
+
+TEST_CASE("with version_pfc: mean the inflators break the bound the median keeps",
+          "[sim][credit]") {
+  // The same protected project on the design's first formulation of PFCmean(V): the
+  // inflators' samples raise it, and with it everyone's credit (docs/credit.md).
+  auto s = sim::load_lab_scenario(scenario("credit-mean.yaml"));
+  REQUIRE(s.projects.size() == 1);
+  REQUIRE(s.projects[0].credit.version_pfc == config::version_pfc_estimator::mean);
+  auto r = sim::run_credit_lab(s);
+  INFO(sim::format_table(r));
+  int over = 0;
+  for (const auto& a : r.adversaries)
+    over += a.ratio > 1.1;
+  CHECK(over >= 2);
+  // Honest hosts get far more per host-hour than on the median (10.3 in the standard scenario).
+  REQUIRE(r.projects.size() == 1);
+  CHECK(r.projects[0].credit_per_host_hour > 15);
 }
 
 TEST_CASE("bad scenarios are refused with file, line and key", "[sim][credit]") {
