@@ -243,7 +243,7 @@ caf::expected<std::vector<event>> project_logic::create_work(const work_batch& b
       return caf::make_error(ec::invalid_argument,
                              where + "workunit name '" + c.name
                                + "' must be 1-200 characters of letters, digits, _ - .");
-    if (state.wu_by_name.count(c.name) || !names.insert(c.name).second)
+    if (state.find_workunit(c.name) != nullptr || !names.insert(c.name).second)
       return caf::make_error(ec::duplicate, where + "a workunit named '" + c.name + "' exists");
     for (auto err : {positive("rsc_fpops_est", w.rsc_fpops_est),
                      positive("rsc_fpops_bound", w.rsc_fpops_bound),
@@ -697,7 +697,7 @@ namespace {
 /// What two successful replicas must share to agree, under the bitwise validator.
 std::string signature(const result_rec& r) {
   std::vector<std::string> parts;
-  for (const auto& f : r.report.outputs)
+  for (const auto& f : r.report->outputs)
     parts.push_back(f.md5 + ":" + std::to_string(static_cast<long long>(f.nbytes)));
   std::sort(parts.begin(), parts.end());
   std::string out;
@@ -707,7 +707,7 @@ std::string signature(const result_rec& r) {
 }
 
 verdict make_verdict(const result_rec& r, std::uint32_t index, bool valid) {
-  return verdict{index, valid, r.host, r.version.app_version_id, r.report.elapsed, r.report.cpu};
+  return verdict{index, valid, r.host, r.version.app_version_id, r.report->elapsed, r.report->cpu};
 }
 
 std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app) {
@@ -721,8 +721,8 @@ std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app)
 credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_rec& wu,
                     const result_rec& r, time_us now) {
   replica_credit_input in;
-  in.elapsed = r.report.elapsed;
-  in.elapsed_plausible = (r.report.flags & flag_bad_elapsed) == 0;
+  in.elapsed = r.report->elapsed;
+  in.elapsed_plausible = (r.report->flags & flag_bad_elapsed) == 0;
   in.peak_flops = r.peak_flops;
   in.anonymous = is_anonymous_version(r.version.app_version_id);
   if (auto v = st.version_credit.find(r.version.app_version_id); v != st.version_credit.end()) {
@@ -764,7 +764,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
         credit_rec c;
         if (valid) {
           c = claim_of(state, app, wu, r, now);
-          c.granted = canon.credit.granted;
+          c.granted = canon.credit->granted;
         }
         v.credit.push_back(c);
       }
@@ -897,8 +897,8 @@ project_logic::notices(const event& validated) const {
       n.cheat = (c.flags & credit_one_time_cheat) != 0;
       n.granted = c.granted;
     }
-    if (v.valid && est > 0 && (r.report.flags & flag_bad_elapsed) == 0 && r.report.elapsed > 0)
-      n.et_sample = r.report.elapsed / est;
+    if (v.valid && est > 0 && (r.report->flags & flag_bad_elapsed) == 0 && r.report->elapsed > 0)
+      n.et_sample = r.report->elapsed / est;
     out[v.host].push_back(validation_notice{state.result_name(n.result), n});
   }
   return out;
@@ -1061,7 +1061,7 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
     out.keep = wu->sequence->released == 0;
     if (out.keep && out.assimilated && wu->canonical && app
         && *wu->canonical < wu->results.size())
-      for (auto& f : state_files_of(wu->results[*wu->canonical].report.outputs,
+      for (auto& f : state_files_of(wu->results[*wu->canonical].report->outputs,
                                     state.result_name({wu_id, *wu->canonical}),
                                     app->output_names))
         out.state_files.emplace_back(f.output, f.staged);
@@ -1308,6 +1308,21 @@ void hand_over_files(project_ptr self, id_type wu, double delay) {
   self->send(st.assimilator, atom::assimilate_v, wu_files_ptr{std::move(files)});
 }
 
+/// True when transition() has nothing to decide for `wu`: a plain active workunit without a
+/// canonical result, none of whose results is over, with at least a quorum of them out (so
+/// no errors, no successes to validate, no replacement needed).
+bool only_waiting(const workunit_rec& wu) {
+  if (wu.state != wu_state::active || wu.canonical || wu.sequence)
+    return false;
+  if (wu.params.max_error_results < 0
+      || static_cast<std::int64_t>(wu.results.size()) < wu.params.min_quorum)
+    return false;
+  for (const auto& r : wu.results)
+    if (r.state == result_state::over)
+      return false;
+  return true;
+}
+
 void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
   std::vector<event> events;
   auto now = self->state.clk->now();
@@ -1457,9 +1472,12 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     append(self, st.logic.configure(st.config, now));
     // Recovery: move every unfinished workunit along (work that was decided before a crash
     // but never appended is decided again here).
+    // Workunits that only wait for their results (none over yet, enough of them out) have
+    // nothing to decide; at scale they are nearly all of them, so they are skipped.
     std::set<id_type> active;
     for (const auto& [id, wu] : st.logic.state.workunits)
-      if (wu.state == wu_state::active || wu.state == wu_state::validated)
+      if ((wu.state == wu_state::active || wu.state == wu_state::validated)
+          && !only_waiting(wu))
         active.insert(id);
     run_transitions(self, active);
     // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
@@ -1691,9 +1709,9 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
       },
       [self](atom::workunit, const std::string& key) -> caf::result<workunit_view_ptr> {
         const auto& ps = self->state.logic.state;
-        const workunit_rec* wu = nullptr;
-        if (auto i = ps.wu_by_name.find(key); i != ps.wu_by_name.end())
-          wu = ps.workunit(i->second);
+        const workunit_rec* wu = ps.find_workunit(key);
+        if (wu != nullptr)
+          ;
         else if (!key.empty() && std::all_of(key.begin(), key.end(), ::isdigit))
           wu = ps.workunit(std::stoull(key));
         if (wu == nullptr)

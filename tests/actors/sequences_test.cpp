@@ -432,7 +432,7 @@ TEST_CASE_METHOD(seq_fixture, "a six-month climate run: 60 elements on one host,
   auto w7 = workunit("climate@7");
   CHECK(w7->wu.state == wu_state::assimilated);
   REQUIRE(w7->wu.results.size() == 1);
-  CHECK(w7->wu.results[0].report.outputs.size() == 1);
+  CHECK(w7->wu.results[0].report->outputs.size() == 1);
   CHECK(events_of_kind(ev::result_dispatched::kind) == 60);
   CHECK(events_of_kind(ev::sequence_assigned::kind) == 1);
 
