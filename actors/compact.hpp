@@ -13,7 +13,10 @@
 /// - `heap_optional<T>`: `std::optional<T>` on the heap (8 bytes when empty), for members
 ///   that few records have (a workunit's link to its work sequence).
 ///
-/// All three encode exactly as their plain value (`std::string`, `T`), so event payloads and
+/// - `shared_value<T>`: an immutable value shared by the records that hold an equal one (the
+///   parameters of the workunits of a batch): 16 bytes instead of sizeof(T). Read as `->x`.
+///
+/// All of them encode exactly as their plain value (`std::string`, `T`), so event payloads and
 /// snapshots do not change format because of them.
 
 #include <cstddef>
@@ -114,6 +117,46 @@ private:
     return e;
   }
   std::unique_ptr<T> p_;
+};
+
+template <class T>
+class shared_value {
+public:
+  shared_value() = default;
+  shared_value(const T& x) : p_(std::make_shared<const T>(x)) {} // NOLINT: implicit
+  shared_value(T&& x) : p_(std::make_shared<const T>(std::move(x))) {} // NOLINT
+
+  const T& get() const { return p_ ? *p_ : empty_value(); }
+  const T& operator*() const { return get(); }
+  const T* operator->() const { return &get(); }
+  operator const T&() const { return get(); } // NOLINT: reads as the plain value
+  /// Shares `other`'s value when it is equal to this one (frees this one's copy).
+  void share_if_equal(const shared_value& other) {
+    if (p_ != other.p_ && get() == other.get())
+      p_ = other.p_;
+  }
+
+  friend bool operator==(const shared_value& a, const shared_value& b) {
+    return a.p_ == b.p_ || a.get() == b.get();
+  }
+
+  template <class Encoder>
+  void codec_put(Encoder& e) const {
+    e.put(get());
+  }
+  template <class Decoder>
+  void codec_get(Decoder& d) {
+    T x{};
+    d.get(x);
+    p_ = std::make_shared<const T>(std::move(x));
+  }
+
+private:
+  static const T& empty_value() {
+    static const T e{};
+    return e;
+  }
+  std::shared_ptr<const T> p_;
 };
 
 template <class T>

@@ -385,7 +385,7 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
                                     std::vector<event>& events, const dispatch_credit& credit) {
   const auto& wu = state.workunits.at(ref.wu);
   granted_job job;
-  auto deadline = now + seconds_to_us(wu.params.delay_bound);
+  auto deadline = now + seconds_to_us(wu.params->delay_bound);
   ev::result_dispatched d{ref, host, deadline, echo, credit.peak_flops, credit.jobs_per_day};
   job.dispatched = d;
   job.time = now;
@@ -395,16 +395,16 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   auto& w = job.workunit;
   w.name = wu.name;
   w.app_name = app.name;
-  w.command_line = wu.params.command_line;
+  w.command_line = wu.params->command_line;
   // The client estimates rsc_fpops_est / its flops: both figures are scaled so that it
   // arrives at R(J,H) (the bound keeps its ratio to the estimate).
-  w.rsc_fpops_est = wu.params.rsc_fpops_est * credit.fpops_scale;
-  w.rsc_fpops_bound = wu.params.rsc_fpops_bound * credit.fpops_scale;
-  w.rsc_memory_bound = wu.params.rsc_memory_bound;
-  w.rsc_disk_bound = wu.params.rsc_disk_bound;
-  for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
-    const auto& in = wu.params.inputs[i];
-    w.inputs.push_back(file_ref{in.name, wu.params.input_open_names[i], true, false});
+  w.rsc_fpops_est = wu.params->rsc_fpops_est * credit.fpops_scale;
+  w.rsc_fpops_bound = wu.params->rsc_fpops_bound * credit.fpops_scale;
+  w.rsc_memory_bound = wu.params->rsc_memory_bound;
+  w.rsc_disk_bound = wu.params->rsc_disk_bound;
+  for (std::size_t i = 0; i < wu.params->inputs.size(); ++i) {
+    const auto& in = wu.params->inputs[i];
+    w.inputs.push_back(file_ref{in.name, wu.params->input_open_names[i], true, false});
     job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0, {}});
   }
   auto& r = job.result;
@@ -478,14 +478,14 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
         if (host_has_result_of(wu, req.host))
           continue;
         // R(J,H): E(J) × ETmean(H,V) once the pair has enough samples, else E(J) / flops.
-        double runtime = use_et ? wu.params.rsc_fpops_est * hint.et.avg
-                                : wu.params.rsc_fpops_est / choice->flops;
+        double runtime = use_et ? wu.params->rsc_fpops_est * hint.et.avg
+                                : wu.params->rsc_fpops_est / choice->flops;
         // Completion check: a job the host cannot finish before its deadline is not sent.
-        if (use_et && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
+        if (use_et && std::max(want.estimated_delay, 0.0) + runtime > wu.params->delay_bound)
           continue;
         dispatch_credit dc{choice->peak_flops,
                            initial_jobs_per_day(app.max_jobs_per_day, choice->devices), runtime,
-                           use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0};
+                           use_et ? runtime * choice->flops / wu.params->rsc_fpops_est : 1.0};
         auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
         ++per_app[app.id];
@@ -654,11 +654,11 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
     if (hint.jobs_left >= 0 && sent[vid] >= hint.jobs_left)
       continue;
     bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
-    double runtime = use_et ? wu->params.rsc_fpops_est * hint.et.avg
-                            : wu->params.rsc_fpops_est / choice->flops;
+    double runtime = use_et ? wu->params->rsc_fpops_est * hint.et.avg
+                            : wu->params->rsc_fpops_est / choice->flops;
     dispatch_credit dc{choice->peak_flops,
                        initial_jobs_per_day(app->max_jobs_per_day, choice->devices), runtime,
-                       use_et ? runtime * choice->flops / wu->params.rsc_fpops_est : 1.0};
+                       use_et ? runtime * choice->flops / wu->params->rsc_fpops_est : 1.0};
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
   }
@@ -732,7 +732,7 @@ credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_
   in.host_pfc = r.host_pfc;
   // Cherry-picking protection: not before host_scale_time, and not while on probation.
   in.probation = app != nullptr && app->host_scale_check && (r.probation || now < r.scale_time);
-  return claim_credit(in, wu.params.rsc_fpops_est, wu.params.rsc_fpops_bound,
+  return claim_credit(in, wu.params->rsc_fpops_est, wu.params->rsc_fpops_bound,
                       min_avg_pfc_of(st, wu.app), st.credit);
 }
 
@@ -791,7 +791,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       // Credit as for a workunit validated alone: the element's own claim, granted through
       // the same path (host_result_validated follows from the verdict).
       std::vector<credit_rec> claims{claim_of(state, app, wu, r, now)};
-      grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app),
+      grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app),
                    state.credit);
       emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}, claims}, now);
       emit(out, ev::workunit_assimilated{wu.id, 0}, now);
@@ -802,7 +802,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     }
     return out;
   }
-  const auto& p = wu.params;
+  const wu_params& p = *wu.params;
   int errors = 0, active = 0;
   std::vector<std::uint32_t> successes;
   for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
@@ -834,7 +834,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     std::vector<credit_rec> claims;
     for (auto i : best)
       claims.push_back(claim_of(state, app, wu, wu.results[i], now));
-    grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
+    grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
     for (auto i : successes) {
       auto pos = std::find(best.begin(), best.end(), i);
       bool valid = pos != best.end();
@@ -880,7 +880,7 @@ project_logic::notices(const event& validated) const {
   auto wu = state.workunit(x->wu);
   if (wu == nullptr)
     return out;
-  double est = wu->params.rsc_fpops_est;
+  double est = wu->params->rsc_fpops_est;
   for (std::size_t k = 0; k < x->verdicts.size(); ++k) {
     const auto& v = x->verdicts[k];
     if (v.index >= wu->results.size())
@@ -1046,7 +1046,7 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
   if (wu->sequence)
     if (auto i = state.sequences.find(wu->sequence->seq); i != state.sequences.end())
       seq = &i->second;
-  for (const auto& in : wu->params.inputs)
+  for (const auto& in : wu->params->inputs)
     if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1) {
       // A restart point's state file (not one of the sequence's own inputs) is staged by the
       // assimilator only: no quiet period.
@@ -1314,8 +1314,8 @@ void hand_over_files(project_ptr self, id_type wu, double delay) {
 bool only_waiting(const workunit_rec& wu) {
   if (wu.state != wu_state::active || wu.canonical || wu.sequence)
     return false;
-  if (wu.params.max_error_results < 0
-      || static_cast<std::int64_t>(wu.results.size()) < wu.params.min_quorum)
+  if (wu.params->max_error_results < 0
+      || static_cast<std::int64_t>(wu.results.size()) < wu.params->min_quorum)
     return false;
   for (const auto& r : wu.results)
     if (r.state == result_state::over)

@@ -62,7 +62,7 @@ void add_sequence_wu(project_state& s, const event& e, const seq_entry& seq,
   ++s.counters.workunits_created;
   ++s.counters.results_created;
   ++s.active_workunits;
-  for (const auto& in : wu.params.inputs)
+  for (const auto& in : wu.params->inputs)
     ++s.input_refs[in.name];
 }
 
@@ -300,7 +300,7 @@ bool project_state::state_file_in_use(const workunit_rec& wu, const std::string&
   std::uint32_t own = 0;
   if (!wu.files_deleted)
     own += static_cast<std::uint32_t>(std::count_if(
-      wu.params.inputs.begin(), wu.params.inputs.end(),
+      wu.params->inputs.begin(), wu.params->inputs.end(),
       [&](const file_rec& f) { return f.name == name; }));
   if (wu.sequence && wu.sequence->released == 0)
     own += static_cast<std::uint32_t>(
@@ -354,7 +354,7 @@ void rebuild_indices(project_state& s) {
     if (wu.sequence || !is_generated_name(s, wu.app, id, wu.name))
       s.wu_by_name.emplace(wu.name, id);
     if (!wu.files_deleted)
-      for (const auto& in : wu.params.inputs)
+      for (const auto& in : wu.params->inputs)
         ++s.input_refs[in.name];
     if (wu.sequence && wu.sequence->released == 0)
       for (const auto& name : wu.sequence->staged)
@@ -397,6 +397,9 @@ void apply(project_state& s, const event& e) {
         wu.name = x.name;
         wu.app = x.app;
         wu.params = x.params;
+        // The workunits of a batch have equal parameters: one shared copy.
+        if (auto prev = s.workunits.find(x.id - 1); prev != s.workunits.end())
+          wu.params.share_if_equal(prev->second.params);
         wu.created = e.time;
         if (!is_generated_name(s, x.app, x.id, x.name))
           s.wu_by_name[x.name] = x.id;
@@ -524,7 +527,7 @@ void apply(project_state& s, const event& e) {
         if (i == s.workunits.end() || i->second.files_deleted)
           return;
         i->second.files_deleted = true;
-        for (const auto& in : i->second.params.inputs)
+        for (const auto& in : i->second.params->inputs)
           if (auto r = s.input_refs.find(in.name); r != s.input_refs.end() && --r->second == 0)
             s.input_refs.erase(r);
       },

@@ -99,7 +99,8 @@ struct workunit_rec {
   id_type id = 0;
   std::string name;
   std::uint32_t app = 0;
-  wu_params params;
+  /// Shared with the workunit before it when equal (a batch): read as `params->x`.
+  shared_value<wu_params> params;
   wu_state state = wu_state::active;
   std::optional<std::uint32_t> canonical;
   std::string failure;
@@ -215,7 +216,11 @@ public:
         d.r.set_failed(); // a duplicate id
         return;
       }
-      d.get((*this)[id]);
+      auto& wu = (*this)[id];
+      d.get(wu);
+      // Workunits of a batch share their parameters, as apply makes them.
+      if (auto prev = find(id - 1); prev != end())
+        wu.params.share_if_equal(prev->second.params);
     }
   }
 

@@ -387,7 +387,7 @@ json result_json(const workunit_rec& wu, std::uint32_t index, const std::string&
 
 json to_json(const workunit_view& v) {
   auto out = workunit_head(v);
-  out["params"] = params_json(v.wu.params);
+  out["params"] = params_json(*v.wu.params);
   json results = json::array();
   for (std::uint32_t i = 0; i < v.wu.results.size(); ++i) {
     auto name = i < v.result_names.size() ? v.result_names[i]

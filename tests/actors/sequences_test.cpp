@@ -356,9 +356,9 @@ TEST_CASE_METHOD(seq_files_fixture, "a relocated sequence continues on the new h
   stop();
   start();
   auto w = workunit("clim@7b1");
-  REQUIRE(w->wu.params.inputs.size() == 1);
-  CHECK(w->wu.params.inputs[0].name == name);
-  CHECK(w->wu.params.inputs[0].md5 == storage::md5_hex(s6));
+  REQUIRE(w->wu.params->inputs.size() == 1);
+  CHECK(w->wu.params->inputs[0].name == name);
+  CHECK(w->wu.params->inputs[0].md5 == storage::md5_hex(s6));
   advance(2 * day);
   CHECK(read_all(staged(s6)) == s6);
 

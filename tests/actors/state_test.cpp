@@ -191,7 +191,7 @@ TEST_CASE("workunit_created adds unsent results, queues them and counts", "[stat
   REQUIRE(wu != nullptr);
   CHECK(wu->name == "wu_x");
   CHECK(wu->app == 1);
-  CHECK(wu->params == params(3));
+  CHECK(*wu->params == params(3));
   CHECK(wu->state == wu_state::active);
   CHECK(wu->created == t0 + 11);
   CHECK_FALSE(wu->canonical.has_value());
