@@ -7,6 +7,7 @@
 /// payload byte is the format version, then the fields in `inspect_fields` order. A new field
 /// goes at the end and bumps that kind's `payload_version`; decoders accept every older version.
 
+#include "actors/compact.hpp"
 #include "actors/credit.hpp"
 #include "actors/types.hpp"
 #include "storage/event_store.hpp"
@@ -158,9 +159,9 @@ std::string version_label(std::uint32_t id);
 /// The app version a result was sent with, echoed to the client exactly.
 struct version_echo {
   std::uint32_t app_version_id = 0; ///< The project's version it maps to.
-  std::string platform;
+  shared_str platform;   ///< Shared: a handful of values across millions of results.
   int version_num = 0;
-  std::string plan_class;
+  shared_str plan_class;
   friend bool operator==(const version_echo&, const version_echo&) = default;
 };
 

@@ -243,7 +243,7 @@ caf::expected<std::vector<event>> project_logic::create_work(const work_batch& b
       return caf::make_error(ec::invalid_argument,
                              where + "workunit name '" + c.name
                                + "' must be 1-200 characters of letters, digits, _ - .");
-    if (state.wu_by_name.count(c.name) || !names.insert(c.name).second)
+    if (state.find_workunit(c.name) != nullptr || !names.insert(c.name).second)
       return caf::make_error(ec::duplicate, where + "a workunit named '" + c.name + "' exists");
     for (auto err : {positive("rsc_fpops_est", w.rsc_fpops_est),
                      positive("rsc_fpops_bound", w.rsc_fpops_bound),
@@ -385,7 +385,7 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
                                     std::vector<event>& events, const dispatch_credit& credit) {
   const auto& wu = state.workunits.at(ref.wu);
   granted_job job;
-  auto deadline = now + seconds_to_us(wu.params.delay_bound);
+  auto deadline = now + seconds_to_us(wu.params->delay_bound);
   ev::result_dispatched d{ref, host, deadline, echo, credit.peak_flops, credit.jobs_per_day};
   job.dispatched = d;
   job.time = now;
@@ -395,16 +395,16 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   auto& w = job.workunit;
   w.name = wu.name;
   w.app_name = app.name;
-  w.command_line = wu.params.command_line;
+  w.command_line = wu.params->command_line;
   // The client estimates rsc_fpops_est / its flops: both figures are scaled so that it
   // arrives at R(J,H) (the bound keeps its ratio to the estimate).
-  w.rsc_fpops_est = wu.params.rsc_fpops_est * credit.fpops_scale;
-  w.rsc_fpops_bound = wu.params.rsc_fpops_bound * credit.fpops_scale;
-  w.rsc_memory_bound = wu.params.rsc_memory_bound;
-  w.rsc_disk_bound = wu.params.rsc_disk_bound;
-  for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
-    const auto& in = wu.params.inputs[i];
-    w.inputs.push_back(file_ref{in.name, wu.params.input_open_names[i], true, false});
+  w.rsc_fpops_est = wu.params->rsc_fpops_est * credit.fpops_scale;
+  w.rsc_fpops_bound = wu.params->rsc_fpops_bound * credit.fpops_scale;
+  w.rsc_memory_bound = wu.params->rsc_memory_bound;
+  w.rsc_disk_bound = wu.params->rsc_disk_bound;
+  for (std::size_t i = 0; i < wu.params->inputs.size(); ++i) {
+    const auto& in = wu.params->inputs[i];
+    w.inputs.push_back(file_ref{in.name, wu.params->input_open_names[i], true, false});
     job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0, {}});
   }
   auto& r = job.result;
@@ -482,13 +482,13 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
         if (host_has_result_of(wu, req.host))
           continue;
         // R(J,H): E(J) × ETmean(H,V) once the pair has enough samples, else E(J) / flops.
-        double runtime = use_et ? wu.params.rsc_fpops_est * hint.et.avg
-                                : wu.params.rsc_fpops_est / choice->flops;
+        double runtime = use_et ? wu.params->rsc_fpops_est * hint.et.avg
+                                : wu.params->rsc_fpops_est / choice->flops;
         // Completion check: a job the host cannot finish before its deadline is not sent.
-        if (use_et && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
+        if (use_et && std::max(want.estimated_delay, 0.0) + runtime > wu.params->delay_bound)
           continue;
         dispatch_credit dc{choice->peak_flops, quota, runtime,
-                           use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0};
+                           use_et ? runtime * choice->flops / wu.params->rsc_fpops_est : 1.0};
         auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
         ++per_app[app.id];
@@ -658,10 +658,10 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
     if (sent[vid] >= (hint.jobs_left >= 0 ? hint.jobs_left : quota))
       continue;
     bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
-    double runtime = use_et ? wu->params.rsc_fpops_est * hint.et.avg
-                            : wu->params.rsc_fpops_est / choice->flops;
+    double runtime = use_et ? wu->params->rsc_fpops_est * hint.et.avg
+                            : wu->params->rsc_fpops_est / choice->flops;
     dispatch_credit dc{choice->peak_flops, quota, runtime,
-                       use_et ? runtime * choice->flops / wu->params.rsc_fpops_est : 1.0};
+                       use_et ? runtime * choice->flops / wu->params->rsc_fpops_est : 1.0};
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
   }
@@ -700,7 +700,7 @@ namespace {
 /// What two successful replicas must share to agree, under the bitwise validator.
 std::string signature(const result_rec& r) {
   std::vector<std::string> parts;
-  for (const auto& f : r.report.outputs)
+  for (const auto& f : r.report->outputs)
     parts.push_back(f.md5 + ":" + std::to_string(static_cast<long long>(f.nbytes)));
   std::sort(parts.begin(), parts.end());
   std::string out;
@@ -710,7 +710,7 @@ std::string signature(const result_rec& r) {
 }
 
 verdict make_verdict(const result_rec& r, std::uint32_t index, bool valid) {
-  return verdict{index, valid, r.host, r.version.app_version_id, r.report.elapsed, r.report.cpu};
+  return verdict{index, valid, r.host, r.version.app_version_id, r.report->elapsed, r.report->cpu};
 }
 
 std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app) {
@@ -724,8 +724,8 @@ std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app)
 credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_rec& wu,
                     const result_rec& r, time_us now) {
   replica_credit_input in;
-  in.elapsed = r.report.elapsed;
-  in.elapsed_plausible = (r.report.flags & flag_bad_elapsed) == 0;
+  in.elapsed = r.report->elapsed;
+  in.elapsed_plausible = (r.report->flags & flag_bad_elapsed) == 0;
   in.peak_flops = r.peak_flops;
   in.anonymous = is_anonymous_version(r.version.app_version_id);
   if (auto v = st.version_credit.find(r.version.app_version_id); v != st.version_credit.end()) {
@@ -735,7 +735,7 @@ credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_
   in.host_pfc = r.host_pfc;
   // Cherry-picking protection: not before host_scale_time, and not while on probation.
   in.probation = app != nullptr && app->host_scale_check && (r.probation || now < r.scale_time);
-  return claim_credit(in, wu.params.rsc_fpops_est, wu.params.rsc_fpops_bound,
+  return claim_credit(in, wu.params->rsc_fpops_est, wu.params->rsc_fpops_bound,
                       min_avg_pfc_of(st, wu.app), st.credit);
 }
 
@@ -767,7 +767,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
         credit_rec c;
         if (valid) {
           c = claim_of(state, app, wu, r, now);
-          c.granted = canon.credit.granted;
+          c.granted = canon.credit->granted;
         }
         v.credit.push_back(c);
       }
@@ -794,7 +794,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       // Credit as for a workunit validated alone: the element's own claim, granted through
       // the same path (host_result_validated follows from the verdict).
       std::vector<credit_rec> claims{claim_of(state, app, wu, r, now)};
-      grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app),
+      grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app),
                    state.credit);
       emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}, claims}, now);
       emit(out, ev::workunit_assimilated{wu.id, 0}, now);
@@ -805,7 +805,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     }
     return out;
   }
-  const auto& p = wu.params;
+  const wu_params& p = *wu.params;
   int errors = 0, active = 0;
   std::vector<std::uint32_t> successes;
   for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
@@ -837,7 +837,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     std::vector<credit_rec> claims;
     for (auto i : best)
       claims.push_back(claim_of(state, app, wu, wu.results[i], now));
-    grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
+    grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
     for (auto i : successes) {
       auto pos = std::find(best.begin(), best.end(), i);
       bool valid = pos != best.end();
@@ -883,7 +883,7 @@ project_logic::notices(const event& validated) const {
   auto wu = state.workunit(x->wu);
   if (wu == nullptr)
     return out;
-  double est = wu->params.rsc_fpops_est;
+  double est = wu->params->rsc_fpops_est;
   for (std::size_t k = 0; k < x->verdicts.size(); ++k) {
     const auto& v = x->verdicts[k];
     if (v.index >= wu->results.size())
@@ -900,8 +900,8 @@ project_logic::notices(const event& validated) const {
       n.cheat = (c.flags & credit_one_time_cheat) != 0;
       n.granted = c.granted;
     }
-    if (v.valid && est > 0 && (r.report.flags & flag_bad_elapsed) == 0 && r.report.elapsed > 0)
-      n.et_sample = r.report.elapsed / est;
+    if (v.valid && est > 0 && (r.report->flags & flag_bad_elapsed) == 0 && r.report->elapsed > 0)
+      n.et_sample = r.report->elapsed / est;
     out[v.host].push_back(validation_notice{state.result_name(n.result), n});
   }
   return out;
@@ -1049,7 +1049,7 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
   if (wu->sequence)
     if (auto i = state.sequences.find(wu->sequence->seq); i != state.sequences.end())
       seq = &i->second;
-  for (const auto& in : wu->params.inputs)
+  for (const auto& in : wu->params->inputs)
     if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1) {
       // A restart point's state file (not one of the sequence's own inputs) is staged by the
       // assimilator only: no quiet period.
@@ -1064,7 +1064,7 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
     out.keep = wu->sequence->released == 0;
     if (out.keep && out.assimilated && wu->canonical && app
         && *wu->canonical < wu->results.size())
-      for (auto& f : state_files_of(wu->results[*wu->canonical].report.outputs,
+      for (auto& f : state_files_of(wu->results[*wu->canonical].report->outputs,
                                     state.result_name({wu_id, *wu->canonical}),
                                     app->output_names))
         out.state_files.emplace_back(f.output, f.staged);
@@ -1311,6 +1311,21 @@ void hand_over_files(project_ptr self, id_type wu, double delay) {
   self->send(st.assimilator, atom::assimilate_v, wu_files_ptr{std::move(files)});
 }
 
+/// True when transition() has nothing to decide for `wu`: a plain active workunit without a
+/// canonical result, none of whose results is over, with at least a quorum of them out (so
+/// no errors, no successes to validate, no replacement needed).
+bool only_waiting(const workunit_rec& wu) {
+  if (wu.state != wu_state::active || wu.canonical || wu.sequence)
+    return false;
+  if (wu.params->max_error_results < 0
+      || static_cast<std::int64_t>(wu.results.size()) < wu.params->min_quorum)
+    return false;
+  for (const auto& r : wu.results)
+    if (r.state == result_state::over)
+      return false;
+  return true;
+}
+
 void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
   std::vector<event> events;
   auto now = self->state.clk->now();
@@ -1466,9 +1481,12 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     append(self, st.logic.configure(st.config, now));
     // Recovery: move every unfinished workunit along (work that was decided before a crash
     // but never appended is decided again here).
+    // Workunits that only wait for their results (none over yet, enough of them out) have
+    // nothing to decide; at scale they are nearly all of them, so they are skipped.
     std::set<id_type> active;
     for (const auto& [id, wu] : st.logic.state.workunits)
-      if (wu.state == wu_state::active || wu.state == wu_state::validated)
+      if ((wu.state == wu_state::active || wu.state == wu_state::validated)
+          && !only_waiting(wu))
         active.insert(id);
     run_transitions(self, active);
     // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
@@ -1700,9 +1718,9 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
       },
       [self](atom::workunit, const std::string& key) -> caf::result<workunit_view_ptr> {
         const auto& ps = self->state.logic.state;
-        const workunit_rec* wu = nullptr;
-        if (auto i = ps.wu_by_name.find(key); i != ps.wu_by_name.end())
-          wu = ps.workunit(i->second);
+        const workunit_rec* wu = ps.find_workunit(key);
+        if (wu != nullptr)
+          ;
         else if (!key.empty() && std::all_of(key.begin(), key.end(), ::isdigit))
           wu = ps.workunit(std::stoull(key));
         if (wu == nullptr)

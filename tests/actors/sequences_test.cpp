@@ -359,9 +359,9 @@ TEST_CASE_METHOD(seq_files_fixture, "a relocated sequence continues on the new h
   stop();
   start();
   auto w = workunit("clim@7b1");
-  REQUIRE(w->wu.params.inputs.size() == 1);
-  CHECK(w->wu.params.inputs[0].name == name);
-  CHECK(w->wu.params.inputs[0].md5 == storage::md5_hex(s6));
+  REQUIRE(w->wu.params->inputs.size() == 1);
+  CHECK(w->wu.params->inputs[0].name == name);
+  CHECK(w->wu.params->inputs[0].md5 == storage::md5_hex(s6));
   advance(2 * day);
   CHECK(read_all(staged(s6)) == s6);
 
@@ -435,7 +435,7 @@ TEST_CASE_METHOD(seq_fixture, "a six-month climate run: 60 elements on one host,
   auto w7 = workunit("climate@7");
   CHECK(w7->wu.state == wu_state::assimilated);
   REQUIRE(w7->wu.results.size() == 1);
-  CHECK(w7->wu.results[0].report.outputs.size() == 1);
+  CHECK(w7->wu.results[0].report->outputs.size() == 1);
   CHECK(events_of_kind(ev::result_dispatched::kind) == 60);
   CHECK(events_of_kind(ev::sequence_assigned::kind) == 1);
 
