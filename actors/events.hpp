@@ -8,6 +8,7 @@
 /// goes at the end and bumps that kind's `payload_version`; decoders accept every older version.
 
 #include "actors/autoflops.hpp"
+#include "actors/compact.hpp"
 #include "actors/credit.hpp"
 #include "actors/types.hpp"
 #include "storage/event_store.hpp"
@@ -168,9 +169,9 @@ std::string version_label(std::uint32_t id);
 /// The app version a result was sent with, echoed to the client exactly.
 struct version_echo {
   std::uint32_t app_version_id = 0; ///< The project's version it maps to.
-  std::string platform;
+  shared_str platform;   ///< Shared: a handful of values across millions of results.
   int version_num = 0;
-  std::string plan_class;
+  shared_str plan_class;
   friend bool operator==(const version_echo&, const version_echo&) = default;
 };
 

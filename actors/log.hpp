@@ -2,7 +2,8 @@
 
 /// The log actor: owns the event store, group-commits appends (one WriteBatch and one sync
 /// for every append that arrived while the previous commit ran), answers syncs once durable,
-/// delivers durable events in seq order to subscribers, and feeds the snapshotter.
+/// delivers durable events in seq order to subscribers, and tells the snapshotter how far the
+/// log is.
 
 #include "actors/actors.hpp"
 #include "actors/state.hpp"
@@ -23,10 +24,11 @@ struct log_options {
   bool detached = true; ///< Off in deterministic tests (a detached actor gets its own thread).
 };
 
-/// Spawns the log actor. `recovered` is the world rebuilt at start (the snapshotter keeps
-/// its own copy and advances it with every durable event).
+/// Spawns the log actor. `recovered_seq` is the seq of the world rebuilt at start. The
+/// snapshotter keeps no copy of the world: a snapshot rebuilds the state at the last durable
+/// seq from the store (newest snapshot plus the events after it), writes it and frees it.
 log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
-                    world recovered, log_options opts);
+                    std::uint64_t recovered_seq, log_options opts);
 
 /// Rebuilds the world from the newest snapshot and the events after it. With `from_scratch`
 /// it ignores snapshots and folds every event. Fails on a corrupt event or snapshot, naming

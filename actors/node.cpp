@@ -9,6 +9,7 @@
 #include "actors/project.hpp"
 
 #include <caf/all.hpp>
+#include <malloc.h>
 #include <spdlog/spdlog.h>
 
 namespace cobble {
@@ -41,6 +42,28 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   if (!recovered)
     return recovered.error();
   auto& w = *recovered;
+  // The snapshotter keeps no copy of the world: it rebuilds each snapshot from the newest one
+  // and the events after it. When recovery folded many events after the newest snapshot (or
+  // there is none), write one now from the world at hand, so that the next snapshot (at the
+  // latest, the one of a clean stop) does not have to fold them all again.
+  {
+    auto snaps = store->snapshots();
+    std::uint64_t base = snaps.empty() ? 0 : snaps.back().seq;
+    if (w.seq > base && w.seq - base >= std::max<std::uint64_t>(cfg.server.snapshot_every_events, 1)) {
+      auto started = std::chrono::steady_clock::now();
+      auto blob = encode_snapshot(w);
+      if (auto err = store->write_snapshot(w.seq, blob))
+        spdlog::warn("snapshot at seq {} after recovery failed: {}", w.seq, caf::to_string(err));
+      else
+        spdlog::info("snapshot at seq {} after recovery ({} bytes, {:.2f} s)", w.seq,
+                     blob.size(),
+                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
+                       .count());
+    }
+  }
+  // Recovery's temporaries (decoded events, the snapshot blob) are freed; give that memory
+  // back to the system instead of keeping it resident.
+  malloc_trim(0);
   node_handles out;
   out.recovered_seq = w.seq;
   // Projects keep their index by name; new projects get the next free one.
@@ -63,7 +86,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   lo.snapshot_interval = cfg.server.snapshot_interval;
   lo.snapshots_kept = cfg.server.snapshots_kept;
   lo.detached = opts.detached_log;
-  auto log = spawn_log(sys, store, w, lo);
+  auto log = spawn_log(sys, store, w.seq, lo);
   out.log = log;
   auto st = std::make_shared<node_state>();
   st->log = log;

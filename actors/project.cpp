@@ -267,7 +267,7 @@ caf::expected<std::vector<event>> project_logic::create_work(const work_batch& b
       return caf::make_error(ec::invalid_argument,
                              where + "workunit name '" + c.name
                                + "' must be 1-200 characters of letters, digits, _ - .");
-    if (state.wu_by_name.count(c.name) || !names.insert(c.name).second)
+    if (state.find_workunit(c.name) != nullptr || !names.insert(c.name).second)
       return caf::make_error(ec::duplicate, where + "a workunit named '" + c.name + "' exists");
     for (auto err : {positive("rsc_fpops_est", w.rsc_fpops_est),
                      positive("rsc_fpops_bound", w.rsc_fpops_bound),
@@ -447,7 +447,7 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
                                     std::vector<event>& events, const dispatch_credit& credit) {
   const auto& wu = state.workunits.at(ref.wu);
   granted_job job;
-  auto deadline = now + seconds_to_us(wu.params.delay_bound);
+  auto deadline = now + seconds_to_us(wu.params->delay_bound);
   ev::result_dispatched d{ref, host, deadline, echo, credit.peak_flops, credit.jobs_per_day};
   job.dispatched = d;
   job.time = now;
@@ -458,22 +458,22 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   auto& w = job.workunit;
   w.name = wu.name;
   w.app_name = app.name;
-  w.command_line = wu.params.command_line;
+  w.command_line = wu.params->command_line;
   // The client estimates rsc_fpops_est / its flops: both figures are scaled so that it
   // arrives at R(J,H) (the bound keeps its ratio to the estimate).
-  w.rsc_fpops_est = wu.params.rsc_fpops_est * credit.fpops_scale;
-  w.rsc_fpops_bound = wu.params.rsc_fpops_bound * credit.fpops_scale;
+  w.rsc_fpops_est = wu.params->rsc_fpops_est * credit.fpops_scale;
+  w.rsc_fpops_bound = wu.params->rsc_fpops_bound * credit.fpops_scale;
   if (credit.est_seconds > 0 && credit.flops > 0) {
     // AutoFlops: a BOINC client's estimate (est / flops) and elapsed-time limit (bound /
     // flops) follow the completion time estimate and bound.
     w.rsc_fpops_est = credit.est_seconds * credit.flops;
     w.rsc_fpops_bound = credit.bound_seconds * credit.flops;
   }
-  w.rsc_memory_bound = wu.params.rsc_memory_bound;
-  w.rsc_disk_bound = wu.params.rsc_disk_bound;
-  for (std::size_t i = 0; i < wu.params.inputs.size(); ++i) {
-    const auto& in = wu.params.inputs[i];
-    w.inputs.push_back(file_ref{in.name, wu.params.input_open_names[i], true, false});
+  w.rsc_memory_bound = wu.params->rsc_memory_bound;
+  w.rsc_disk_bound = wu.params->rsc_disk_bound;
+  for (std::size_t i = 0; i < wu.params->inputs.size(); ++i) {
+    const auto& in = wu.params->inputs[i];
+    w.inputs.push_back(file_ref{in.name, wu.params->input_open_names[i], true, false});
     job.files.push_back(file_description{in.name, false, in.nbytes, in.md5, 0, {}});
   }
   auto& r = job.result;
@@ -484,7 +484,7 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   r.version_num = echo.version_num;
   r.plan_class = echo.plan_class;
   r.peak_flops_per_sec = credit.peak_flops;
-  r.predicted_app_units = wu.params.predicted_app_units;
+  r.predicted_app_units = wu.params->predicted_app_units;
   r.est_seconds = credit.est_seconds;
   r.bound_seconds = credit.bound_seconds;
   // Heartbeat elements of a sequence upload nothing.
@@ -531,10 +531,10 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
       auto plan = [&](const workunit_rec& wu, dispatch_credit& dc) {
         auto af = autoflops_estimate(state, app, wu.params, *choice, hint);
         double runtime = af ? af->estimate
-                            : use_et ? wu.params.rsc_fpops_est * hint.et.avg
-                                     : wu.params.rsc_fpops_est / choice->flops;
+                            : use_et ? wu.params->rsc_fpops_est * hint.et.avg
+                                     : wu.params->rsc_fpops_est / choice->flops;
         dc = dispatch_credit{choice->peak_flops, quota, runtime,
-                             use_et ? runtime * choice->flops / wu.params.rsc_fpops_est : 1.0,
+                             use_et ? runtime * choice->flops / wu.params->rsc_fpops_est : 1.0,
                              af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
         return use_et || af.has_value();
       };
@@ -601,7 +601,7 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
         bool check = plan(wu, dc);
         double runtime = dc.runtime;
         // Completion check: a job the host cannot finish before its deadline is not sent.
-        if (check && std::max(want.estimated_delay, 0.0) + runtime > wu.params.delay_bound)
+        if (check && std::max(want.estimated_delay, 0.0) + runtime > wu.params->delay_bound)
           continue;
         auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
@@ -774,10 +774,10 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
     bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
     auto af = autoflops_estimate(state, *app, wu->params, *choice, hint);
     double runtime = af ? af->estimate
-                        : use_et ? wu->params.rsc_fpops_est * hint.et.avg
-                                 : wu->params.rsc_fpops_est / choice->flops;
+                        : use_et ? wu->params->rsc_fpops_est * hint.et.avg
+                                 : wu->params->rsc_fpops_est / choice->flops;
     dispatch_credit dc{choice->peak_flops, quota, runtime,
-                       use_et ? runtime * choice->flops / wu->params.rsc_fpops_est : 1.0,
+                       use_et ? runtime * choice->flops / wu->params->rsc_fpops_est : 1.0,
                        af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
@@ -817,7 +817,7 @@ namespace {
 /// What two successful replicas must share to agree, under the bitwise validator.
 std::string signature(const result_rec& r) {
   std::vector<std::string> parts;
-  for (const auto& f : r.report.outputs)
+  for (const auto& f : r.report->outputs)
     parts.push_back(f.md5 + ":" + std::to_string(static_cast<long long>(f.nbytes)));
   std::sort(parts.begin(), parts.end());
   std::string out;
@@ -827,7 +827,7 @@ std::string signature(const result_rec& r) {
 }
 
 verdict make_verdict(const result_rec& r, std::uint32_t index, bool valid) {
-  return verdict{index, valid, r.host, r.version.app_version_id, r.report.elapsed, r.report.cpu};
+  return verdict{index, valid, r.host, r.version.app_version_id, r.report->elapsed, r.report->cpu};
 }
 
 std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app) {
@@ -841,8 +841,8 @@ std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app)
 credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_rec& wu,
                     const result_rec& r, time_us now) {
   replica_credit_input in;
-  in.elapsed = r.report.elapsed;
-  in.elapsed_plausible = (r.report.flags & flag_bad_elapsed) == 0;
+  in.elapsed = r.report->elapsed;
+  in.elapsed_plausible = (r.report->flags & flag_bad_elapsed) == 0;
   in.peak_flops = r.peak_flops;
   in.anonymous = is_anonymous_version(r.version.app_version_id);
   if (auto v = st.version_credit.find(r.version.app_version_id); v != st.version_credit.end()) {
@@ -852,7 +852,7 @@ credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_
   in.host_pfc = r.host_pfc;
   // Cherry-picking protection: not before host_scale_time, and not while on probation.
   in.probation = app != nullptr && app->host_scale_check && (r.probation || now < r.scale_time);
-  return claim_credit(in, wu.params.rsc_fpops_est, wu.params.rsc_fpops_bound,
+  return claim_credit(in, wu.params->rsc_fpops_est, wu.params->rsc_fpops_bound,
                       min_avg_pfc_of(st, wu.app), st.credit);
 }
 
@@ -880,8 +880,8 @@ std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const 
   x.app = app->id;
   x.wu = wu.id;
   if (canonical && *canonical < wu.results.size()) {
-    x.predicted = wu.params.predicted_app_units;
-    x.actual = reported_app_units(wu.results[*canonical].report);
+    x.predicted = wu.params->predicted_app_units;
+    x.actual = reported_app_units(*wu.results[*canonical].report);
   }
   bool reference_only = !app->autoflops.reference_job.empty();
   if (!reference_only || wu.name == app->autoflops.reference_job)
@@ -889,11 +889,11 @@ std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const 
       if (i >= wu.results.size())
         continue;
       const auto& r = wu.results[i];
-      if ((r.report.flags & flag_bad_elapsed) != 0)
+      if ((r.report->flags & flag_bad_elapsed) != 0)
         continue;
-      double v = r.report.raw_flops_per_au;
+      double v = r.report->raw_flops_per_au;
       if (!(v > 0) || !std::isfinite(v))
-        v = raw_flops_per_au(r.report.elapsed, r.peak_flops, reported_app_units(r.report))
+        v = raw_flops_per_au(r.report->elapsed, r.peak_flops, reported_app_units(*r.report))
               .value_or(0);
       if (v > 0)
         x.samples.push_back({v, gpu_version(app, r.version.app_version_id)});
@@ -967,7 +967,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
         credit_rec c;
         if (valid) {
           c = claim_of(state, app, wu, r, now);
-          c.granted = canon.credit.granted;
+          c.granted = canon.credit->granted;
         }
         v.credit.push_back(c);
       }
@@ -1001,7 +1001,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       // Credit as for a workunit validated alone: the element's own claim, granted through
       // the same path (host_result_validated follows from the verdict).
       std::vector<credit_rec> claims{claim_of(state, app, wu, r, now)};
-      grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app),
+      grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app),
                    state.credit);
       app_units_credit(state, app, claims);
       auto sample = autoflops_sample(app, wu, {0}, 0u);
@@ -1016,7 +1016,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     }
     return out;
   }
-  const auto& p = wu.params;
+  const wu_params& p = *wu.params;
   int errors = 0, active = 0;
   std::vector<std::uint32_t> successes;
   for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
@@ -1048,7 +1048,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     // Cherry-picking countermeasure: a job validated alone is sometimes checked by a second
     // host: at random, and always when its host is under suspicion.
     const auto& r = wu.results[best.front()];
-    bool suspect = (r.report.flags & flag_suspect) != 0;
+    bool suspect = (r.report->flags & flag_suspect) != 0;
     if (suspect || unit_draw(wu.id, 0x636865636bULL) < app->autoflops.resend_probability) {
       emit(out,
            ev::results_created{wu.id, 1,
@@ -1064,7 +1064,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     std::vector<credit_rec> claims;
     for (auto i : best)
       claims.push_back(claim_of(state, app, wu, wu.results[i], now));
-    grant_credit(claims, wu.params.rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
+    grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
     app_units_credit(state, app, claims);
     for (auto i : successes) {
       auto pos = std::find(best.begin(), best.end(), i);
@@ -1114,7 +1114,7 @@ project_logic::notices(const event& validated) const {
   auto wu = state.workunit(x->wu);
   if (wu == nullptr)
     return out;
-  double est = wu->params.rsc_fpops_est;
+  double est = wu->params->rsc_fpops_est;
   for (std::size_t k = 0; k < x->verdicts.size(); ++k) {
     const auto& v = x->verdicts[k];
     if (v.index >= wu->results.size())
@@ -1131,8 +1131,8 @@ project_logic::notices(const event& validated) const {
       n.cheat = (c.flags & credit_one_time_cheat) != 0;
       n.granted = c.granted;
     }
-    if (v.valid && est > 0 && (r.report.flags & flag_bad_elapsed) == 0 && r.report.elapsed > 0)
-      n.et_sample = r.report.elapsed / est;
+    if (v.valid && est > 0 && (r.report->flags & flag_bad_elapsed) == 0 && r.report->elapsed > 0)
+      n.et_sample = r.report->elapsed / est;
     out[v.host].push_back(validation_notice{state.result_name(n.result), n});
   }
   return out;
@@ -1280,7 +1280,7 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
   if (wu->sequence)
     if (auto i = state.sequences.find(wu->sequence->seq); i != state.sequences.end())
       seq = &i->second;
-  for (const auto& in : wu->params.inputs)
+  for (const auto& in : wu->params->inputs)
     if (auto r = state.input_refs.find(in.name); r != state.input_refs.end() && r->second <= 1) {
       // A restart point's state file (not one of the sequence's own inputs) is staged by the
       // assimilator only: no quiet period.
@@ -1295,7 +1295,7 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
     out.keep = wu->sequence->released == 0;
     if (out.keep && out.assimilated && wu->canonical && app
         && *wu->canonical < wu->results.size())
-      for (auto& f : state_files_of(wu->results[*wu->canonical].report.outputs,
+      for (auto& f : state_files_of(wu->results[*wu->canonical].report->outputs,
                                     state.result_name({wu_id, *wu->canonical}),
                                     app->output_names))
         out.state_files.emplace_back(f.output, f.staged);
@@ -1543,6 +1543,21 @@ void hand_over_files(project_ptr self, id_type wu, double delay) {
   self->send(st.assimilator, atom::assimilate_v, wu_files_ptr{std::move(files)});
 }
 
+/// True when transition() has nothing to decide for `wu`: a plain active workunit without a
+/// canonical result, none of whose results is over, with at least a quorum of them out (so
+/// no errors, no successes to validate, no replacement needed).
+bool only_waiting(const workunit_rec& wu) {
+  if (wu.state != wu_state::active || wu.canonical || wu.sequence)
+    return false;
+  if (wu.params->max_error_results < 0
+      || static_cast<std::int64_t>(wu.results.size()) < wu.params->min_quorum)
+    return false;
+  for (const auto& r : wu.results)
+    if (r.state == result_state::over)
+      return false;
+  return true;
+}
+
 void run_transitions(project_ptr self, const std::set<id_type>& dirty) {
   std::vector<event> events;
   auto now = self->state.clk->now();
@@ -1704,9 +1719,12 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     append(self, st.logic.configure(st.config, now));
     // Recovery: move every unfinished workunit along (work that was decided before a crash
     // but never appended is decided again here).
+    // Workunits that only wait for their results (none over yet, enough of them out) have
+    // nothing to decide; at scale they are nearly all of them, so they are skipped.
     std::set<id_type> active;
     for (const auto& [id, wu] : st.logic.state.workunits)
-      if (wu.state == wu_state::active || wu.state == wu_state::validated)
+      if ((wu.state == wu_state::active || wu.state == wu_state::validated)
+          && !only_waiting(wu))
         active.insert(id);
     run_transitions(self, active);
     // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
@@ -1938,9 +1956,9 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
       },
       [self](atom::workunit, const std::string& key) -> caf::result<workunit_view_ptr> {
         const auto& ps = self->state.logic.state;
-        const workunit_rec* wu = nullptr;
-        if (auto i = ps.wu_by_name.find(key); i != ps.wu_by_name.end())
-          wu = ps.workunit(i->second);
+        const workunit_rec* wu = ps.find_workunit(key);
+        if (wu != nullptr)
+          ;
         else if (!key.empty() && std::all_of(key.begin(), key.end(), ::isdigit))
           wu = ps.workunit(std::stoull(key));
         if (wu == nullptr)

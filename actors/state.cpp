@@ -6,6 +6,8 @@
 #include <charconv>
 #include <cmath>
 #include <set>
+#include <stdexcept>
+#include <tuple>
 
 namespace cobble {
 
@@ -16,6 +18,22 @@ result_rec* find_result(project_state& s, result_ref r) {
   if (i == s.workunits.end() || r.index >= i->second.results.size())
     return nullptr;
   return &i->second.results[r.index];
+}
+
+/// True when `name` is the name create_work generates for workunit `id` of app `app`
+/// ("<app>_wu<id>"); such names are not indexed.
+bool is_generated_name(const project_state& s, std::uint32_t app, id_type id,
+                       std::string_view name) {
+  auto a = s.app(app);
+  if (a == nullptr || name.size() <= a->name.size() + 3 || name.substr(0, a->name.size()) != a->name
+      || name.substr(a->name.size(), 3) != "_wu")
+    return false;
+  auto digits = name.substr(a->name.size() + 3);
+  if (digits.front() == '0')
+    return false;
+  id_type n = 0;
+  auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  return err == std::errc{} && ptr == digits.data() + digits.size() && n == id;
 }
 
 void mark_unneeded(workunit_rec& wu) {
@@ -45,7 +63,7 @@ void add_sequence_wu(project_state& s, const event& e, const seq_entry& seq,
   ++s.counters.workunits_created;
   ++s.counters.results_created;
   ++s.active_workunits;
-  for (const auto& in : wu.params.inputs)
+  for (const auto& in : wu.params->inputs)
     ++s.input_refs[in.name];
 }
 
@@ -179,6 +197,46 @@ const char* to_string(wu_state x) {
   return "?";
 }
 
+// -- wu_table -----------------------------------------------------------------
+
+workunit_rec& wu_table::at(id_type id) {
+  auto i = find(id);
+  if (i == end())
+    throw std::out_of_range("no workunit " + std::to_string(id));
+  return i->second;
+}
+
+const workunit_rec& wu_table::at(id_type id) const {
+  auto i = find(id);
+  if (i == end())
+    throw std::out_of_range("no workunit " + std::to_string(id));
+  return i->second;
+}
+
+workunit_rec& wu_table::operator[](id_type id) {
+  if (auto i = find(id); i != end())
+    return i->second;
+  // Appending the next dense id keeps every sparse id above the dense ones (an id already in
+  // the map is found above), so iteration stays in id order.
+  if (id == dense_.size() + 1) {
+    dense_.emplace_back(std::piecewise_construct, std::forward_as_tuple(id),
+                        std::forward_as_tuple());
+    return dense_.back().second;
+  }
+  return sparse_[id];
+}
+
+bool operator==(const wu_table& a, const wu_table& b) {
+  if (a.size() != b.size())
+    return false;
+  for (const auto& [id, wu] : a) {
+    auto i = b.find(id);
+    if (i == b.end() || !(i->second == wu))
+      return false;
+  }
+  return true;
+}
+
 // -- project_state ------------------------------------------------------------
 
 const app_rec* project_state::app(std::uint32_t id) const {
@@ -211,13 +269,29 @@ std::optional<result_ref> project_state::parse_result_name(std::string_view name
   if (!split)
     return std::nullopt;
   auto [base, index] = *split;
-  auto i = wu_by_name.find(std::string{base});
-  if (i == wu_by_name.end())
+  auto wu = find_workunit(base);
+  if (wu == nullptr)
     return std::nullopt;
-  result_ref r{i->second, index};
+  result_ref r{wu->id, index};
   if (result(r) == nullptr)
     return std::nullopt;
   return r;
+}
+
+const workunit_rec* project_state::find_workunit(std::string_view wu_name) const {
+  if (auto i = wu_by_name.find(std::string{wu_name}); i != wu_by_name.end())
+    return workunit(i->second);
+  // A generated name: "<app>_wu<id>" (only the last "_wu" can be followed by the digits).
+  auto pos = wu_name.rfind("_wu");
+  if (pos == std::string_view::npos || pos == 0)
+    return nullptr;
+  id_type id = 0;
+  auto digits = wu_name.substr(pos + 3);
+  auto [ptr, err] = std::from_chars(digits.data(), digits.data() + digits.size(), id);
+  if (err != std::errc{} || ptr != digits.data() + digits.size())
+    return nullptr;
+  auto wu = workunit(id);
+  return wu != nullptr && wu->name == wu_name ? wu : nullptr;
 }
 
 bool project_state::state_file_in_use(const workunit_rec& wu, const std::string& name) const {
@@ -227,7 +301,7 @@ bool project_state::state_file_in_use(const workunit_rec& wu, const std::string&
   std::uint32_t own = 0;
   if (!wu.files_deleted)
     own += static_cast<std::uint32_t>(std::count_if(
-      wu.params.inputs.begin(), wu.params.inputs.end(),
+      wu.params->inputs.begin(), wu.params->inputs.end(),
       [&](const file_rec& f) { return f.name == name; }));
   if (wu.sequence && wu.sequence->released == 0)
     own += static_cast<std::uint32_t>(
@@ -276,17 +350,13 @@ void rebuild_indices(project_state& s) {
   s.deadlines = {};
   s.active_workunits = 0;
   s.input_refs.clear();
-  // Unsent results are served in creation order: workunit id, then index.
-  std::vector<id_type> ids;
-  ids.reserve(s.workunits.size());
-  for (const auto& [id, wu] : s.workunits)
-    ids.push_back(id);
-  std::sort(ids.begin(), ids.end());
-  for (auto id : ids) {
-    const auto& wu = s.workunits.at(id);
-    s.wu_by_name.emplace(wu.name, id);
+  // Unsent results are served in creation order: workunit id, then index (the table iterates
+  // in id order).
+  for (const auto& [id, wu] : s.workunits) {
+    if (wu.sequence || !is_generated_name(s, wu.app, id, wu.name))
+      s.wu_by_name.emplace(wu.name, id);
     if (!wu.files_deleted)
-      for (const auto& in : wu.params.inputs)
+      for (const auto& in : wu.params->inputs)
         ++s.input_refs[in.name];
     if (wu.sequence && wu.sequence->released == 0)
       for (const auto& name : wu.sequence->staged)
@@ -329,13 +399,18 @@ void apply(project_state& s, const event& e) {
         wu.name = x.name;
         wu.app = x.app;
         wu.params = x.params;
+        // The workunits of a batch have equal parameters: one shared copy.
+        if (auto prev = s.workunits.find(x.id - 1); prev != s.workunits.end())
+          wu.params.share_if_equal(prev->second.params);
         wu.created = e.time;
-        s.wu_by_name[x.name] = x.id;
+        if (!is_generated_name(s, x.app, x.id, x.name))
+          s.wu_by_name[x.name] = x.id;
         s.next_wu = std::max(s.next_wu, x.id + 1);
         ++s.counters.workunits_created;
         ++s.active_workunits;
         for (const auto& in : x.params.inputs)
           ++s.input_refs[in.name];
+        wu.results.reserve(x.n_results);
         add_results(s, wu, x.n_results);
       },
       [&](const ev::results_created& x) {
@@ -345,13 +420,14 @@ void apply(project_state& s, const event& e) {
         auto& wu = i->second;
         if (x.check) {
           // A cherry-picking check: the quorum needs the extra replicas too.
-          wu.params.min_quorum += static_cast<int>(x.count);
-          wu.params.target_nresults += static_cast<int>(x.count);
-          wu.params.max_success_results =
-            std::max(wu.params.max_success_results, wu.params.min_quorum);
-          wu.params.max_total_results =
-            std::max(wu.params.max_total_results,
-                     static_cast<int>(wu.results.size() + x.count));
+          // Parameters may be shared with the batch: this workunit gets its own copy.
+          wu_params p = *wu.params;
+          p.min_quorum += static_cast<int>(x.count);
+          p.target_nresults += static_cast<int>(x.count);
+          p.max_success_results = std::max(p.max_success_results, p.min_quorum);
+          p.max_total_results =
+            std::max(p.max_total_results, static_cast<int>(wu.results.size() + x.count));
+          wu.params = std::move(p);
         }
         add_results(s, wu, x.count);
       },
@@ -435,7 +511,7 @@ void apply(project_state& s, const event& e) {
         auto app = s.app(wu.app);
         if (wu.sequence && wu.sequence->kind == seq_element_kind::state && app
             && x.canonical < wu.results.size() && wu.sequence->staged.empty()) {
-          auto files = state_files_of(wu.results[x.canonical].report.outputs,
+          auto files = state_files_of(wu.results[x.canonical].report->outputs,
                                       wu.name + "_" + std::to_string(x.canonical),
                                       app->output_names);
           for (const auto& f : files)
@@ -466,7 +542,7 @@ void apply(project_state& s, const event& e) {
         if (i == s.workunits.end() || i->second.files_deleted)
           return;
         i->second.files_deleted = true;
-        for (const auto& in : i->second.params.inputs)
+        for (const auto& in : i->second.params->inputs)
           if (auto r = s.input_refs.find(in.name); r != s.input_refs.end() && --r->second == 0)
             s.input_refs.erase(r);
       },

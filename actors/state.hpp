@@ -45,22 +45,23 @@ const char* to_string(result_outcome x);
 const char* to_string(validate_state x);
 const char* to_string(wu_state x);
 
-/// One replica of a workunit.
+/// One replica of a workunit. Compact (issue #8): the app version is echoed through shared
+/// strings, and the report and credit live on the heap only once they exist.
 struct result_rec {
   result_state state = result_state::unsent;
   result_outcome outcome = result_outcome::none;
   validate_state validation = validate_state::init;
+  bool probation = true;      ///< The (host, version) was on scale probation when it reported.
   id_type host = 0;
   time_us sent = 0;
   time_us deadline = 0;
   time_us received = 0;
   version_echo version;
-  report_rec report;
+  boxed<report_rec> report;   ///< Read as `report->x`; empty (all zero) until reported.
   double peak_flops = 0;      ///< peak_flops(J) at dispatch.
   average_var host_pfc{};       ///< PFCmean(H,V) the host reported with the result.
-  bool probation = true;      ///< The (host, version) was on scale probation when it reported.
   time_us scale_time = 0;     ///< Its host_scale_time then.
-  credit_rec credit{};          ///< Claimed and granted credit, once validated.
+  boxed<credit_rec> credit{};   ///< Claimed and granted credit, once validated (`credit->x`).
   friend bool operator==(const result_rec&, const result_rec&) = default;
 };
 
@@ -98,7 +99,8 @@ struct workunit_rec {
   id_type id = 0;
   std::string name;
   std::uint32_t app = 0;
-  wu_params params;
+  /// Shared with the workunit before it when equal (a batch): read as `params->x`.
+  shared_value<wu_params> params;
   wu_state state = wu_state::active;
   std::optional<std::uint32_t> canonical;
   std::string failure;
@@ -106,7 +108,7 @@ struct workunit_rec {
   time_us finished = 0;
   bool files_deleted = false;    ///< Uploads and unused inputs removed after the grace period.
   std::vector<result_rec> results;
-  std::optional<seq_link> sequence; ///< Set for the elements of work sequences.
+  heap_optional<seq_link> sequence; ///< Set for the elements of work sequences.
   friend bool operator==(const workunit_rec&, const workunit_rec&) = default;
 };
 
@@ -115,6 +117,117 @@ void inspect_fields(F& f, workunit_rec& x) {
   f(x.id, x.name, x.app, x.params, x.state, x.canonical, x.failure, x.created, x.finished,
     x.files_deleted, x.results, x.sequence);
 }
+
+/// The workunits of a project by id, in id order. Plain workunits have dense ids from 1
+/// (next_wu), so they live in a deque indexed by id - 1: no hash node, no bucket, no
+/// rehashing. Other ids (work sequences' range, or a gap) go to an ordered map. The interface
+/// is the part of a map's that the code uses; elements are `pair<const id_type, workunit_rec>`.
+class wu_table {
+public:
+  using value_type = std::pair<const id_type, workunit_rec>;
+
+  template <bool Const>
+  class iter {
+  public:
+    using table_t = std::conditional_t<Const, const wu_table, wu_table>;
+    using map_it = std::conditional_t<Const, std::map<id_type, workunit_rec>::const_iterator,
+                                      std::map<id_type, workunit_rec>::iterator>;
+    using ref_t = std::conditional_t<Const, const value_type&, value_type&>;
+    using ptr_t = std::conditional_t<Const, const value_type*, value_type*>;
+    iter() = default;
+    iter(table_t* t, std::size_t i, map_it m) : t_(t), i_(i), m_(m) {}
+    operator iter<true>() const { return {t_, i_, m_}; } // NOLINT
+    ref_t operator*() const {
+      if (i_ < t_->dense_.size())
+        return t_->dense_[i_];
+      return *m_;
+    }
+    ptr_t operator->() const { return &**this; }
+    iter& operator++() {
+      if (i_ < t_->dense_.size())
+        ++i_;
+      else
+        ++m_;
+      return *this;
+    }
+    friend bool operator==(const iter& a, const iter& b) { return a.i_ == b.i_ && a.m_ == b.m_; }
+
+  private:
+    friend class wu_table;
+    table_t* t_ = nullptr;
+    std::size_t i_ = 0;
+    map_it m_{};
+  };
+  using iterator = iter<false>;
+  using const_iterator = iter<true>;
+
+  iterator begin() { return {this, 0, sparse_.begin()}; }
+  iterator end() { return {this, dense_.size(), sparse_.end()}; }
+  const_iterator begin() const { return {this, 0, sparse_.begin()}; }
+  const_iterator end() const { return {this, dense_.size(), sparse_.end()}; }
+
+  iterator find(id_type id) {
+    if (id >= 1 && id <= dense_.size())
+      return {this, id - 1, sparse_.begin()};
+    auto m = sparse_.find(id);
+    return m == sparse_.end() ? end() : iterator{this, dense_.size(), m};
+  }
+  const_iterator find(id_type id) const {
+    if (id >= 1 && id <= dense_.size())
+      return {this, id - 1, sparse_.begin()};
+    auto m = sparse_.find(id);
+    return m == sparse_.end() ? end() : const_iterator{this, dense_.size(), m};
+  }
+  std::size_t count(id_type id) const { return find(id) == end() ? 0 : 1; }
+  workunit_rec& at(id_type id);
+  const workunit_rec& at(id_type id) const;
+  /// The workunit with this id, created (default) when there is none.
+  workunit_rec& operator[](id_type id);
+  std::size_t size() const { return dense_.size() + sparse_.size(); }
+  bool empty() const { return size() == 0; }
+  void clear() {
+    dense_.clear();
+    sparse_.clear();
+  }
+
+  friend bool operator==(const wu_table& a, const wu_table& b);
+
+  template <class Encoder>
+  void codec_put(Encoder& e) const {
+    // As the map it replaces: count, then (id, workunit) in id order.
+    e.w.put_varint(size());
+    for (const auto& [id, wu] : *this) {
+      e.put(id);
+      e.put(wu);
+    }
+  }
+  template <class Decoder>
+  void codec_get(Decoder& d) {
+    clear();
+    auto n = d.r.get_varint();
+    if (n > d.r.remaining()) {
+      d.r.set_failed();
+      return;
+    }
+    for (std::uint64_t i = 0; i < n && !d.r.failed(); ++i) {
+      id_type id = 0;
+      d.get(id);
+      if (count(id)) {
+        d.r.set_failed(); // a duplicate id
+        return;
+      }
+      auto& wu = (*this)[id];
+      d.get(wu);
+      // Workunits of a batch share their parameters, as apply makes them.
+      if (auto prev = find(id - 1); prev != end())
+        wu.params.share_if_equal(prev->second.params);
+    }
+  }
+
+private:
+  std::deque<value_type> dense_;             ///< Ids 1..dense_.size().
+  std::map<id_type, workunit_rec> sparse_;   ///< Every other id (all above the dense ones).
+};
 
 /// The project's directory entry of a work sequence (the sequence's actor owns the rest).
 struct seq_entry {
@@ -200,7 +313,7 @@ struct project_state {
   std::map<std::string, credit_totals> teams;
   std::map<id_type, user_rec> users;
   std::map<id_type, host_reg> hosts;
-  std::unordered_map<id_type, workunit_rec> workunits;
+  wu_table workunits;
   id_type next_user = 1;
   id_type next_host = 1;
   id_type next_wu = 1;
@@ -212,6 +325,8 @@ struct project_state {
 
   // -- derived indices (rebuilt, not snapshotted) --
   std::unordered_map<std::string, id_type> user_by_auth;
+  /// Workunits by custom name; generated names ("<app>_wu<id>") are not indexed (see
+  /// find_workunit).
   std::unordered_map<std::string, id_type> wu_by_name;
   std::unordered_map<std::string, id_type> seq_by_name;
   /// Unsent results per app id, in creation order; entries may be stale (checked on use).
@@ -234,6 +349,8 @@ struct project_state {
   const workunit_rec* workunit(id_type id) const;
   /// The result, or null.
   const result_rec* result(result_ref r) const;
+  /// The workunit with this name (custom, or generated "<app>_wu<id>"), or null.
+  const workunit_rec* find_workunit(std::string_view name) const;
   /// Parses "<wu name>_<index>" into a result of this project.
   std::optional<result_ref> parse_result_name(std::string_view name) const;
   /// "<wu name>_<index>".

@@ -391,7 +391,7 @@ void parse_listen(parser& p, const YAML::Node& node, const std::string& key, ser
 void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   mapping m(p, node, "server",
             {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
-             "worker_threads", "admin_token", "body_limit", "upload_limit", "read_timeout",
+             "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit", "upload_limit", "read_timeout",
              "snapshot_every_events", "snapshot_interval", "snapshots_kept"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
@@ -415,6 +415,9 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   read(m, "data_dir", out.data_dir);
   read_enum(m, "durability", out.mode, {{"sync", durability::sync}, {"async", durability::async}});
   read(m, "worker_threads", out.worker_threads);
+  read(m, "actor_threads", out.actor_threads);
+  read_enum(m, "actor_scheduler", out.scheduler,
+            {{"sharing", actor_scheduler::sharing}, {"stealing", actor_scheduler::stealing}});
   read(m, "admin_token", out.admin_token);
   read_size(m, "body_limit", out.body_limit);
   read_size(m, "upload_limit", out.upload_limit);
@@ -634,6 +637,9 @@ private:
     if (s.data_dir.empty())
       fail("server.data_dir", "must not be empty");
     positive("server.worker_threads", s.worker_threads);
+    if (s.actor_threads < 0)
+      fail("server.actor_threads", "must be 0 (one per core) or more, got " +
+                                       std::to_string(s.actor_threads));
     positive("server.body_limit", s.body_limit);
     positive("server.upload_limit", s.upload_limit);
     positive("server.read_timeout", s.read_timeout.count());
@@ -910,6 +916,8 @@ std::string to_yaml(const cobble_config& cfg) {
   str("data_dir", s.data_dir.string());
   raw("durability", s.mode == durability::sync ? "sync" : "async");
   raw("worker_threads", std::to_string(s.worker_threads));
+  raw("actor_threads", std::to_string(s.actor_threads));
+  raw("actor_scheduler", s.scheduler == actor_scheduler::sharing ? "sharing" : "stealing");
   str("admin_token", s.admin_token);
   raw("body_limit", format_size(static_cast<double>(s.body_limit)));
   raw("upload_limit", format_size(static_cast<double>(s.upload_limit)));

@@ -167,6 +167,12 @@ struct project_config {
   bool operator==(const project_config&) const = default;
 };
 
+/// How CAF runs actors on its threads.
+enum class actor_scheduler {
+  sharing,  ///< One shared queue; idle threads sleep until work arrives.
+  stealing, ///< Work stealing; idle threads poll, then back off (CAF's default).
+};
+
 /// The server process.
 struct server_config {
   std::string listen_address = "127.0.0.1";
@@ -175,6 +181,8 @@ struct server_config {
   std::filesystem::path data_dir = "cobble-data";
   durability mode = durability::sync;
   int worker_threads = 2;          ///< HTTP threads; CAF uses its own scheduler threads.
+  int actor_threads = 0;           ///< CAF scheduler threads; 0: one per core.
+  actor_scheduler scheduler = actor_scheduler::sharing; ///< How actors share those threads.
   std::string admin_token;         ///< Empty: generated and stored in <data_dir>/admin_token.
   std::size_t body_limit = 4u << 20;           ///< Bytes of a scheduler or admin request.
   std::size_t upload_limit = 256u << 20;       ///< Bytes of one upload request.

@@ -113,7 +113,7 @@ json workunit_head(const workunit_view& v) {
           {"canonical_result", optional_string(canonical)},
           {"failure", optional_string(v.wu.failure)},
           {"granted_credit", v.wu.canonical && *v.wu.canonical < v.wu.results.size()
-                               ? json(v.wu.results[*v.wu.canonical].credit.granted)
+                               ? json(v.wu.results[*v.wu.canonical].credit->granted)
                                : json(nullptr)},
           {"result_counts", counts_json(v.wu)}};
 }
@@ -343,7 +343,7 @@ json totals_json(const credit_totals& c) {
 json credit_json(const result_rec& r) {
   if (r.validation != validate_state::valid)
     return nullptr;
-  const auto& c = r.credit;
+  const auto& c = *r.credit;
   json flags = json::array();
   for (auto [bit, name] : {std::pair{credit_default_pfc, "default_pfc"},
                            std::pair{credit_one_time_cheat, "one_time_cheat"},
@@ -371,19 +371,19 @@ json result_json(const workunit_rec& wu, std::uint32_t index, const std::string&
               {"sent", time_json(r.sent)},
               {"deadline", time_json(r.deadline)},
               {"received", time_json(r.received)},
-              {"elapsed", reported ? json(r.report.elapsed) : json(nullptr)},
-              {"cpu", reported ? json(r.report.cpu) : json(nullptr)},
-              {"exit_status", reported ? json(r.report.exit_status) : json(nullptr)},
-              {"client_state", reported ? json(r.report.client_state) : json(nullptr)},
-              {"success", reported ? json(r.report.success) : json(nullptr)},
-              {"flags", flags_json(r.report.flags)},
-              {"outputs", files_json(r.report.outputs)},
+              {"elapsed", reported ? json(r.report->elapsed) : json(nullptr)},
+              {"cpu", reported ? json(r.report->cpu) : json(nullptr)},
+              {"exit_status", reported ? json(r.report->exit_status) : json(nullptr)},
+              {"client_state", reported ? json(r.report->client_state) : json(nullptr)},
+              {"success", reported ? json(r.report->success) : json(nullptr)},
+              {"flags", flags_json(r.report->flags)},
+              {"outputs", files_json(r.report->outputs)},
               {"credit", credit_json(r)}};
   if (r.sent != 0)
     out["app_version"] = {{"id", r.version.app_version_id},
-                          {"platform", r.version.platform},
+                          {"platform", r.version.platform.str()},
                           {"version_num", r.version.version_num},
-                          {"plan_class", r.version.plan_class}};
+                          {"plan_class", r.version.plan_class.str()}};
   else
     out["app_version"] = nullptr;
   return out;
@@ -391,7 +391,7 @@ json result_json(const workunit_rec& wu, std::uint32_t index, const std::string&
 
 json to_json(const workunit_view& v) {
   auto out = workunit_head(v);
-  out["params"] = params_json(v.wu.params);
+  out["params"] = params_json(*v.wu.params);
   json results = json::array();
   for (std::uint32_t i = 0; i < v.wu.results.size(); ++i) {
     auto name = i < v.result_names.size() ? v.result_names[i]

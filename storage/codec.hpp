@@ -5,7 +5,8 @@
 /// Integers are written as fixed-width big-endian (`put_u*`) or as LEB128 varints
 /// (`put_varint`, zig-zag for signed). Doubles are their IEEE-754 bit pattern, big-endian.
 /// Strings and containers carry a varint length. Structs are encoded field by field through
-/// an ADL-found `inspect_fields(f, x)` that calls `f(x.a, x.b, ...)`; adding a field at the end
+/// an ADL-found `inspect_fields(f, x)` that calls `f(x.a, x.b, ...)`, or by the type's own
+/// `codec_put(encoder&) const` / `codec_get(decoder&)` when it has them; adding a field at the end
 /// of a struct is a new payload format version (see actors/events.hpp).
 ///
 /// The reader never throws and never reads past its input: every getter checks the length and,
@@ -228,6 +229,8 @@ struct encoder {
           put(v);
         }
       }
+    } else if constexpr (requires { x.codec_put(*this); }) {
+      x.codec_put(*this); // a type that encodes itself (e.g. as the plain value it wraps)
     } else {
       inspect_fields(*this, const_cast<T&>(x));
     }
@@ -302,6 +305,8 @@ struct decoder {
         get(v);
         x.emplace(std::move(k), std::move(v));
       }
+    } else if constexpr (requires { x.codec_get(*this); }) {
+      x.codec_get(*this);
     } else {
       inspect_fields(*this, x);
     }

@@ -688,9 +688,9 @@ std::vector<entity_match> find_entity(const world& w, const entity_ref& ref,
           out.push_back({index, 0, net::to_json(cobble::summarize(ps))});
         break;
       case entity_kind::workunit: {
-        const workunit_rec* wu = nullptr;
-        if (auto it = ps.wu_by_name.find(ref.key); it != ps.wu_by_name.end())
-          wu = ps.workunit(it->second);
+        const workunit_rec* wu = ps.find_workunit(ref.key);
+        if (wu != nullptr)
+          ;
         else if (std::all_of(ref.key.begin(), ref.key.end(), ::isdigit))
           wu = ps.workunit(std::stoull(ref.key));
         if (wu != nullptr)
@@ -841,7 +841,7 @@ std::string json_difference(const json& replayed, const json& snapshot) {
 
 template <class Map, class Describe>
 std::optional<std::string> first_map_difference(const Map& a, const Map& b, Describe describe) {
-  std::set<typename Map::key_type> keys;
+  std::set<std::remove_cvref_t<decltype(a.begin()->first)>> keys;
   for (const auto& [k, v] : a)
     keys.insert(k);
   for (const auto& [k, v] : b)

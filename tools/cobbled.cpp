@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
   std::string public_url;
   std::string durability;
   std::string token;
+  std::string scheduler;
   std::string log_level = "info";
   bool print_config = false;
   app.add_option("-c,--config", config_file, "YAML configuration file (docs/configuration.md)")
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
   app.add_option("--public-url", public_url, "Base URL clients use (default: the Host header)");
   app.add_option("--durability", durability, "sync (default) or async")
     ->check(CLI::IsMember({"sync", "async"}));
+  app.add_option("--actor-scheduler", scheduler,
+                 "sharing (default) or stealing: how actors share their threads "
+                 "(overrides server.actor_scheduler)")
+    ->check(CLI::IsMember({"sharing", "stealing"}));
   app.add_option("--admin-token", token, "Admin API token (default: <data-dir>/admin_token)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
     ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
@@ -116,6 +121,9 @@ int main(int argc, char** argv) {
                                               : cobble::config::durability::sync;
     if (!token.empty())
       cfg.server.admin_token = token;
+    if (!scheduler.empty())
+      cfg.server.scheduler = scheduler == "stealing" ? cobble::config::actor_scheduler::stealing
+                                                     : cobble::config::actor_scheduler::sharing;
     cobble::config::validate(cfg);
   } catch (const std::exception& e) {
     std::cerr << "cobbled: " << e.what() << '\n';
@@ -166,6 +174,13 @@ int main(int argc, char** argv) {
   caf::actor_system_config sys_cfg;
   cobble::register_types(sys_cfg);
   sys_cfg.set("logger.console", caf::atom("none"));
+  // Sharing: idle scheduler threads sleep on a condition variable instead of polling, which
+  // measured less CPU per RPC on small machines (docs/performance.md).
+  sys_cfg.set("scheduler.policy", cfg.server.scheduler == cobble::config::actor_scheduler::sharing
+                                    ? caf::atom("sharing")
+                                    : caf::atom("stealing"));
+  if (cfg.server.actor_threads > 0)
+    sys_cfg.set("scheduler.max-threads", static_cast<std::size_t>(cfg.server.actor_threads));
   caf::actor_system sys{sys_cfg};
   auto clk = std::make_shared<cobble::system_clock>();
   auto started = std::chrono::steady_clock::now();

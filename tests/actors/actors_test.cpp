@@ -457,12 +457,30 @@ TEST_CASE_METHOD(actor_fixture, "replaying the log rebuilds what the actors hold
   REQUIRE(decoded.has_value());
   CHECK(*decoded == *replayed);
 
+  // The snapshotter keeps no copy of the world: a later snapshot is rebuilt from the previous
+  // one and the events after it, and it too equals the full replay.
+  create({"d"});
+  rpc(request(h1, 3600));
+  auto later_seq = ask<std::uint64_t>(node.log, atom::snapshot_v);
+  CHECK(later_seq == store->last_seq());
+  CHECK(later_seq > snap_seq);
+  auto full = recover(*store, true);
+  REQUIRE(static_cast<bool>(full));
+  auto later_blob = store->read_snapshot(later_seq);
+  REQUIRE(static_cast<bool>(later_blob));
+  auto later = decode_snapshot(*later_blob);
+  REQUIRE(later.has_value());
+  CHECK(later->seq == later_seq);
+  CHECK(*later == *full);
+  CHECK(later->projects[0].project.workunits.size() == 4);
+
   // A snapshot of an older format (as written before an upgrade) is skipped: recovery
-  // replays the log instead of failing on it.
+  // replays the log instead of failing on it (up to that snapshot's seq, so that the later
+  // one is not used).
   auto older = *blob;
   older[0] = static_cast<char>(snapshot_version - 1);
   REQUIRE_FALSE(store->write_snapshot(snap_seq, older));
-  auto from_older = recover(*store);
+  auto from_older = recover(*store, false, snap_seq);
   REQUIRE(static_cast<bool>(from_older));
   CHECK(*from_older == *replayed);
 }

@@ -414,7 +414,7 @@ TEST_CASE("app_units policy: lone results get a check replica at random or under
   REQUIRE(created.size() == 1);
   CHECK(created[0].check);
   CHECK(of_kind<ev::workunit_validated>(events).empty());
-  CHECK(f.logic.state.workunit(wu)->params.min_quorum == 2);
+  CHECK(f.logic.state.workunit(wu)->params->min_quorum == 2);
   // The check goes to another host; agreement validates both.
   CHECK(f.select(f.request(host, false)).empty());
   auto check = f.select(f.request(other, false));
@@ -505,13 +505,13 @@ TEST_CASE("the server's seconds_per_app_unit follows reported app units", "[auto
 TEST_CASE("create_work takes predicted_app_units and rejects bad ones", "[autoflops]") {
   af_fixture f;
   auto id = f.create(12.5);
-  CHECK(f.logic.state.workunit(id)->params.predicted_app_units == 12.5);
+  CHECK(f.logic.state.workunit(id)->params->predicted_app_units == 12.5);
   work_batch plain;
   plain.items.push_back(work_spec{});
   plain.items[0].app = "af";
   work_created out;
   REQUIRE(f.logic.create_work(plain, f.now, out));
-  CHECK(f.logic.state.workunit(out.ids.at(0))->params.predicted_app_units == 1);
+  CHECK(f.logic.state.workunit(out.ids.at(0))->params->predicted_app_units == 1);
   for (double bad : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(),
                      std::numeric_limits<double>::infinity()}) {
     work_batch b;
@@ -589,13 +589,12 @@ TEST_CASE("snapshots keep the AutoFlops statistics", "[autoflops][snapshot]") {
   af_fixture f;
   auto host = f.new_host();
   world w;
-  w.projects.resize(1);
   for (int i = 0; i < 5; ++i) {
     f.create(1);
     auto jobs = f.select(f.request(host, false));
     f.report(jobs.at(0).dispatched.result, host, 10, 3);
   }
-  w.projects[0].project = f.logic.state;
+  w.projects.push_back(project_world{f.logic.state, {}, {}, {}}); // project_state copies, never assigns
   auto blob = encode_snapshot(w);
   CHECK(snapshot_format(blob) == 5);
   auto back = decode_snapshot(blob);

@@ -246,7 +246,7 @@ TEST_CASE("create_work creates workunits with the app's defaults", "[project_log
   auto big = spec("big");
   big.rsc_fpops_est = 1e15;
   auto id = f.create_one(big);
-  CHECK(f.wu(id).params.rsc_fpops_bound >= 1e15);
+  CHECK(f.wu(id).params->rsc_fpops_bound >= 1e15);
 }
 
 TEST_CASE("create_work rejects bad batches and then creates nothing", "[project_logic]") {

@@ -359,9 +359,9 @@ TEST_CASE_METHOD(seq_files_fixture, "a relocated sequence continues on the new h
   stop();
   start();
   auto w = workunit("clim@7b1");
-  REQUIRE(w->wu.params.inputs.size() == 1);
-  CHECK(w->wu.params.inputs[0].name == name);
-  CHECK(w->wu.params.inputs[0].md5 == storage::md5_hex(s6));
+  REQUIRE(w->wu.params->inputs.size() == 1);
+  CHECK(w->wu.params->inputs[0].name == name);
+  CHECK(w->wu.params->inputs[0].md5 == storage::md5_hex(s6));
   advance(2 * day);
   CHECK(read_all(staged(s6)) == s6);
 
@@ -435,7 +435,7 @@ TEST_CASE_METHOD(seq_fixture, "a six-month climate run: 60 elements on one host,
   auto w7 = workunit("climate@7");
   CHECK(w7->wu.state == wu_state::assimilated);
   REQUIRE(w7->wu.results.size() == 1);
-  CHECK(w7->wu.results[0].report.outputs.size() == 1);
+  CHECK(w7->wu.results[0].report->outputs.size() == 1);
   CHECK(events_of_kind(ev::result_dispatched::kind) == 60);
   CHECK(events_of_kind(ev::sequence_assigned::kind) == 1);
 
@@ -782,7 +782,7 @@ TEST_CASE_METHOD(seq_fixture, "validated sequence elements are granted credit li
   rpc(request(h, 3600, {success("clim@1_0")}, {"clim"}));
   auto w1 = workunit("clim@1");
   REQUIRE(w1->wu.state == wu_state::assimilated);
-  const auto& c1 = w1->wu.results.at(0).credit;
+  const auto& c1 = *w1->wu.results.at(0).credit;
   CHECK((c1.flags & credit_anonymous) != 0);
   CHECK(c1.claimed == Approx(one));
   CHECK(c1.granted == Approx(one));
@@ -790,7 +790,7 @@ TEST_CASE_METHOD(seq_fixture, "validated sequence elements are granted credit li
   CHECK(host(h)->reg.credit.total == Approx(one));
   advance(3600 * us_per_second);
   auto r2 = rpc(request(h, 3600, {success("clim@2_0", "state2")}, {"clim"}));
-  CHECK(workunit("clim@2")->wu.results.at(0).credit.granted == Approx(one));
+  CHECK(workunit("clim@2")->wu.results.at(0).credit->granted == Approx(one));
   auto after = rpc(request(h, 0, {}, {"clim"}));
   CHECK(after->host_total_credit == Approx(2 * one));
   CHECK(after->user_total_credit == Approx(2 * one));
@@ -810,7 +810,7 @@ TEST_CASE_METHOD(seq_fixture, "validated sequence elements are granted credit li
   rpc(request(b, 0, {success("twin@1_0", "left")}, {"twin"}));
   rpc(request(c, 0, {success("twin@1r1_0", "right")}, {"twin"}));
   CHECK(workunit("twin@1")->wu.results.at(0).validation == validate_state::invalid);
-  CHECK(workunit("twin@1")->wu.results.at(0).credit.granted == 0);
+  CHECK(workunit("twin@1")->wu.results.at(0).credit->granted == 0);
   CHECK(host(b)->reg.credit.total == 0);
   // Replay grants the same.
   auto replayed = recover(*store, true);

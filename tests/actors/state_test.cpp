@@ -2,6 +2,7 @@
 /// states, and snapshots.
 
 #include "actors/state.hpp"
+#include "storage/codec.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -190,7 +191,7 @@ TEST_CASE("workunit_created adds unsent results, queues them and counts", "[stat
   REQUIRE(wu != nullptr);
   CHECK(wu->name == "wu_x");
   CHECK(wu->app == 1);
-  CHECK(wu->params == params(3));
+  CHECK(*wu->params == params(3));
   CHECK(wu->state == wu_state::active);
   CHECK(wu->created == t0 + 11);
   CHECK_FALSE(wu->canonical.has_value());
@@ -283,7 +284,7 @@ TEST_CASE("result_reported applies only to a result in progress on that host", "
     apply(s, make(ev::result_reported{{1, 1}, 2, error_report()}, t0 + 10));
     CHECK(s.result({1, 1})->state == result_state::over);
     CHECK(s.result({1, 1})->outcome == result_outcome::client_error);
-    CHECK(s.result({1, 1})->report.exit_status == 1);
+    CHECK(s.result({1, 1})->report->exit_status == 1);
     CHECK(s.counters.results_reported == 1);
   }
   SECTION("an unsent result: ignored") {
@@ -548,6 +549,99 @@ TEST_CASE("apply is deterministic: the same events give equal worlds", "[state][
   // And a different history gives a different world.
   events.pop_back();
   CHECK_FALSE(replay(events) == a);
+}
+
+TEST_CASE("generated workunit names are found without being indexed", "[state]") {
+  auto s = configured();
+  apply(s, make(ev::workunit_created{1, "testapp_wu1", 1, params(2), 2, "admin"}));
+  apply(s, make(ev::workunit_created{2, "custom", 1, params(2), 2, "admin"}));
+  // A custom name that looks generated, but for another id, is an ordinary custom name.
+  apply(s, make(ev::workunit_created{3, "testapp_wu7", 1, params(2), 2, "admin"}));
+  CHECK(s.wu_by_name.size() == 2);
+  CHECK(s.wu_by_name.count("testapp_wu1") == 0);
+  REQUIRE(s.find_workunit("testapp_wu1") != nullptr);
+  CHECK(s.find_workunit("testapp_wu1")->id == 1);
+  CHECK(s.find_workunit("custom")->id == 2);
+  CHECK(s.find_workunit("testapp_wu7")->id == 3);
+  CHECK(s.find_workunit("testapp_wu3") == nullptr); // wu 3 is named otherwise
+  CHECK(s.find_workunit("testapp_wu01") == nullptr);
+  CHECK(s.find_workunit("testapp_wu9") == nullptr);
+  CHECK(s.find_workunit("other_wu1") == nullptr);
+  CHECK(s.parse_result_name("testapp_wu1_1") == std::optional<result_ref>{result_ref{1, 1}});
+  CHECK_FALSE(s.parse_result_name("testapp_wu1_2").has_value());
+  CHECK(s.result_name({1, 0}) == "testapp_wu1_0");
+  // The same after a snapshot.
+  world w;
+  w.projects.push_back(project_world{s, {}, {}, {}});
+  auto back = decode_snapshot(encode_snapshot(w));
+  REQUIRE(back.has_value());
+  const auto& p = back->projects.at(0).project;
+  CHECK(p.wu_by_name.size() == 2);
+  CHECK(p.find_workunit("testapp_wu1")->id == 1);
+  CHECK(p.parse_result_name("testapp_wu7_0") == std::optional<result_ref>{result_ref{3, 0}});
+  CHECK(p == s);
+}
+
+TEST_CASE("the workunit table keeps dense and other ids in id order", "[state]") {
+  wu_table t;
+  CHECK(t.empty());
+  CHECK(t.find(1) == t.end());
+  auto seq_id = sequence_wu_id(3, 0);
+  for (id_type id : {id_type{1}, id_type{2}, seq_id, id_type{3}, id_type{10}, id_type{4}}) {
+    t[id].id = id;
+    t[id].name = "w" + std::to_string(id);
+  }
+  CHECK(t.size() == 6);
+  std::vector<id_type> order;
+  for (const auto& [id, wu] : t) {
+    CHECK(wu.id == id);
+    order.push_back(id);
+  }
+  CHECK(order == std::vector<id_type>{1, 2, 3, 4, 10, seq_id});
+  CHECK(t.at(10).name == "w10");
+  CHECK(t.count(5) == 0);
+  CHECK_THROWS_AS(t.at(5), std::out_of_range);
+  // The next dense id after a gap: still in order.
+  t[5].id = 5;
+  order.clear();
+  for (const auto& [id, wu] : t)
+    order.push_back(id);
+  CHECK(order == std::vector<id_type>{1, 2, 3, 4, 5, 10, seq_id});
+  // Equality does not depend on where an id is kept.
+  wu_table u;
+  for (id_type id : {seq_id, id_type{10}, id_type{5}, id_type{4}, id_type{3}, id_type{2},
+                     id_type{1}}) {
+    u[id] = t.at(id);
+  }
+  CHECK(u == t);
+  u[2].name = "changed";
+  CHECK_FALSE(u == t);
+}
+
+TEST_CASE("compact result fields read as plain values and compare by value", "[state]") {
+  result_rec a, b;
+  CHECK_FALSE(a.report.has_value());
+  CHECK(a.report->outputs.empty());
+  CHECK(a.credit->scale_v == 1);
+  a.report = report_rec{};
+  CHECK_FALSE(a.report.has_value()); // an empty report takes no heap
+  a.report = ok_report(5);
+  CHECK(a.report.has_value());
+  CHECK(a.report->elapsed == ok_report(5).elapsed);
+  CHECK_FALSE(a == b);
+  b = a;
+  CHECK(a == b);
+  a.version.platform = std::string{"x86_64-pc-linux-gnu"};
+  b.version.platform = "x86_64-pc-linux-gnu";
+  CHECK(a.version == b.version);
+  CHECK(a.version.platform.str() == "x86_64-pc-linux-gnu");
+  CHECK(a.version.platform.c_str() == b.version.platform.c_str()); // one shared copy
+  // Encoded exactly as the plain strings were (events and snapshots keep their format).
+  std::string plain;
+  storage::writer wr{plain};
+  storage::encoder enc{wr};
+  enc(a.version.app_version_id, std::string{"x86_64-pc-linux-gnu"}, 0, std::string{});
+  CHECK(storage::encode(a.version) == plain);
 }
 
 // -- snapshots ----------------------------------------------------------------

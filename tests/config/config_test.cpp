@@ -27,6 +27,8 @@ server:
   data_dir: /var/lib/cobble
   durability: async
   worker_threads: 8
+  actor_threads: 3
+  actor_scheduler: stealing
   admin_token: s3cret
   body_limit: 8MiB
   upload_limit: 1G
@@ -190,6 +192,8 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(s.data_dir == "/var/lib/cobble");
   CHECK(s.mode == durability::async);
   CHECK(s.worker_threads == 8);
+  CHECK(s.actor_threads == 3);
+  CHECK(s.scheduler == actor_scheduler::stealing);
   CHECK(s.admin_token == "s3cret");
   CHECK(s.body_limit == 8u << 20);
   CHECK(s.upload_limit == 1000000000u);

@@ -121,6 +121,8 @@ TEST_CASE("errors: sizes and durations", "[config][errors]") {
 TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
   expect_error("server:\n  worker_threads: 0\nprojects: [{name: p}]\n", 2, "server.worker_threads",
                "must be positive");
+  expect_error("server:\n  actor_threads: -1\nprojects: [{name: p}]\n", 2, "server.actor_threads",
+               "must be 0 (one per core) or more");
   expect_error("server:\n  body_limit: 0\nprojects: [{name: p}]\n", 2, "server.body_limit",
                "must be positive");
   expect_error("server:\n  read_timeout: 0s\nprojects: [{name: p}]\n", 2, "server.read_timeout",
@@ -163,6 +165,8 @@ TEST_CASE("errors: unknown keys are refused by name", "[config][errors]") {
 TEST_CASE("errors: unknown enum values list the allowed ones", "[config][errors]") {
   expect_error("server:\n  durability: fast\nprojects: [{name: p}]\n", 2, "server.durability",
                "unknown value 'fast' (allowed: sync, async)");
+  expect_error("server:\n  actor_scheduler: fifo\nprojects: [{name: p}]\n", 2,
+               "server.actor_scheduler", "unknown value 'fifo' (allowed: sharing, stealing)");
   expect_error(with_app("        validator: fuzzy\n") + version, 5, "projects[0].apps[0].validator",
                "allowed: bitwise, accept_all");
   expect_error(with_app("        versions:\n          - {coproc_type: AMD, coproc_count: 1}\n"), 6,

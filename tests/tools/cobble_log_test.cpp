@@ -243,7 +243,9 @@ TEST_CASE("cobble log tail, replay and verify on a prepared data directory",
       REQUIRE(w->projects.size() == 1);
       auto& wus = w->projects[0].project.workunits;
       REQUIRE(wus.count(1));
-      wus.at(1).params.command_line = "--tampered";
+      auto tampered = *wus.at(1).params;
+      tampered.command_line = "--tampered";
+      wus.at(1).params = tampered;
       REQUIRE_FALSE(st.write_snapshot(seq, encode_snapshot(*w)));
     }
     auto bad = run_cobble(data + " log verify");

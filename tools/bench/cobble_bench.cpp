@@ -268,6 +268,7 @@ struct throughput_cli {
   std::vector<std::string> modes{"sync", "async"};
   std::string work_dir = "bench-data";
   std::string report;
+  std::string scheduler; ///< cobbled --actor-scheduler; empty: its default
 };
 
 int cmd_throughput(throughput_cli& c) {
@@ -284,7 +285,12 @@ int cmd_throughput(throughput_cli& c) {
     rw.mode = mode;
     auto dir = fs::path{c.work_dir} / ("throughput-" + mode);
     fs::remove_all(dir);
-    server s{dir, {"--durability", mode}, c.bin.cobbled};
+    std::vector<std::string> args{"--durability", mode};
+    if (!c.scheduler.empty()) {
+      args.push_back("--actor-scheduler");
+      args.push_back(c.scheduler);
+    }
+    server s{dir, args, c.bin.cobbled};
     s.start();
     std::cout << "durability " << mode << ": cobbled on port " << s.port << ", creating "
               << c.workunits << " workunits (" << 2 * c.workunits << " jobs)..." << std::endl;
@@ -335,9 +341,9 @@ int cmd_throughput(throughput_cli& c) {
   md += fmt::format("Load: {} simulated hosts on {} keep-alive connections, {} generator "
                     "thread(s), {} s measured after a warm-up of at least {} s, {} job(s) asked "
                     "per RPC; every RPC after a host's first reports the results it got last "
-                    "time.\n\n",
+                    "time. cobbled's actor scheduler: {}.\n\n",
                     c.hosts, c.o.connections, c.o.threads, c.o.seconds, c.o.warmup_seconds,
-                    c.o.jobs_per_rpc);
+                    c.o.jobs_per_rpc, c.scheduler.empty() ? "its default" : c.scheduler);
   md += "| durability | ceiling: GET /healthz per s | scheduler RPCs/s | ratio to ceiling | "
         "jobs dispatched/s | results reported/s | p50 ms | p99 ms | p99.9 ms | events/commit "
         "| fsyncs/s | CPU s cobbled / generator |\n"
@@ -654,6 +660,9 @@ int main(int argc, char** argv) {
   tp->add_option("--workunits", tc.workunits, "Workunits to queue first (2 jobs each)")
     ->capture_default_str();
   tp->add_option("--durability", tc.modes, "Modes to measure")->capture_default_str();
+  tp->add_option("--actor-scheduler", tc.scheduler,
+                 "cobbled's --actor-scheduler (sharing or stealing; default: cobbled's)")
+    ->check(CLI::IsMember({"sharing", "stealing"}));
   tp->add_option("--work-dir", tc.work_dir, "Where data directories are made")->capture_default_str();
   tp->add_option("--report", tc.report, "Append the Markdown section to this file");
 

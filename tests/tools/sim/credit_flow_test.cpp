@@ -100,10 +100,10 @@ TEST_CASE("granted credit reaches the workunit, the totals and the scheduler rep
   const auto& r0 = (*w)->wu.results[0];
   const auto& r1 = (*w)->wu.results[1];
   CHECK(r0.peak_flops + r1.peak_flops == 3e9);
-  CHECK(r0.credit.claimed + r1.credit.claimed == Approx(3e12 / 864e9));
+  CHECK(r0.credit->claimed + r1.credit->claimed == Approx(3e12 / 864e9));
   double granted = 1.5e12 / 864e9;
-  CHECK(r0.credit.granted == Approx(granted));
-  CHECK(r1.credit.granted == Approx(granted));
+  CHECK(r0.credit->granted == Approx(granted));
+  CHECK(r1.credit->granted == Approx(granted));
   // Totals: each host's, and the user's (both hosts are hers); the reply tells the client.
   auto next = h.rpc("p", request(ha, 1e9, false));
   REQUIRE(next);
@@ -373,7 +373,7 @@ credit_rec credit_of(sim::harness& h, const std::string& wu) {
   auto w = h.workunit("p", wu);
   REQUIRE(w);
   REQUIRE((*w)->wu.state == wu_state::assimilated);
-  return (*w)->wu.results.at(0).credit;
+  return *(*w)->wu.results.at(0).credit;
 }
 
 /// Scale(V) of the app's version for a resource, as the project exports it.
