@@ -5,6 +5,7 @@
 #include "actors/state.hpp"
 #include "tools/client/app_units.hpp"
 #include "tools/sim/harness.hpp"
+#include "tools/sim/lab_yaml.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -26,86 +27,14 @@ namespace cobble::sim {
 
 namespace {
 
-/// A mapping whose keys are checked, with FILE:LINE: KEY errors.
-class af_map {
-public:
-  af_map(const YAML::Node& node, std::string source, std::string path,
-         std::initializer_list<const char*> known)
-      : node_(node), source_(std::move(source)), path_(std::move(path)) {
-    if (!node.IsMap())
-      fail(node, path_, "expected a mapping");
-    for (const auto& kv : node) {
-      auto key = kv.first.as<std::string>();
-      if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
-        std::string list;
-        for (auto k : known)
-          list += (list.empty() ? "" : ", ") + std::string{k};
-        fail(kv.first, child(key), "unknown key '" + key + "' (known keys: " + list + ")");
-      }
-    }
-  }
-
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& key,
-                         const std::string& message) const {
-    int line = at.Mark().is_null() ? 0 : at.Mark().line + 1;
-    throw af_scenario_error(source_ + ":" + std::to_string(line) + ": " + key + ": " + message);
-  }
-
-  std::string child(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
-
-  YAML::Node get(const char* key) const { return node_[key]; }
-  const std::string& source() const { return source_; }
-
-  template <class T>
-  void read(const char* key, T& out) const {
-    auto n = node_[key];
-    if (!n.IsDefined() || n.IsNull())
-      return;
-    try {
-      out = n.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(n, child(key), "cannot read '" + (n.IsScalar() ? n.Scalar() : std::string{"?"})
-                            + "' as " + (std::is_same_v<T, std::string> ? "a string"
-                                         : std::is_same_v<T, bool>      ? "true or false"
-                                                                        : "a number"));
-    }
-  }
-
-  template <class T, class Ok>
-  void read(const char* key, T& out, Ok ok, const char* rule) const {
-    read(key, out);
-    auto n = node_[key];
-    if (n.IsDefined() && !n.IsNull() && !ok(out))
-      fail(n, child(key), std::string{"must be "} + rule);
-  }
-
-  /// A string that must be one of `allowed`.
-  void choice(const char* key, std::string& out, std::initializer_list<const char*> allowed) const {
-    read(key, out);
-    if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return out == a; })) {
-      std::string list;
-      for (auto a : allowed)
-        list += (list.empty() ? "" : ", ") + std::string{a};
-      auto n = node_[key];
-      fail(n.IsDefined() ? n : node_, child(key), "must be one of " + list);
-    }
-  }
-
-private:
-  YAML::Node node_;
-  std::string source_;
-  std::string path_;
-};
 
 auto positive = [](auto x) { return x > 0 && std::isfinite(static_cast<double>(x)); };
 auto fraction = [](double x) { return x > 0 && x <= 1; };
 auto probability = [](double x) { return x >= 0 && x <= 1; };
 
-void parse_autoflops(const af_map& parent, const YAML::Node& n, const std::string& path,
+void parse_autoflops(const checked_map& parent, const YAML::Node& n, const std::string& path,
                      config::autoflops_config& c) {
-  af_map m(n, parent.source(), path,
+  checked_map m(n, parent.source(), path,
            {"estimates", "est_x", "bound_x", "min_samples", "warmup_bound_factor", "log_ratio",
             "flops_samples", "flops_percentile", "flops_alpha", "reference_job",
             "abort_quota_factor", "resend_probability", "suspicion_error_rate"});
@@ -144,13 +73,13 @@ af_scenario parse_af_scenario(const std::string& yaml, const std::string& source
   }
   af_scenario s;
   s.file = source;
-  af_map top(root, source, "",
+  checked_map top(root, source, "",
              {"seed", "jobs", "max_days", "app", "populations"});
   top.read("seed", s.seed);
   top.read("jobs", s.jobs, [](int x) { return x >= 1 && x <= 10000000; }, "1 to 10000000");
   top.read("max_days", s.max_days, positive, "positive");
   if (auto a = root["app"]; a.IsDefined() && !a.IsNull()) {
-    af_map m(a, source, "app",
+    checked_map m(a, source, "app",
              {"predicted_min", "predicted_max", "units_per_predicted", "noise", "noise_kind",
               "time_noise", "flops_per_au", "cpu_version", "gpu_version", "delay_bound",
               "credit_policy", "autoflops"});
@@ -178,7 +107,7 @@ af_scenario parse_af_scenario(const std::string& yaml, const std::string& source
              "a list of at least one population is required");
   for (std::size_t i = 0; i < pops.size(); ++i) {
     auto path = "populations[" + std::to_string(i) + "]";
-    af_map m(pops[i], source, path,
+    checked_map m(pops[i], source, path,
              {"name", "count", "device", "cpu_flops_min", "cpu_flops_max", "gpu_factor_min",
               "gpu_factor_max", "efficiency_min", "efficiency_max"});
     af_population p;

@@ -11,6 +11,7 @@
 /// est_flops_per_au takes to settle, and credit per unit of true work on CPUs and GPUs.
 
 #include "config/config.hpp"
+#include "tools/sim/lab_yaml.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -59,10 +60,7 @@ struct af_scenario {
 };
 
 /// A scenario that cannot be used: what() reads "FILE:LINE: KEY: message".
-class af_scenario_error : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
+using af_scenario_error = lab_scenario_error;
 
 af_scenario load_af_scenario(const std::filesystem::path& file);
 af_scenario parse_af_scenario(const std::string& yaml, const std::string& source);

@@ -3,6 +3,7 @@
 #include "actors/events.hpp"
 #include "actors/messages.hpp"
 #include "tools/sim/harness.hpp"
+#include "tools/sim/lab_yaml.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -27,79 +28,6 @@ namespace {
 const char* const adversary_kinds[] = {"inflate_elapsed", "inflate_benchmark", "huge_pfc",
                                        "cherry_picker", "slow_multithread"};
 
-/// A mapping whose keys are checked, with file:line errors.
-class checked_map {
-public:
-  checked_map(const YAML::Node& node, std::string source, std::string path,
-              std::initializer_list<const char*> known)
-      : node_(node), source_(std::move(source)), path_(std::move(path)) {
-    if (!node.IsMap())
-      fail(node, path_, "expected a mapping");
-    for (const auto& kv : node) {
-      auto key = kv.first.as<std::string>();
-      if (std::none_of(known.begin(), known.end(), [&](const char* k) { return key == k; })) {
-        std::string list;
-        for (auto k : known)
-          list += (list.empty() ? "" : ", ") + std::string{k};
-        fail(kv.first, child(key), "unknown key '" + key + "' (known keys: " + list + ")");
-      }
-    }
-  }
-
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& key,
-                         const std::string& message) const {
-    int line = at.Mark().is_null() ? 0 : at.Mark().line + 1;
-    throw scenario_error(source_ + ":" + std::to_string(line) + ": " + key + ": " + message);
-  }
-
-  std::string child(const std::string& key) const {
-    return path_.empty() ? key : path_ + "." + key;
-  }
-
-  YAML::Node get(const char* key) const { return node_[key]; }
-
-  template <class T>
-  void read(const char* key, T& out) const {
-    auto n = node_[key];
-    if (!n.IsDefined() || n.IsNull())
-      return;
-    try {
-      out = n.as<T>();
-    } catch (const YAML::Exception&) {
-      fail(n, child(key), "cannot read '" + (n.IsScalar() ? n.Scalar() : std::string{"?"})
-                            + "' as " + kind<T>());
-    }
-  }
-
-  /// A number that must satisfy `ok`.
-  template <class T, class Ok>
-  void read(const char* key, T& out, Ok ok, const char* rule) const {
-    read(key, out);
-    auto n = node_[key];
-    if (n.IsDefined() && !n.IsNull() && !ok(out))
-      fail(n, child(key), std::string{"must be "} + rule);
-  }
-
-  const std::string& source() const { return source_; }
-  const YAML::Node& node() const { return node_; }
-
-private:
-  template <class T>
-  static const char* kind() {
-    if constexpr (std::is_same_v<T, bool>)
-      return "true or false";
-    else if constexpr (std::is_integral_v<T>)
-      return "an integer";
-    else if constexpr (std::is_floating_point_v<T>)
-      return "a number";
-    else
-      return "a string";
-  }
-
-  YAML::Node node_;
-  std::string source_;
-  std::string path_;
-};
 
 auto positive = [](auto x) { return x > 0 && std::isfinite(static_cast<double>(x)); };
 auto at_least_one = [](auto x) { return x >= 1; };

@@ -8,6 +8,7 @@
 /// Every figure is computed from the event log the run leaves (workunit_validated events).
 
 #include "config/config.hpp"
+#include "tools/sim/lab_yaml.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -70,10 +71,7 @@ struct lab_scenario {
 };
 
 /// A scenario that cannot be used: what() reads "FILE:LINE: KEY: message".
-class scenario_error : public std::runtime_error {
-public:
-  using std::runtime_error::runtime_error;
-};
+using scenario_error = lab_scenario_error;
 
 /// Reads a scenario file; throws scenario_error.
 lab_scenario load_lab_scenario(const std::filesystem::path& file);
