@@ -54,7 +54,7 @@ TEST_CASE("the generator's request is a 7.20 request the server parses, with the
   h.id = 42;
   h.seqno = 9;
   h.held.push_back({"wu_x_1", {"wu_x_1_0"}});
-  auto parsed = net::parse_sched_request(make_request("0123abcd", h, 5, 7199, 2));
+  auto parsed = net::parse_sched_request(make_request("0123abcd", h, 5, 7199, 2, 3600));
   REQUIRE(parsed.ok());
   const auto& q = *parsed.value;
   CHECK(q.authenticator == "0123abcd");
@@ -68,6 +68,8 @@ TEST_CASE("the generator's request is a 7.20 request the server parses, with the
   CHECK(q.results[0].name == "wu_x_1");
   CHECK(q.results[0].state == 5);
   CHECK(q.results[0].exit_status == 0);
+  // Reported as run for as long as it was estimated to, so estimates do not drift.
+  CHECK(q.results[0].final_elapsed_time == Approx(3600));
   REQUIRE(q.results[0].files.size() == 1);
   CHECK(q.results[0].files[0].name == "wu_x_1_0");
   CHECK(q.other_results.empty());

@@ -82,8 +82,11 @@ private:
   ledger ledger_;
 };
 
-/// The scheduler request of a 7.20.5 client (the test fixture's shape) for one host.
+/// The scheduler request of a 7.20.5 client (the test fixture's shape) for one host. Each
+/// held job is reported as run for `job_seconds` (the estimate it was sent with), so the
+/// server's runtime estimates (ETmean(H,V)) stay put and a steady-state host keeps asking
+/// for, and getting, the same number of jobs per RPC.
 std::string make_request(const std::string& authenticator, const sim_host& h, std::size_t index,
-                         double req_secs, double req_instances);
+                         double req_secs, double req_instances, double job_seconds);
 
 } // namespace cobble::bench
