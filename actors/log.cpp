@@ -2,6 +2,7 @@
 
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
+#include "actors/snapshot_load.hpp"
 
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
@@ -244,18 +245,15 @@ caf::expected<world> recover(const storage::event_store& store, bool from_scratc
     for (auto it = infos.rbegin(); it != infos.rend(); ++it) {
       if (it->seq > up_to)
         continue;
-      auto blob = store.read_snapshot(it->seq);
-      if (!blob)
-        return blob.error();
+      // Read and decoded at once, on two cores (actors/snapshot_load.hpp).
+      auto loaded = load_snapshot(store, it->seq);
+      if (!loaded)
+        return loaded.error();
       // A snapshot of an older format (written before an upgrade) is passed over: the state is
       // rebuilt from an older snapshot or from the first event, which every version decodes.
-      if (auto v = snapshot_format(*blob); v != 0 && v < snapshot_version)
+      if (!*loaded)
         continue;
-      auto decoded = decode_snapshot(*blob);
-      if (!decoded)
-        return caf::make_error(ec::corrupt_log,
-                               "snapshot at seq " + std::to_string(it->seq) + " does not decode");
-      w = std::move(*decoded);
+      w = std::move(**loaded);
       break;
     }
   }

@@ -1,5 +1,6 @@
 #include "actors/state.hpp"
 
+#include "actors/snapshot_load.hpp"
 #include "storage/codec.hpp"
 
 #include <algorithm>
@@ -905,16 +906,7 @@ std::uint8_t snapshot_format(std::string_view blob) {
 
 std::optional<world> decode_snapshot(std::string_view blob) {
   storage::reader r{blob};
-  if (r.get_u8() != snapshot_version || r.failed())
-    return std::nullopt;
-  world w;
-  storage::decoder dec{r};
-  dec.get(w);
-  if (r.failed() || !r.at_end())
-    return std::nullopt;
-  for (auto& pw : w.projects)
-    rebuild_indices(pw.project);
-  return w;
+  return decode_snapshot(r); // actors/snapshot_load.hpp
 }
 
 } // namespace cobble

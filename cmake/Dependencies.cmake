@@ -19,7 +19,7 @@ if(NOT TARGET caf::core)
 endif()
 
 find_package(RocksDB REQUIRED CONFIG)
-find_package(Boost 1.81 REQUIRED CONFIG)          # header-only: Beast, Asio, CRC
+find_package(Boost 1.81 REQUIRED CONFIG)          # header-only: Beast, Asio
 find_package(yaml-cpp REQUIRED CONFIG)
 find_package(pugixml REQUIRED CONFIG)
 find_package(spdlog REQUIRED CONFIG)
@@ -27,4 +27,6 @@ find_package(fmt REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
 find_package(nlohmann_json 3.11 REQUIRED CONFIG)
 find_package(OpenSSL REQUIRED)                          # md5, random tokens
+find_package(ZLIB REQUIRED)                             # CRC-32 of events and snapshots
+find_package(mimalloc 2.0 REQUIRED CONFIG)              # the programs' heap (tools/heap.hpp)
 find_package(Catch2 2 REQUIRED CONFIG)

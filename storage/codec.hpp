@@ -66,10 +66,26 @@ private:
   std::string& out_;
 };
 
+/// Where a `reader` gets more bytes when its input arrives piece by piece (a snapshot read from
+/// the store by another thread while it is decoded): the whole input lies at one address, of
+/// which a prefix is ready.
+class byte_source {
+public:
+  virtual ~byte_source() = default;
+  /// Blocks until at least `n` bytes of the input are ready or no more will come (the end, or
+  /// a failed read); returns how many are ready.
+  virtual std::size_t wait_for(std::size_t n) = 0;
+};
+
 /// Reads values written by `writer`; bounds-checked, with a sticky failure flag.
 class reader {
 public:
-  explicit reader(std::string_view in) : in_(in) {}
+  explicit reader(std::string_view in) : in_(in), ready_(in.size()) {}
+  /// Reads `in` as `src` makes it ready: bytes past `ready` are only read once
+  /// `src.wait_for` says they are there. The checks stay on the fast path; waiting is the slow
+  /// path of a read that would run past the ready prefix.
+  reader(std::string_view in, std::size_t ready, byte_source& src)
+    : in_(in), ready_(std::min(ready, in.size())), src_(&src) {}
 
   std::uint8_t get_u8() { return get_be<std::uint8_t>(); }
   std::uint16_t get_u16() { return get_be<std::uint16_t>(); }
@@ -78,7 +94,7 @@ public:
   std::uint64_t get_varint() {
     std::uint64_t result = 0;
     for (int shift = 0; shift < 64; shift += 7) {
-      if (pos_ >= in_.size())
+      if (pos_ >= ready_ && !more(1))
         return fail<std::uint64_t>();
       auto byte = static_cast<std::uint8_t>(in_[pos_++]);
       result |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
@@ -100,14 +116,14 @@ public:
   }
   std::string_view get_bytes() {
     auto n = get_varint();
-    if (failed_ || n > in_.size() - pos_)
+    if (failed_ || (n > ready_ - pos_ && !more(n)))
       return fail<std::string_view>();
     auto result = in_.substr(pos_, n);
     pos_ += n;
     return result;
   }
   std::string_view get_raw(std::size_t n) {
-    if (n > in_.size() - pos_)
+    if (n > ready_ - pos_ && !more(n))
       return fail<std::string_view>();
     auto result = in_.substr(pos_, n);
     pos_ += n;
@@ -120,10 +136,17 @@ public:
   void set_failed() { failed_ = true; }
   /// True when every byte was consumed.
   bool at_end() const { return pos_ == in_.size(); }
-  /// Bytes not yet read.
+  /// Bytes not yet read (of the whole input, ready or not).
   std::size_t remaining() const { return in_.size() - pos_; }
 
 private:
+  /// The slow path: true once `n` more bytes from pos_ are ready (never past the input).
+  bool more(std::uint64_t n) {
+    if (!src_ || n > in_.size() - pos_)
+      return false;
+    ready_ = std::min(src_->wait_for(pos_ + static_cast<std::size_t>(n)), in_.size());
+    return n <= ready_ - pos_;
+  }
   template <class T>
   T fail() {
     failed_ = true;
@@ -131,7 +154,7 @@ private:
   }
   template <class T>
   T get_be() {
-    if (sizeof(T) > in_.size() - pos_)
+    if (sizeof(T) > ready_ - pos_ && !more(sizeof(T)))
       return fail<T>();
     T x = 0;
     for (std::size_t i = 0; i < sizeof(T); ++i)
@@ -139,8 +162,10 @@ private:
     return x;
   }
   std::string_view in_;
+  std::size_t ready_ = 0; ///< in_[0, ready_) may be read.
   std::size_t pos_ = 0;
   bool failed_ = false;
+  byte_source* src_ = nullptr;
 };
 
 // -- generic field-wise encoding ----------------------------------------------
@@ -266,7 +291,8 @@ struct decoder {
     } else if constexpr (std::is_floating_point_v<T>) {
       x = static_cast<T>(r.get_f64());
     } else if constexpr (std::is_same_v<T, std::string>) {
-      x = std::string{r.get_bytes()};
+      auto bytes = r.get_bytes();
+      x.assign(bytes.data(), bytes.size()); // reuses x's capacity when decoding into it again
     } else if constexpr (is_optional<T>::value) {
       if (r.get_bool()) {
         typename T::value_type v{};

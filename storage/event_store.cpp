@@ -2,6 +2,7 @@
 
 #include "storage/error.hpp"
 #include "storage/keys.hpp"
+#include "storage/snapshot_stream.hpp"
 
 #include <rocksdb/convenience.h>
 #include <rocksdb/db.h>
@@ -13,6 +14,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <cstdarg>
 #include <limits>
 #include <mutex>
@@ -231,8 +233,8 @@ struct event_store::impl {
     return {};
   }
 
-  /// Reads the whole snapshot `seq` through `it`, verifying manifest, chunks, size and crc.
-  caf::expected<std::string> load_snapshot(rocksdb::Iterator& it, std::uint64_t seq) const {
+  /// Finds the manifest of snapshot `seq` through `it`.
+  caf::expected<snapshot_manifest> read_manifest(rocksdb::Iterator& it, std::uint64_t seq) const {
     auto name = snapshot_name(seq);
     auto manifest_key = snapshot_manifest_key{seq}.encode();
     it.Seek(as_slice(manifest_key));
@@ -243,17 +245,21 @@ struct event_store::impl {
     auto manifest = snapshot_manifest::decode(as_view(it.value()));
     if (!manifest)
       return fail(ec::corruption, name, "malformed manifest", dir);
-    std::string blob;
-    // One allocation for the whole snapshot: appending chunk by chunk to a growing string
-    // copied it over and over (half of recovery's time at a million workunits).
-    // (A damaged manifest may claim any size: then no reservation, and the size check below
-    // reports it.)
-    try {
-      blob.reserve(static_cast<std::size_t>(manifest->bytes));
-    } catch (const std::exception&) {
-    }
+    return *manifest;
+  }
+
+  /// Reads the chunks of snapshot `seq` in order through `it`, handing each to
+  /// `sink(offset, bytes)`, and verifies them against the manifest: every chunk there, none
+  /// beyond, the total size and the CRC-32 (computed as the chunks pass). `sink` returns false
+  /// to stop early (an error then, which nobody is meant to read).
+  template <class Sink>
+  caf::error read_chunks(rocksdb::Iterator& it, std::uint64_t seq, const snapshot_manifest& m,
+                         Sink&& sink) const {
+    auto name = snapshot_name(seq);
+    std::uint64_t offset = 0;
+    std::uint32_t crc = 0;
     it.Seek(as_slice(snapshot_chunk_key::seq_prefix(seq)));
-    for (std::uint32_t idx = 0; idx < manifest->chunks; ++idx, it.Next()) {
+    for (std::uint32_t idx = 0; idx < m.chunks; ++idx, it.Next()) {
       std::optional<snapshot_chunk_key> key;
       if (it.Valid())
         key = snapshot_chunk_key::decode(as_view(it.key()));
@@ -261,16 +267,18 @@ struct event_store::impl {
         if (!it.status().ok())
           return from_status(it.status(), "read " + name, dir);
         return fail(ec::corruption, name,
-                    "chunk " + std::to_string(idx) + " of " + std::to_string(manifest->chunks)
+                    "chunk " + std::to_string(idx) + " of " + std::to_string(m.chunks)
                       + " missing",
                     dir);
       }
       auto chunk = as_view(it.value());
-      if (chunk.size() > manifest->bytes - blob.size())
+      if (chunk.size() > m.bytes - offset)
         return fail(ec::corruption, name,
-                    "chunks exceed the manifest's " + std::to_string(manifest->bytes) + " bytes",
-                    dir);
-      blob.append(chunk.data(), chunk.size());
+                    "chunks exceed the manifest's " + std::to_string(m.bytes) + " bytes", dir);
+      crc = crc32_update(crc, chunk);
+      if (!sink(offset, chunk))
+        return fail(ec::unspecified, name, "reading stopped", dir);
+      offset += chunk.size();
     }
     if (!it.status().ok())
       return from_status(it.status(), "read " + name, dir);
@@ -279,19 +287,108 @@ struct event_store::impl {
       if (extra && extra->seq == seq)
         return fail(ec::corruption, name,
                     "unexpected chunk " + std::to_string(extra->chunk) + " beyond the manifest's "
-                      + std::to_string(manifest->chunks),
+                      + std::to_string(m.chunks),
                     dir);
     }
-    if (blob.size() != manifest->bytes)
+    if (offset != m.bytes)
       return fail(ec::corruption, name,
-                  "size " + std::to_string(blob.size()) + " but the manifest says "
-                    + std::to_string(manifest->bytes),
+                  "size " + std::to_string(offset) + " but the manifest says "
+                    + std::to_string(m.bytes),
                   dir);
-    if (crc32(blob) != manifest->crc)
+    if (crc != m.crc)
       return fail(ec::corruption, name, "checksum mismatch", dir);
+    return {};
+  }
+
+  /// Reads the whole snapshot `seq` through `it`, verifying manifest, chunks, size and crc.
+  caf::expected<std::string> load_snapshot(rocksdb::Iterator& it, std::uint64_t seq) const {
+    auto manifest = read_manifest(it, seq);
+    if (!manifest)
+      return std::move(manifest.error());
+    std::string blob;
+    // One allocation for the whole snapshot: appending chunk by chunk to a growing string
+    // copied it over and over (half of recovery's time at a million workunits).
+    // (A damaged manifest may claim any size: then no reservation, and the size check
+    // reports it.)
+    try {
+      blob.reserve(static_cast<std::size_t>(manifest->bytes));
+    } catch (const std::exception&) {
+    }
+    auto err = read_chunks(it, seq, *manifest, [&](std::uint64_t, std::string_view chunk) {
+      blob.append(chunk.data(), chunk.size());
+      return true;
+    });
+    if (err)
+      return err;
     return blob;
   }
+
+  /// Options of the iterators that read snapshots: each block is read once, so it would only
+  /// push the events' blocks out of the block cache.
+  static rocksdb::ReadOptions snapshot_read_options() {
+    rocksdb::ReadOptions ro;
+    ro.fill_cache = false;
+    return ro;
+  }
 };
+
+// -- snapshot_stream ----------------------------------------------------------
+
+snapshot_stream::snapshot_stream(std::uint64_t seq, std::size_t size) : seq_(seq), size_(size) {
+  // nop
+}
+
+snapshot_stream::~snapshot_stream() {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    stop_ = true;
+  }
+  if (thread_.joinable())
+    thread_.join();
+}
+
+std::size_t snapshot_stream::wait_for(std::size_t n) {
+  std::unique_lock<std::mutex> guard{mtx_};
+  cv_.wait(guard, [&] { return ready_ >= n || ended_; });
+  return ready_;
+}
+
+reader snapshot_stream::make_reader() {
+  std::size_t ready = 0;
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    ready = ready_;
+  }
+  return reader{std::string_view{data_, size_}, ready, *this};
+}
+
+caf::error snapshot_stream::finish() {
+  std::unique_lock<std::mutex> guard{mtx_};
+  cv_.wait(guard, [&] { return ended_; });
+  return error_;
+}
+
+void snapshot_stream::publish(std::size_t ready) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    ready_ = ready;
+  }
+  cv_.notify_all();
+}
+
+void snapshot_stream::end(caf::error err) {
+  {
+    std::lock_guard<std::mutex> guard{mtx_};
+    ended_ = true;
+    error_ = std::move(err);
+  }
+  cv_.notify_all();
+}
+
+bool snapshot_stream::stopping() {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return stop_;
+}
 
 // -- construction -------------------------------------------------------------
 
@@ -421,6 +518,7 @@ caf::error event_store::scan(std::uint64_t from, std::uint64_t to,
   ro.iterate_upper_bound = &bound_slice;
   std::unique_ptr<rocksdb::Iterator> it{impl_->db->NewIterator(ro, impl_->events_cf.get())};
   auto expected = first;
+  event_record record; // one for the whole scan: its payload buffer is reused
   for (it->Seek(event_key{first}.encode()); it->Valid(); it->Next()) {
     auto key = event_key::decode(as_view(it->key()));
     if (!key)
@@ -429,12 +527,11 @@ caf::error event_store::scan(std::uint64_t from, std::uint64_t to,
     if (key->seq != expected)
       return fail(ec::corruption, event_name(expected),
                   "missing (the next stored event is " + std::to_string(key->seq) + ")", dir);
-    event_value_error why = event_value_error::none;
-    auto record = event_value::decode(key->seq, as_view(it->value()), &why);
-    if (!record)
+    auto why = event_value::decode_into(key->seq, as_view(it->value()), record);
+    if (why != event_value_error::none)
       return fail(ec::corruption, event_name(key->seq), to_string(why), dir);
     ++expected;
-    if (!f(*record))
+    if (!f(record))
       return {};
   }
   if (!it->status().ok())
@@ -517,7 +614,7 @@ event_store::latest_snapshot() const {
   using result = std::optional<std::pair<std::uint64_t, std::string>>;
   // One iterator for finding and reading: it sees one consistent state, even while pruning.
   std::unique_ptr<rocksdb::Iterator> it{
-    impl_->db->NewIterator({}, impl_->snapshots_cf.get())};
+    impl_->db->NewIterator(impl::snapshot_read_options(), impl_->snapshots_cf.get())};
   it->SeekForPrev(
     snapshot_manifest_key{std::numeric_limits<std::uint64_t>::max()}.encode());
   if (!it->status().ok())
@@ -535,8 +632,45 @@ event_store::latest_snapshot() const {
 
 caf::expected<std::string> event_store::read_snapshot(std::uint64_t seq) const {
   std::unique_ptr<rocksdb::Iterator> it{
-    impl_->db->NewIterator({}, impl_->snapshots_cf.get())};
+    impl_->db->NewIterator(impl::snapshot_read_options(), impl_->snapshots_cf.get())};
   return impl_->load_snapshot(*it, seq);
+}
+
+caf::expected<std::unique_ptr<snapshot_stream>>
+event_store::stream_snapshot(std::uint64_t seq) const {
+  std::unique_ptr<rocksdb::Iterator> it{
+    impl_->db->NewIterator(impl::snapshot_read_options(), impl_->snapshots_cf.get())};
+  auto manifest = impl_->read_manifest(*it, seq);
+  if (!manifest)
+    return std::move(manifest.error());
+  std::unique_ptr<snapshot_stream> st{
+    new snapshot_stream(seq, static_cast<std::size_t>(manifest->bytes))};
+  // Not zeroed: the reading thread touches each page first, in parallel with the decoding.
+  try {
+    st->buffer_.reset(new char[st->size_]);
+  } catch (const std::bad_alloc&) {
+    // A damaged manifest may claim any size: read it the plain way, which reports what is
+    // wrong (or, should the blob really be this large, has it).
+    auto blob = impl_->load_snapshot(*it, seq);
+    if (!blob)
+      return std::move(blob.error());
+    st->fallback_ = std::move(*blob);
+    st->data_ = st->fallback_.data();
+    st->ready_ = st->size_;
+    st->ended_ = true;
+    return st;
+  }
+  st->data_ = st->buffer_.get();
+  st->thread_ = std::thread{[s = st.get(), it = std::move(it), m = *manifest, self = impl_.get()] {
+    auto err = self->read_chunks(*it, s->seq_, m, [&](std::uint64_t offset, std::string_view chunk) {
+      std::memcpy(s->buffer_.get() + offset, chunk.data(), chunk.size());
+      // Published per chunk (4 MB by default); the check for a stop goes with it.
+      s->publish(static_cast<std::size_t>(offset + chunk.size()));
+      return !s->stopping();
+    });
+    s->end(std::move(err));
+  }};
+  return st;
 }
 
 caf::expected<std::vector<snapshot_info>> event_store::list_snapshots() const {

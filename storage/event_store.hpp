@@ -63,6 +63,8 @@ struct store_stats {
   std::uint64_t snapshots_written = 0;
 };
 
+class snapshot_stream; // storage/snapshot_stream.hpp
+
 /// Options for opening a store.
 struct store_options {
   durability mode = durability::sync; ///< Whether append() waits for fsync.
@@ -119,6 +121,13 @@ public:
   /// latest_snapshot().
   caf::expected<std::string> read_snapshot(std::uint64_t seq) const;
 
+  /// Starts reading the snapshot taken at exactly `seq` on a thread of its own, so that the
+  /// caller can decode the blob while the rest of it is still read (storage/snapshot_stream.hpp).
+  /// ec::not_found if there is none, ec::corruption for a malformed manifest; what the chunks
+  /// hold is verified as they arrive, and snapshot_stream::finish() reports it like
+  /// read_snapshot() would. The store must outlive the stream.
+  caf::expected<std::unique_ptr<snapshot_stream>> stream_snapshot(std::uint64_t seq) const;
+
   /// Every complete snapshot (one whose manifest was written), oldest first. Chunks are not
   /// verified here; reading the snapshot does that.
   caf::expected<std::vector<snapshot_info>> list_snapshots() const;
@@ -140,6 +149,7 @@ public:
   const std::filesystem::path& path() const;
 
 private:
+  friend class snapshot_stream;
   struct impl;
   explicit event_store(std::unique_ptr<impl> p);
   std::unique_ptr<impl> impl_;

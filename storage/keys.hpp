@@ -31,7 +31,8 @@
 /// snapshot is either whole (manifest present, chunks 0..count-1 present) or absent; chunks
 /// without a manifest (a crash during the write) are ignored and pruned.
 ///
-/// Checksums are CRC-32 (the IEEE 802.3 polynomial, boost::crc_32_type).
+/// Checksums are CRC-32 (the IEEE 802.3 polynomial, reflected, initial and final XOR all ones:
+/// the CRC of "123456789" is 0xcbf43926), computed with zlib's crc32().
 
 #include "storage/event_store.hpp"
 
@@ -64,8 +65,12 @@ enum class key_prefix : std::uint8_t {
   snapshot_manifest = 0x21, ///< CF snapshots: the manifest that makes a snapshot whole.
 };
 
-/// CRC-32 of `bytes` (boost::crc_32_type), used for event payloads and snapshot blobs.
+/// CRC-32 of `bytes` (see the file comment), used for event payloads and snapshot blobs.
 std::uint32_t crc32(std::string_view bytes);
+
+/// Continues a CRC-32: crc32_update(crc32(a), b) == crc32(a + b), and crc32_update(0, b) ==
+/// crc32(b). For checking a blob read in pieces.
+std::uint32_t crc32_update(std::uint32_t crc, std::string_view bytes);
 
 // -- keys ---------------------------------------------------------------------
 
@@ -172,6 +177,10 @@ struct event_value {
   /// `why` is given, stores the reason there.
   static std::optional<event_record> decode(std::uint64_t seq, std::string_view value,
                                             event_value_error* why = nullptr);
+  /// Like decode(), into `out`, whose payload keeps its capacity (a scan decodes every event
+  /// into one record: no allocation per event). On failure `out` is unspecified.
+  static event_value_error decode_into(std::uint64_t seq, std::string_view value,
+                                       event_record& out);
 };
 
 } // namespace cobble::storage

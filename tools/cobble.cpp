@@ -12,6 +12,7 @@
 #include "actors/state.hpp"
 #include "net/admin_json.hpp"
 #include "storage/event_store.hpp"
+#include "tools/heap.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/connect.hpp>
@@ -1475,5 +1476,6 @@ int run(int argc, char** argv) {
 } // namespace
 
 int main(int argc, char** argv) {
+  cobble::heap::use_huge_pages();
   return run(argc, argv);
 }

@@ -9,6 +9,7 @@
 #include "net/files.hpp"
 #include "net/http_server.hpp"
 #include "storage/event_store.hpp"
+#include "tools/heap.hpp"
 
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
@@ -65,6 +66,7 @@ std::string admin_token(const cobble::config::server_config& server) {
 } // namespace
 
 int main(int argc, char** argv) {
+  cobble::heap::use_huge_pages();
   CLI::App app{"cobbled: the Cobble volunteer-computing project server.\n\n"
                "Without --config it serves the embedded demo project (one app, 'testapp', one\n"
                "user, 'demo'). It prints the master URL and account key to attach a BOINC\n"

@@ -2,6 +2,7 @@
 
 #include "storage/error.hpp"
 #include "storage/keys.hpp"
+#include "storage/snapshot_stream.hpp"
 #include "../support/temp_dir.hpp"
 
 #include <rocksdb/db.h>
@@ -391,6 +392,116 @@ TEST_CASE("a snapshot with a missing or damaged chunk is corrupt", "[storage][ev
   REQUIRE_FALSE(older);
   CHECK(older.error() == ec::corruption);
   CHECK_THAT(describe(older.error()), Catch::Contains("snapshot 40: checksum mismatch"));
+}
+
+namespace {
+
+/// Reads snapshot `seq` through a stream, in pieces of `piece` bytes as a decoder would (each
+/// read waits for its bytes); the blob, or the error finish() reports.
+caf::expected<std::string> read_streamed(const event_store& st, std::uint64_t seq,
+                                         std::size_t piece) {
+  auto stream = st.stream_snapshot(seq);
+  if (!stream)
+    return std::move(stream.error());
+  auto r = (*stream)->make_reader();
+  std::string out;
+  while (r.remaining() > 0) {
+    auto bytes = r.get_raw(std::min(piece, r.remaining()));
+    if (r.failed())
+      break;
+    out.append(bytes.data(), bytes.size());
+  }
+  if (auto err = (*stream)->finish())
+    return err;
+  if (r.failed())
+    return make_error(ec::unspecified, "the reader ran out before the end");
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("a streamed snapshot reads the same blob as read_snapshot", "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 7;
+  auto st = open_store(dir.path(), opts);
+  auto blob = blob_of(5000); // 715 chunks
+  REQUIRE_FALSE(st->write_snapshot(12, blob));
+  REQUIRE_FALSE(st->write_snapshot(13, ""));
+  for (std::size_t piece : {1u, 3u, 7u, 64u, 5000u}) {
+    auto back = read_streamed(*st, 12, piece);
+    REQUIRE(back);
+    CHECK(*back == blob);
+  }
+  auto stream = st->stream_snapshot(12);
+  REQUIRE(stream);
+  CHECK((*stream)->seq() == 12);
+  CHECK((*stream)->size() == 5000);
+  CHECK((*stream)->wait_for(5000) == 5000);
+  CHECK_FALSE((*stream)->finish());
+  auto empty = read_streamed(*st, 13, 1);
+  REQUIRE(empty);
+  CHECK(empty->empty());
+  auto missing = st->stream_snapshot(11);
+  REQUIRE_FALSE(missing);
+  CHECK(missing.error() == ec::not_found);
+}
+
+TEST_CASE("a streamed snapshot reports a missing or damaged chunk like read_snapshot",
+          "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 8;
+  {
+    auto st = open_store(dir.path(), opts);
+    REQUIRE_FALSE(st->write_snapshot(40, blob_of(30)));
+    REQUIRE_FALSE(st->write_snapshot(41, blob_of(30)));
+    REQUIRE_FALSE(st->write_snapshot(42, blob_of(30)));
+  }
+  {
+    raw_db raw{dir.path()};
+    raw.del(snapshots_cf, snapshot_chunk_key{41, 1}.encode());
+    raw.put(snapshots_cf, snapshot_chunk_key{40, 2}.encode(), std::string(8, 'x'));
+    raw.put(snapshots_cf, snapshot_chunk_key{42, 4}.encode(), "extra");
+  }
+  auto st = open_store(dir.path(), opts);
+  auto damaged = read_streamed(*st, 40, 3);
+  REQUIRE_FALSE(damaged);
+  CHECK(damaged.error() == ec::corruption);
+  CHECK_THAT(describe(damaged.error()), Catch::Contains("snapshot 40: checksum mismatch"));
+  auto gap = read_streamed(*st, 41, 3);
+  REQUIRE_FALSE(gap);
+  CHECK(gap.error() == ec::corruption);
+  CHECK_THAT(describe(gap.error()), Catch::Contains("snapshot 41: chunk 1 of 4 missing"));
+  auto extra = read_streamed(*st, 42, 3);
+  REQUIRE_FALSE(extra);
+  CHECK(extra.error() == ec::corruption);
+  CHECK_THAT(describe(extra.error()), Catch::Contains("snapshot 42: unexpected chunk 4"));
+  // A reader meeting the missing chunk stops there: it never reads bytes that are not there.
+  auto stream = st->stream_snapshot(41);
+  REQUIRE(stream);
+  auto r = (*stream)->make_reader();
+  CHECK(r.get_raw(8).size() == 8);
+  CHECK(r.get_raw(1).empty());
+  CHECK(r.failed());
+  CHECK((*stream)->finish() == ec::corruption);
+}
+
+TEST_CASE("a snapshot stream dropped before the end stops its reading",
+          "[storage][event_store]") {
+  temp_dir dir;
+  store_options opts;
+  opts.snapshot_chunk_bytes = 16;
+  auto st = open_store(dir.path(), opts);
+  REQUIRE_FALSE(st->write_snapshot(5, blob_of(100000)));
+  for (int i = 0; i < 20; ++i) {
+    auto stream = st->stream_snapshot(5);
+    REQUIRE(stream);
+    CHECK((*stream)->wait_for(10) >= 10);
+  } // each destructor stops and joins its thread; the store closes after them
+  auto back = read_streamed(*st, 5, 1000);
+  REQUIRE(back);
+  CHECK(*back == blob_of(100000));
 }
 
 TEST_CASE("read-only open sees the data while the writer is open", "[storage][event_store]") {

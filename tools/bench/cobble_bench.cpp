@@ -7,6 +7,7 @@
 #include "populate.hpp"
 
 #include "storage/event_store.hpp"
+#include "tools/heap.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/connect.hpp>
@@ -630,6 +631,7 @@ int cmd_scale(scale_cli& c) {
 } // namespace
 
 int main(int argc, char** argv) {
+  cobble::heap::use_huge_pages();
   CLI::App app{"cobble-bench: benchmarks of cobbled (docs/benchmarks.md).\n\n"
                "  load / healthz   load a running cobbled (you give --port and --key)\n"
                "  throughput       start cobbled per durability mode, measure /healthz (the\n"
