@@ -2,9 +2,19 @@
 /// states, and snapshots.
 
 #include "actors/state.hpp"
+#include "actors/error.hpp"
+#include "actors/snapshot_load.hpp"
 #include "storage/codec.hpp"
+#include "storage/error.hpp"
+#include "storage/event_store.hpp"
+#include "storage/keys.hpp"
+#include "../support/temp_dir.hpp"
+
+#include <rocksdb/db.h>
 
 #include <catch2/catch.hpp>
+
+#include <memory>
 
 #include <string>
 #include <vector>
@@ -687,4 +697,79 @@ TEST_CASE("decode_snapshot rejects damaged blobs", "[state][snapshot]") {
   CHECK_FALSE(decode_snapshot(wrong).has_value());
   auto trailing = blob + '\0';
   CHECK_FALSE(decode_snapshot(trailing).has_value());
+}
+
+// -- loading a snapshot from the store (actors/snapshot_load.hpp) -------------
+
+namespace {
+
+/// Overwrites one stored snapshot chunk of a closed store, as a damaged disk would.
+void damage_chunk(const std::filesystem::path& dir, std::uint64_t seq, std::uint32_t chunk) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs{{storage::default_cf_name, {}},
+                                                   {storage::events_cf_name, {}},
+                                                   {storage::snapshots_cf_name, {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* raw = nullptr;
+  REQUIRE(rocksdb::DB::Open({}, dir.string(), cfs, &handles, &raw).ok());
+  std::unique_ptr<rocksdb::DB> db{raw};
+  std::string value;
+  auto key = storage::snapshot_chunk_key{seq, chunk}.encode();
+  REQUIRE(db->Get({}, handles[2], key, &value).ok());
+  value[0] = static_cast<char>(value[0] ^ 0x5a);
+  REQUIRE(db->Put({}, handles[2], key, value).ok());
+  for (auto* h : handles)
+    static_cast<void>(db->DestroyColumnFamilyHandle(h));
+  static_cast<void>(db->Close());
+}
+
+} // namespace
+
+TEST_CASE("a snapshot loaded while it is read equals the one decoded from the whole blob",
+          "[state][snapshot]") {
+  test::temp_dir dir;
+  storage::store_options opts;
+  opts.snapshot_chunk_bytes = 7; // many chunks: the decoder waits for bytes again and again
+  auto w = replay(history());
+  auto blob = encode_snapshot(w);
+  {
+    auto st = storage::event_store::open(dir.path(), opts);
+    REQUIRE(st);
+    REQUIRE_FALSE((*st)->write_snapshot(w.seq, blob));
+    auto serial = decode_snapshot(blob);
+    REQUIRE(serial);
+    for (int i = 0; i < 5; ++i) {
+      auto loaded = load_snapshot(**st, w.seq);
+      REQUIRE(loaded);
+      REQUIRE(loaded->has_value());
+      CHECK(**loaded == *serial);
+      CHECK(**loaded == w);
+      CHECK(encode_snapshot(**loaded) == blob);
+      CHECK(unsent_of((*loaded)->projects[0].project) == unsent_of(w.projects[0].project));
+    }
+    // An older format is passed over (nullopt), not decoded.
+    auto old = blob;
+    old[0] = static_cast<char>(snapshot_version - 1);
+    REQUIRE_FALSE((*st)->write_snapshot(w.seq + 1, old));
+    auto older = load_snapshot(**st, w.seq + 1);
+    REQUIRE(older);
+    CHECK_FALSE(older->has_value());
+    // A snapshot that passes its checks but does not decode.
+    REQUIRE_FALSE((*st)->write_snapshot(w.seq + 2, blob.substr(0, blob.size() - 3)));
+    auto cut = load_snapshot(**st, w.seq + 2);
+    REQUIRE_FALSE(cut);
+    CHECK(is(cut.error(), ec::corrupt_log));
+  }
+  // A damaged chunk: the error names the snapshot, whatever the decoder made of the bytes.
+  auto last_chunk = static_cast<std::uint32_t>((blob.size() - 1) / 7);
+  for (std::uint32_t chunk : {0u, 3u, last_chunk}) {
+    damage_chunk(dir.path(), w.seq, chunk);
+    auto st = storage::event_store::open(dir.path(), opts);
+    REQUIRE(st);
+    auto loaded = load_snapshot(**st, w.seq);
+    REQUIRE_FALSE(loaded);
+    CHECK(loaded.error() == storage::ec::corruption);
+    CHECK_THAT(storage::describe(loaded.error()),
+               Catch::Contains("snapshot " + std::to_string(w.seq) + ": checksum mismatch"));
+    damage_chunk(dir.path(), w.seq, chunk); // undo (xor again)
+  }
 }
