@@ -763,13 +763,15 @@ TEST_CASE("a snapshot loaded while it is read equals the one decoded from the wh
   auto last_chunk = static_cast<std::uint32_t>((blob.size() - 1) / 7);
   for (std::uint32_t chunk : {0u, 3u, last_chunk}) {
     damage_chunk(dir.path(), w.seq, chunk);
-    auto st = storage::event_store::open(dir.path(), opts);
-    REQUIRE(st);
-    auto loaded = load_snapshot(**st, w.seq);
-    REQUIRE_FALSE(loaded);
-    CHECK(loaded.error() == storage::ec::corruption);
-    CHECK_THAT(storage::describe(loaded.error()),
-               Catch::Contains("snapshot " + std::to_string(w.seq) + ": checksum mismatch"));
+    {
+      auto st = storage::event_store::open(dir.path(), opts);
+      REQUIRE(st);
+      auto loaded = load_snapshot(**st, w.seq);
+      REQUIRE_FALSE(loaded);
+      CHECK(loaded.error() == storage::ec::corruption);
+      CHECK_THAT(storage::describe(loaded.error()),
+                 Catch::Contains("snapshot " + std::to_string(w.seq) + ": checksum mismatch"));
+    } // closed before the chunk is repaired
     damage_chunk(dir.path(), w.seq, chunk); // undo (xor again)
   }
 }
