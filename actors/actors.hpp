@@ -24,6 +24,9 @@ using log_actor = caf::typed_actor<
   caf::reacts_to<atom::append, event_batch_ptr>,
   // Answers with the last seq once every event appended before this message is durable.
   caf::replies_to<atom::sync>::with<std::uint64_t>,
+  // The same barrier without a response message: calls the callback on the log's thread
+  // once every event appended before this message is durable (right after that commit).
+  caf::reacts_to<atom::sync, durable_callback_ptr>,
   // Delivers future durable events of these kinds (empty: all) to the subscriber, except
   // events the subscriber appended itself.
   caf::reacts_to<atom::subscribe, std::vector<std::uint16_t>, subscriber_actor>,
@@ -39,6 +42,9 @@ using log_actor = caf::typed_actor<
 using host_actor = caf::typed_actor<
   // Handles the host's scheduler RPC (reports, work request); answers when durable.
   caf::replies_to<atom::rpc, rpc_context_ptr, sched_request_ptr>::with<sched_reply_ptr>,
+  // The same RPC answered through the edge's sink: the host hands it the reply, then asks
+  // the log to run what the sink returned once the reply's events are durable.
+  caf::reacts_to<atom::rpc, rpc_context_ptr, sched_request_ptr, rpc_sink_ptr>,
   // The project found these results past their deadline; the host times out those it
   // still holds.
   caf::reacts_to<atom::timeout, result_names_ptr>,
@@ -73,6 +79,9 @@ using project_actor = subscriber_actor::extend<
   // A scheduler RPC from the edge: authenticates, registers or finds the host, and
   // delegates to its host actor.
   caf::replies_to<atom::rpc, sched_request_ptr>::with<sched_reply_ptr>,
+  // The same RPC from the edge without a response message: the reply goes to the sink
+  // (see rpc_sink in messages.hpp), sent from the host and log actors' threads.
+  caf::reacts_to<atom::rpc, sched_request_ptr, rpc_sink_ptr>,
   // A host actor asks for jobs; the dispatch events are appended before the answer.
   caf::replies_to<atom::get_jobs, job_request_ptr>::with<job_grant_ptr>,
   // Creates a batch of workunits (admin API); answers when durable.

@@ -12,6 +12,7 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/type_id.hpp>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,7 @@ struct app_version_state;
 struct validation_notice;
 struct plan_class_scales;
 struct credit_export;
+struct rpc_sink;
 
 using rpc_context_ptr = std::shared_ptr<const rpc_context>;
 using job_request_ptr = std::shared_ptr<const job_request>;
@@ -74,6 +76,10 @@ using validation_notices_ptr = std::shared_ptr<const std::vector<validation_noti
 using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
 using credit_export_ptr = std::shared_ptr<const credit_export>;
 using credit_import_ptr = std::shared_ptr<const ev::credit_imported>;
+/// Where a scheduler RPC's reply goes without a response message (actors/messages.hpp).
+using rpc_sink_ptr = std::shared_ptr<const rpc_sink>;
+/// Run by the log actor, on its thread, once every event appended before is durable.
+using durable_callback_ptr = std::shared_ptr<const std::function<void()>>;
 
 } // namespace cobble
 
@@ -138,3 +144,5 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::validation_notices_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::plan_class_scales_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_export_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_import_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::rpc_sink_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::durable_callback_ptr)

@@ -123,9 +123,12 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
       self->send(self->state.log, atom::append_v,
                  event_batch_ptr{std::make_shared<std::vector<event>>(std::move(events))});
     };
-    return {
-      [self, append, project_index](atom::rpc, const rpc_context_ptr& ctx,
-                                    const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
+    // Serves one RPC; `done` gets the reply once the project's part is done (the reply's
+    // events are appended then, not yet durable).
+    auto serve = [self, append, project_index](const rpc_context_ptr& ctx,
+                                              const sched_request_ptr& req,
+                                              std::function<void(std::shared_ptr<sched_reply>)>
+                                                done) {
         auto& st = self->state;
         auto reply = std::make_shared<sched_reply>();
         reply->project_name = ctx->project_name;
@@ -213,11 +216,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           events.push_back(std::move(e));
         }
         append(std::move(events));
-        auto rp = self->make_response_promise<sched_reply_ptr>();
-        auto finish = [self, rp, reply]() mutable {
-          self->request(self->state.log, caf::infinite, atom::sync_v)
-            .then([rp, reply](std::uint64_t) mutable { rp.deliver(sched_reply_ptr{reply}); });
-        };
+        auto finish = [reply, done = std::move(done)]() { done(reply); };
         bool wants = false;
         auto jr = std::make_shared<job_request>();
         jr->host = st.host.id;
@@ -238,7 +237,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                                        [](const std::string& n) { return is_sequence_name(n); });
         if (!jr->send_work && !seq_news) {
           finish();
-          return rp;
+          return;
         }
         for (const auto& [id, hav] : st.host.app_versions)
           if (hav.elapsed_n > 0)
@@ -275,7 +274,27 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                                          false});
               finish();
             });
+    };
+    return {
+      [self, serve](atom::rpc, const rpc_context_ptr& ctx,
+                    const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
+        auto rp = self->make_response_promise<sched_reply_ptr>();
+        serve(ctx, req, [self, rp](std::shared_ptr<sched_reply> reply) mutable {
+          self->request(self->state.log, caf::infinite, atom::sync_v)
+            .then([rp, reply](std::uint64_t) mutable { rp.deliver(sched_reply_ptr{reply}); });
+        });
         return rp;
+      },
+      [self, serve](atom::rpc, const rpc_context_ptr& ctx, const sched_request_ptr& req,
+                    const rpc_sink_ptr& sink) {
+        serve(ctx, req, [self, sink](std::shared_ptr<sched_reply> reply) {
+          // The edge renders the reply here; the log hands it to the connection right after
+          // the commit that makes its events durable (no message back to this actor).
+          auto then = sink->ready(sched_reply_ptr{std::move(reply)});
+          self->send(self->state.log, atom::sync_v,
+                     durable_callback_ptr{std::make_shared<const std::function<void()>>(
+                       std::move(then))});
+        });
       },
       [self, append, project_index](atom::timeout, const result_names_ptr& names) {
         std::vector<event> events;

@@ -111,11 +111,24 @@ struct log_state {
   std::vector<event> pending;
   std::vector<caf::actor_addr> origins; // parallel to pending
   std::vector<caf::typed_response_promise<std::uint64_t>> waiting;
+  std::vector<durable_callback_ptr> callbacks; ///< Sync barriers without a response message.
   bool flush_scheduled = false;
   std::vector<subscription> subscribers;
   std::vector<std::uint64_t> buckets = std::vector<std::uint64_t>(16, 0);
   static inline const char* name = "log";
 };
+
+void run_callback(const durable_callback_ptr& cb) {
+  if (!cb || !*cb)
+    return;
+  try {
+    (*cb)();
+  } catch (const std::exception& e) {
+    spdlog::error("log: a durability callback threw: {}", e.what());
+  } catch (...) {
+    spdlog::error("log: a durability callback threw");
+  }
+}
 
 void flush(log_actor::stateful_pointer<log_state> self) {
   auto& st = self->state;
@@ -158,6 +171,12 @@ void flush(log_actor::stateful_pointer<log_state> self) {
   for (auto& rp : st.waiting)
     rp.deliver(last);
   st.waiting.clear();
+  // Straight from the commit: no message back to the waiter (one thread hand-off fewer per
+  // scheduler RPC). The callbacks only hand a finished reply to its connection.
+  auto callbacks = std::move(st.callbacks);
+  st.callbacks.clear();
+  for (const auto& cb : callbacks)
+    run_callback(cb);
 }
 
 void schedule_flush(log_actor::stateful_pointer<log_state> self) {
@@ -194,6 +213,14 @@ log_actor::behavior_type log_impl(log_actor::stateful_pointer<log_state> self,
       self->state.waiting.push_back(rp);
       schedule_flush(self);
       return rp;
+    },
+    [self](atom::sync, const durable_callback_ptr& cb) {
+      if (self->state.pending.empty()) {
+        run_callback(cb);
+        return;
+      }
+      self->state.callbacks.push_back(cb);
+      schedule_flush(self);
     },
     [self](atom::flush) { flush(self); },
     [self](atom::subscribe, const std::vector<std::uint16_t>& kinds, subscriber_actor who) {

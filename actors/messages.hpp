@@ -5,12 +5,23 @@
 #include "actors/atoms.hpp"
 #include "actors/state.hpp"
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 namespace cobble {
+
+/// The edge's side of a scheduler RPC that travels without a response message (the reply
+/// goes straight from the host actor and the log actor to the HTTP connection, not through
+/// a bridge actor). `ready` is called once, on the host actor's thread, with the reply; it
+/// renders it and returns what to do once the reply's events are durable, which the log
+/// actor calls on its thread right after the commit (the sync barrier). Neither may block.
+/// Dropping the sink without calling it (an actor went away) drops the request too.
+struct rpc_sink {
+  std::function<std::function<void()>(const sched_reply_ptr&)> ready;
+};
 
 /// What the project tells a host actor about the RPC it forwards.
 struct rpc_context {

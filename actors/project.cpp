@@ -1698,6 +1698,42 @@ void finish_jobs(project_ptr self, const job_request& req, job_grant& grant,
 
 } // namespace
 
+/// Authenticates a scheduler RPC and finds (or registers) its host: a refusal to send back,
+/// or null with `host` and `ctx` set for the host actor.
+sched_reply_ptr admit_rpc(project_ptr self, const sched_request& req, host_actor& host,
+                          rpc_context_ptr& ctx_out) {
+  auto& st = self->state;
+  auto& ps = st.logic.state;
+  auto delay = st.config.request_delay;
+  auto u = ps.user_by_auth.find(req.authenticator);
+  if (u == ps.user_by_auth.end()) {
+    spdlog::info("scheduler RPC with unknown account key refused");
+    return std::make_shared<const sched_reply>(sched_reply::error(
+      "Unknown account key. Check the key you attached with.", std::max(delay, 3600.0)));
+  }
+  auto ctx = std::make_shared<rpc_context>();
+  ctx->user = ps.users.at(u->second);
+  ctx->project_name = ps.long_name;
+  ctx->request_delay = delay;
+  ctx->next_rpc_delay = st.config.next_rpc_delay;
+  ctx->credit_half_life = ps.credit.credit_half_life;
+  auto h = ps.hosts.find(req.hostid);
+  host_state initial;
+  if (req.hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
+    auto e = st.logic.register_host(u->second, host_info_from(req), st.clk->now());
+    apply(initial, e, {}, ps.credit);
+    ctx->host = initial.id;
+    ctx->new_host = true;
+    append(self, {std::move(e)});
+  } else {
+    ctx->host = req.hostid;
+    ctx->host_credit = h->second.credit;
+  }
+  host = host_for(self, ctx->host, std::move(initial));
+  ctx_out = std::move(ctx);
+  return nullptr;
+}
+
 project_actor spawn_project(caf::actor_system& sys, project_init init) {
   auto fn = [](project_ptr self, project_init in) -> project_actor::behavior_type {
     auto& st = self->state;
@@ -1762,35 +1798,22 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         run_transitions(self, dirty);
       },
       [self](atom::rpc, const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
-        auto& st = self->state;
-        auto& ps = st.logic.state;
-        auto delay = st.config.request_delay;
-        auto u = ps.user_by_auth.find(req->authenticator);
-        if (u == ps.user_by_auth.end()) {
-          spdlog::info("scheduler RPC with unknown account key refused");
-          return std::make_shared<sched_reply>(sched_reply::error(
-            "Unknown account key. Check the key you attached with.", std::max(delay, 3600.0)));
+        host_actor host;
+        rpc_context_ptr ctx;
+        if (auto refused = admit_rpc(self, *req, host, ctx))
+          return refused;
+        return self->delegate(host, atom::rpc_v, std::move(ctx), req);
+      },
+      [self](atom::rpc, const sched_request_ptr& req, const rpc_sink_ptr& sink) {
+        host_actor host;
+        rpc_context_ptr ctx;
+        if (auto refused = admit_rpc(self, *req, host, ctx)) {
+          // Nothing of a refusal is durable: hand it over at once.
+          if (auto then = sink->ready(refused))
+            then();
+          return;
         }
-        auto ctx = std::make_shared<rpc_context>();
-        ctx->user = ps.users.at(u->second);
-        ctx->project_name = ps.long_name;
-        ctx->request_delay = delay;
-        ctx->next_rpc_delay = st.config.next_rpc_delay;
-        ctx->credit_half_life = ps.credit.credit_half_life;
-        auto h = ps.hosts.find(req->hostid);
-        host_state initial;
-        if (req->hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
-          auto e = st.logic.register_host(u->second, host_info_from(*req), st.clk->now());
-          apply(initial, e, {}, ps.credit);
-          ctx->host = initial.id;
-          ctx->new_host = true;
-          append(self, {std::move(e)});
-        } else {
-          ctx->host = req->hostid;
-          ctx->host_credit = h->second.credit;
-        }
-        auto host = host_for(self, ctx->host, std::move(initial));
-        return self->delegate(host, atom::rpc_v, rpc_context_ptr{std::move(ctx)}, req);
+        self->send(host, atom::rpc_v, std::move(ctx), req, sink);
       },
       [self](atom::get_jobs, const job_request_ptr& req) -> caf::result<job_grant_ptr> {
         auto& st = self->state;

@@ -47,41 +47,50 @@ void serve_scheduler(std::shared_ptr<edge_context> ctx, const std::string& name,
     return;
   }
   auto rq = std::make_shared<const sched_request>(std::move(*parsed.value));
-  ctx->sys->spawn([ctx, project, rq, urls, shape, respond, start](caf::event_based_actor* self) {
-    self->request(project, ctx->rpc_timeout, atom::rpc_v, sched_request_ptr{rq})
-      .then(
-        [ctx, rq, urls, shape, respond, start](const sched_reply_ptr& reply) {
-          auto& m = *ctx->metrics;
-          m.rpcs++;
-          if (reply->userid == 0)
-            m.rpc_refused++;
-          m.jobs_sent += reply->results.size();
-          m.results_reported += rq->results.size();
-          std::string body;
-          if (ctx->files && std::any_of(reply->files.begin(), reply->files.end(),
-                                        [](const file_description& f) { return f.is_output; })) {
-            // Each output carries a token binding it to this host; the upload handler
-            // accepts the file only with it.
-            auto signed_reply = *reply;
-            for (auto& f : signed_reply.files)
-              if (f.is_output)
-                f.xml_signature = ctx->files->sign(f.name, reply->host);
-            body = write_sched_reply(signed_reply, urls);
-          } else {
-            body = write_sched_reply(*reply, urls);
-          }
-          m.rpc_latency.observe(std::chrono::steady_clock::now() - start);
-          respond(shaped(shape, http::status::ok, std::move(body), "text/xml"));
-        },
-        [ctx, urls, shape, respond](caf::error& err) {
-          ctx->metrics->rpcs++;
-          ctx->metrics->rpc_refused++;
-          spdlog::error("scheduler RPC failed: {}", describe(err));
-          auto reply = sched_reply::error("The server had a problem; it will be retried.",
-                                          ctx->error_request_delay);
-          respond(shaped(shape, http::status::ok, write_sched_reply(reply, urls), "text/xml"));
-        });
-  });
+  // No bridge actor: the project and host actors hand the reply to this sink. `ready` runs on
+  // the host actor's thread and renders the reply; what it returns runs on the log actor's
+  // thread right after the commit that made the reply's events durable, and only passes the
+  // response to the connection (which posts it to the connection's strand).
+  auto sink = std::make_shared<rpc_sink>();
+  sink->ready = [ctx, rq, urls = std::move(urls), shape, respond,
+                 start](const sched_reply_ptr& reply) -> std::function<void()> {
+    std::string body;
+    try {
+      if (ctx->files && std::any_of(reply->files.begin(), reply->files.end(),
+                                    [](const file_description& f) { return f.is_output; })) {
+        // Each output carries a token binding it to this host; the upload handler accepts
+        // the file only with it.
+        auto signed_reply = *reply;
+        for (auto& f : signed_reply.files)
+          if (f.is_output)
+            f.xml_signature = ctx->files->sign(f.name, reply->host);
+        body = write_sched_reply(signed_reply, urls);
+      } else {
+        body = write_sched_reply(*reply, urls);
+      }
+    } catch (const std::exception& e) {
+      spdlog::error("scheduler reply could not be written: {}", e.what());
+      body = write_sched_reply(sched_reply::error("The server had a problem; it will be retried.",
+                                                  ctx->error_request_delay),
+                               urls);
+    }
+    auto res = std::make_shared<response>(
+      shaped(shape, http::status::ok, std::move(body), "text/xml"));
+    std::size_t jobs = reply->results.size();
+    bool refused = reply->userid == 0;
+    return [ctx, rq, res, respond, start, jobs, refused]() {
+      auto& m = *ctx->metrics;
+      m.rpcs++;
+      if (refused)
+        m.rpc_refused++;
+      m.jobs_sent += jobs;
+      m.results_reported += rq->results.size();
+      m.rpc_latency.observe(std::chrono::steady_clock::now() - start);
+      respond(std::move(*res));
+    };
+  };
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{std::move(rq)},
+                 rpc_sink_ptr{std::move(sink)});
 }
 
 } // namespace

@@ -1,8 +1,9 @@
 #pragma once
 
 /// The routes that connect HTTP to the actors: each project's master page and scheduler,
-/// /healthz and /metrics. A request is parsed on the Asio thread into a plain struct, then a
-/// one-shot bridge actor asks the project actor and hands the answer to the responder.
+/// /healthz and /metrics. A scheduler request is parsed on the Asio thread into a plain
+/// struct and sent to the project actor with a sink (actors/messages.hpp): the host actor
+/// renders the reply, and the log actor hands it to the connection once it is durable.
 
 #include "actors/actors.hpp"
 #include "net/http_server.hpp"
@@ -26,7 +27,6 @@ struct edge_context {
   log_actor log;
   std::string public_url;             ///< Empty: taken from the request's Host header.
   double error_request_delay = 60;    ///< request_delay of replies to bad requests.
-  std::chrono::seconds rpc_timeout{60};
   std::shared_ptr<edge_metrics> metrics = std::make_shared<edge_metrics>();
   const server_stats* http = nullptr; ///< Set once the server exists (for /metrics).
   std::shared_ptr<class file_service> files; ///< Signs output files; null: unsigned.

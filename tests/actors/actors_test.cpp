@@ -342,6 +342,77 @@ TEST_CASE_METHOD(actor_fixture, "an unknown account key is refused and nothing i
   CHECK(status()->counters.results_dispatched == 0);
 }
 
+TEST_CASE_METHOD(actor_fixture,
+                 "an RPC answered through a sink is handed over once its events are durable",
+                 "[actors]") {
+  // The edge's path: no response message; the host renders the reply through the sink and
+  // the log runs what the sink returned right after the commit.
+  create({"job"});
+  auto before = store->last_seq();
+  sched_reply_ptr rendered;
+  int ready_calls = 0, durable_calls = 0;
+  std::uint64_t seq_when_handed_over = 0;
+  auto sink = std::make_shared<rpc_sink>();
+  sink->ready = [&](const sched_reply_ptr& r) -> std::function<void()> {
+    ++ready_calls;
+    rendered = r;
+    return [&] {
+      ++durable_calls;
+      seq_when_handed_over = store->last_seq();
+    };
+  };
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 3600)},
+                 rpc_sink_ptr{sink});
+  sched.run();
+  CHECK(ready_calls == 1);
+  // When it was handed over, its events (the registration and the dispatch) were stored.
+  REQUIRE(durable_calls == 1);
+  CHECK(seq_when_handed_over == before + 2);
+  REQUIRE(rendered);
+  REQUIRE(rendered->hostid.has_value());
+  REQUIRE(rendered->results.size() == 1);
+  CHECK(rendered->results[0].wu_name == "job");
+  auto w = workunit("job");
+  auto index = w->wu.results[0].host == *rendered->hostid ? 0 : 1;
+  CHECK(w->wu.results[index].state == result_state::in_progress);
+  CHECK(w->result_names[index] == rendered->results[0].name);
+
+  // A report through the sink: acknowledged only once the report is durable.
+  auto h = *rendered->hostid;
+  ready_calls = durable_calls = 0;
+  before = store->last_seq();
+  auto report = request(h, 0, {success(rendered->results[0].name, "md5")});
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{report}, rpc_sink_ptr{sink});
+  sched.run();
+  REQUIRE(durable_calls == 1);
+  CHECK(rendered->result_acks == std::vector<std::string>{report->results[0].name});
+  CHECK(seq_when_handed_over >= before + 1);
+  REQUIRE(host(h)->state);
+  CHECK(host(h)->state->in_progress.empty());
+}
+
+TEST_CASE_METHOD(actor_fixture, "a refusal through a sink is handed over at once",
+                 "[actors]") {
+  auto seq = store->last_seq();
+  sched_reply_ptr rendered;
+  int durable_calls = 0;
+  auto sink = std::make_shared<rpc_sink>();
+  sink->ready = [&](const sched_reply_ptr& r) -> std::function<void()> {
+    rendered = r;
+    return [&] { ++durable_calls; };
+  };
+  auto r = request(0, 3600);
+  r->authenticator = "not-a-key";
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{r}, rpc_sink_ptr{sink});
+  sched.run();
+  REQUIRE(rendered);
+  CHECK(durable_calls == 1);
+  CHECK_FALSE(rendered->hostid.has_value());
+  REQUIRE(rendered->messages.size() == 1);
+  CHECK(rendered->userid == 0);
+  CHECK(store->last_seq() == seq);
+}
+
 TEST_CASE_METHOD(actor_fixture, "an unknown workunit is an error", "[actors]") {
   auto err = ask_error<workunit_view_ptr>(project, atom::workunit_v, std::string{"nope"});
   CHECK(is(err, ec::unknown_workunit));

@@ -11,7 +11,9 @@
 #include <fstream>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
+#include <thread>
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -75,6 +77,118 @@ TEST_CASE("a 7.20 client attaches, gets a job, reports it, and a quorum of two v
   CHECK(metrics.body.find("cobble_jobs_sent_total 2") != std::string::npos);
   CHECK(metrics.body.find("cobble_results_reported_total 2") != std::string::npos);
   CHECK(metrics.body.find("cobble_log_commit_batch_events_bucket") != std::string::npos);
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("concurrent scheduler RPCs, pipelined on one connection or on many, get their own "
+          "replies") {
+  temp_dir dir;
+  server s{dir.path()};
+  constexpr int n_wus = 6;
+  for (int i = 0; i < n_wus; ++i)
+    create_work(s, "wu_conc_" + std::to_string(i));
+
+  // Two requests written back to back on one keep-alive connection: the replies come in the
+  // order of the requests (the first asked for work, the second did not).
+  {
+    namespace http = boost::beast::http;
+    boost::asio::io_context ioc;
+    boost::beast::tcp_stream stream{ioc};
+    stream.expires_after(60s);
+    stream.connect({boost::asio::ip::make_address("127.0.0.1"), s.port});
+    auto make = [&](const std::string& body) {
+      http::request<http::string_body> req{http::verb::post, "/demo/cgi", 11};
+      req.set(http::field::host, "127.0.0.1:" + std::to_string(s.port));
+      req.set(http::field::content_type, "application/x-www-form-urlencoded");
+      req.keep_alive(true);
+      req.body() = body;
+      req.prepare_payload();
+      return req;
+    };
+    http::write(stream, make(make_request(s.account_key, 0, 100, 1, {})));
+    http::write(stream, make(make_request(s.account_key, 0, 0, 0, {})));
+    boost::beast::flat_buffer buffer;
+    http::response<http::string_body> first, second;
+    http::read(stream, buffer, first);
+    http::read(stream, buffer, second);
+    REQUIRE(first.result_int() == 200);
+    REQUIRE(second.result_int() == 200);
+    auto a = parse_reply(first.body());
+    auto b = parse_reply(second.body());
+    REQUIRE(a.hostid);
+    REQUIRE(b.hostid);
+    CHECK(*a.hostid != *b.hostid);
+    CHECK(a.jobs.size() == 1);
+    CHECK(b.jobs.empty());
+  }
+
+  // Hosts on connections of their own, all at once, several RPCs each on their keep-alive
+  // connection. Catch is not thread-safe: the threads only collect the raw replies.
+  constexpr int n_hosts = 8;
+  constexpr int rounds = 3;
+  std::vector<std::vector<std::string>> bodies(n_hosts);
+  std::vector<std::string> failures(n_hosts);
+  std::vector<std::thread> threads;
+  for (int h = 0; h < n_hosts; ++h)
+    threads.emplace_back([&, h] {
+      try {
+        http_client c{"127.0.0.1", s.port};
+        std::uint64_t hostid = 0;
+        for (int r = 0; r <= rounds; ++r) {
+          auto reply = c.post("/demo/cgi", make_request(s.account_key, hostid, 100, 1, {}));
+          if (reply.status != 200) {
+            failures[h] = "status " + std::to_string(reply.status);
+            return;
+          }
+          if (r == 0) {
+            auto at = reply.body.find("<hostid>");
+            if (at == std::string::npos) {
+              failures[h] = "no hostid in the first reply";
+              return;
+            }
+            hostid = std::stoull(reply.body.substr(at + 8));
+          }
+          bodies[h].push_back(std::move(reply.body));
+        }
+      } catch (const std::exception& e) {
+        failures[h] = e.what();
+      }
+    });
+  for (auto& t : threads)
+    t.join();
+  std::set<std::uint64_t> hostids;
+  std::map<std::string, std::uint64_t> dispatched; // result -> host whose reply carried it
+  std::size_t jobs = 1;                            // the pipelined first request's
+  for (int h = 0; h < n_hosts; ++h) {
+    INFO("host " << h << ": " << failures[h]);
+    REQUIRE(failures[h].empty());
+    REQUIRE(bodies[h].size() == rounds + 1);
+    auto first = parse_reply(bodies[h][0]);
+    REQUIRE(first.hostid);
+    CHECK(hostids.insert(*first.hostid).second);
+    for (const auto& body : bodies[h]) {
+      auto reply = parse_reply(body);
+      for (const auto& j : reply.jobs) {
+        ++jobs;
+        CHECK(dispatched.emplace(j.result, *first.hostid).second); // never sent twice
+      }
+    }
+  }
+  // Every job a reply carried is in progress on the host whose connection got that reply.
+  CHECK(dispatched.size() >= static_cast<std::size_t>(n_hosts));
+  for (int i = 0; i < n_wus; ++i) {
+    auto wu = admin_get(s, "/api/projects/demo/workunits/wu_conc_" + std::to_string(i));
+    for (auto& res : wu["results"]) {
+      auto it = dispatched.find(res["name"].get<std::string>());
+      if (it == dispatched.end())
+        continue;
+      INFO(wu.dump(2));
+      CHECK(res["state"] == "in_progress");
+      CHECK(res["host"] == it->second);
+    }
+  }
+  auto status = admin_get(s, "/api/projects/demo");
+  CHECK(status["counters"]["results_dispatched"] == jobs);
   CHECK(s.stop() == 0);
 }
 
