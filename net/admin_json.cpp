@@ -455,6 +455,7 @@ json to_json(const host_state& s) {
        {"et", average_json(hav.et)},
        {"pfc", average_json(hav.pfc)},
        {"turnaround", average_json(hav.turnaround)},
+       {"seconds_per_app_unit", average_json(hav.spau)},
        {"scale_probation", hav.scale_probation},
        {"host_scale_time", time_json(hav.host_scale_time)},
        {"error_rate", hav.error_rate},

@@ -7,14 +7,26 @@
 //   in.txt               read if present (absent: empty input)
 //   out.txt              written: the deterministic result
 //   boinc_finish_called  written last, "0\n": tells the client the job succeeded
+//   boinc_mmap_file, init_data.xml  the client's shared memory, if any (see --wall-seconds)
 //
-// Usage: testapp [--iterations N | --seconds S] [--output-bytes N] [--input NAME]
-//                [--output NAME] [--fail CODE]
+// Usage: testapp [--iterations N | --seconds S] [--wall-seconds S] [--output-bytes N]
+//                [--input NAME] [--output NAME] [--fail CODE]
 //
 // --iterations N  rounds of the hash chain (default 100000).
 // --seconds S     nominal CPU seconds: N = S * 200,000,000 rounds (a fixed rate, roughly one
 //                 second of one modern core). It is never measured, so the result depends on
 //                 the arguments and the input only, never on the host's speed or load.
+// --wall-seconds S  after the work, stay (idle) until S seconds of wall-clock time have
+//                 passed since the start, then finish as usual: a job of a known elapsed time
+//                 (a BOINC client measures elapsed time on the wall clock), e.g. one that runs
+//                 past its elapsed-time limit. While waiting the app honours the client's
+//                 <quit/> and <abort/> requests like a BOINC-API app: it exits (code 1, no
+//                 output, no finish file) instead of making the client wait a minute before
+//                 it kills it. The requests come on the first message channel of the client's
+//                 shared memory (a flag byte, then the message text): the slot's
+//                 boinc_mmap_file, or the System V segment of ftok("init_data.xml", 1) that
+//                 the client creates for apps without an <api_version>; without either the
+//                 app just waits. out.txt does not depend on S.
 // --output-bytes N  pad out.txt with deterministic filler lines to exactly N bytes (if N is
 //                 larger than the result text; at most 64 MiB), e.g. to exercise uploads of
 //                 8192 bytes or more, which start with a size query.
@@ -31,7 +43,8 @@
 //   result <16 hex digits: the chain after N rounds>
 //   [filler lines "pad <16 hex digits>", the last one cut to length, with --output-bytes]
 //
-// Exit codes: 0 success; CODE for --fail; 2 bad arguments; 3 cannot read or write a file.
+// Exit codes: 0 success; CODE for --fail; 1 quit or aborted by the client (--wall-seconds);
+// 2 bad arguments; 3 cannot read or write a file.
 
 #include <cerrno>
 #include <cinttypes>
@@ -39,7 +52,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
+
+#include <fcntl.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace {
 
@@ -131,10 +152,98 @@ bool write_all(const char* name, const std::string& data) {
   return ok;
 }
 
+double monotonic_seconds() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+/// The client's requests to the app: the first message channel (process control) of the
+/// shared memory a BOINC client gives a running app. A channel is 1024 bytes: byte 0 is
+/// non-zero while a message waits, the NUL-terminated text follows; the reader takes a
+/// message by clearing byte 0. The client maps the memory from the slot's boinc_mmap_file
+/// for apps of BOINC API 6 or later (app_info.xml <api_version>), else it is a System V
+/// segment whose key is ftok() of the slot's init_data.xml with id 1.
+class control_channel {
+public:
+  static constexpr std::size_t size = 1024;
+
+  /// Attaches to the client's shared memory if there is one; otherwise inactive.
+  control_channel() {
+    int fd = ::open("boinc_mmap_file", O_RDWR);
+    if (fd >= 0) {
+      struct stat st{};
+      if (::fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(size)) {
+        void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p != MAP_FAILED) {
+          mem_ = static_cast<volatile char*>(p);
+          mapped_ = true;
+        }
+      }
+      ::close(fd);
+      return;
+    }
+    key_t key = ::ftok("init_data.xml", 1);
+    if (key == -1)
+      return;
+    int id = ::shmget(key, 0, 0);
+    if (id == -1)
+      return;
+    void* p = ::shmat(id, nullptr, 0);
+    if (p != reinterpret_cast<void*>(-1))
+      mem_ = static_cast<volatile char*>(p);
+  }
+  control_channel(const control_channel&) = delete;
+  control_channel& operator=(const control_channel&) = delete;
+  ~control_channel() {
+    if (mem_ == nullptr)
+      return;
+    if (mapped_)
+      ::munmap(const_cast<char*>(mem_), size);
+    else
+      ::shmdt(const_cast<char*>(mem_));
+  }
+
+  /// Takes the waiting message, if any: true when it asks the app to quit or abort.
+  /// (Suspend and resume requests are taken and ignored: this app only waits.)
+  bool stop_requested() {
+    if (mem_ == nullptr || mem_[0] == 0)
+      return false;
+    std::string text;
+    for (std::size_t i = 1; i < size && mem_[i] != 0; ++i)
+      text.push_back(mem_[i]);
+    mem_[0] = 0;
+    return text.find("<quit/>") != std::string::npos ||
+           text.find("<abort/>") != std::string::npos;
+  }
+
+private:
+  volatile char* mem_ = nullptr;
+  bool mapped_ = false;
+};
+
+/// Waits until `seconds` after `start` (monotonic), checking the client's requests every
+/// 50 ms; false when the client asked the app to quit or abort.
+bool wait_until(double start, double seconds) {
+  control_channel channel;
+  for (;;) {
+    if (channel.stop_requested())
+      return false;
+    double left = start + seconds - monotonic_seconds();
+    if (left <= 0)
+      return true;
+    double step = left < 0.05 ? left : 0.05;
+    timespec ts{};
+    ts.tv_sec = 0;
+    ts.tv_nsec = static_cast<long>(step * 1e9);
+    ::nanosleep(&ts, nullptr);
+  }
+}
+
 int usage(const char* why) {
   std::fprintf(stderr,
-               "testapp: %s\nusage: testapp [--iterations N | --seconds S] [--output-bytes N] "
-               "[--input NAME] [--output NAME] [--fail CODE]\n",
+               "testapp: %s\nusage: testapp [--iterations N | --seconds S] [--wall-seconds S] "
+               "[--output-bytes N] [--input NAME] [--output NAME] [--fail CODE]\n",
                why);
   return 2;
 }
@@ -142,7 +251,9 @@ int usage(const char* why) {
 } // namespace
 
 int main(int argc, char** argv) {
+  const double start = monotonic_seconds();
   std::uint64_t iterations = 100'000;
+  std::uint64_t wall_micros = 0;
   std::string input = "in.txt";
   std::string output = "out.txt";
   std::uint64_t output_bytes = 0;
@@ -170,6 +281,10 @@ int main(int argc, char** argv) {
         // micros * 200 = seconds * 200e6; exact, no rounding.
         iterations = micros * (iterations_per_second / 1'000'000ULL);
       }
+      ++i;
+    } else if (arg == "--wall-seconds") {
+      if (!parse_micros(value, wall_micros))
+        return usage("--wall-seconds needs a number like 2 or 0.25");
       ++i;
     } else if (arg == "--output-bytes") {
       if (!parse_u64(value, output_bytes) || output_bytes > max_output_bytes)
@@ -200,6 +315,10 @@ int main(int argc, char** argv) {
                 "cobble-testapp 1\ninput_bytes %zu\ninput_fnv1a64 %016" PRIx64
                 "\niterations %" PRIu64 "\nresult %016" PRIx64 "\n",
                 data.size(), input_hash, iterations, h);
+  if (wall_micros > 0 && !wait_until(start, static_cast<double>(wall_micros) * 1e-6)) {
+    std::fprintf(stderr, "testapp: the client asked the app to stop; exiting\n");
+    return 1;
+  }
   std::string result = text;
   if (result.size() < output_bytes) {
     for (std::uint64_t pad = h; result.size() < output_bytes;) {
