@@ -20,6 +20,40 @@ double running_stats::variance() const {
 
 double running_stats::stdev() const { return std::sqrt(variance()); }
 
+void spread_stats::add(double x, std::uint64_t straight, double alpha) {
+  if (!std::isfinite(x))
+    return;
+  double d = x - mean;
+  if (n < straight || n == 0) {
+    ++n;
+    mean += d / static_cast<double>(n);
+    var += (d * (x - mean) - var) / static_cast<double>(n);
+  } else {
+    ++n;
+    alpha = std::clamp(alpha, 0.0, 1.0);
+    mean += alpha * d;
+    var = (1 - alpha) * (var + alpha * d * d);
+  }
+}
+
+double spread_stats::variance() const {
+  if (n < 2)
+    return 0;
+  return std::max(var, 0.0) * static_cast<double>(n) / static_cast<double>(n - 1);
+}
+
+double spread_stats::stdev() const { return std::sqrt(variance()); }
+
+void spau_spread::add(double sample, bool reported_units, std::uint64_t straight,
+                      double alpha) {
+  if (!std::isfinite(sample) || !(sample > 0))
+    return;
+  if (reported_units)
+    ++with_units;
+  value.add(sample, straight, alpha);
+  log.add(std::log(sample), straight, alpha);
+}
+
 double percentile(std::vector<double> values, double p) {
   if (values.empty())
     return 0;
@@ -89,6 +123,32 @@ completion_time completion_times(double seconds_per_app_unit, double predicted_a
   double base = std::max(seconds_per_app_unit, 0.0) * std::max(predicted_aus, 0.0);
   t.estimate = base * prediction_factor(st, s, false);
   t.bound = std::max(base * prediction_factor(st, s, true), t.estimate);
+  return t;
+}
+
+completion_time host_completion_times(double seconds_per_app_unit, double predicted_aus,
+                                      const spau_spread& h, const autoflops_settings& s) {
+  completion_time t;
+  double base = std::max(seconds_per_app_unit, 0.0) * std::max(predicted_aus, 0.0);
+  if (h.log.n < std::max<std::uint32_t>(s.min_samples, 2)) {
+    t.estimate = base;
+    t.bound = base * std::max(s.warmup_bound_factor, 1.0);
+    return t;
+  }
+  double floor = std::max(s.host_min_spread, 0.0);
+  if (s.log_ratio) {
+    // The samples' mean (seconds_per_app_unit) scales; the spread of their logarithm
+    // (multiplicative noise) is added as a factor, as prediction_factor does for the app.
+    double sd = std::max(h.log.stdev(), floor);
+    t.estimate = base * std::exp(s.est_x * sd);
+    t.bound = base * std::exp(s.bound_x * sd);
+  } else {
+    double cv = h.value.mean > 0 ? h.value.stdev() / h.value.mean : 0.0;
+    cv = std::max(cv, floor);
+    t.estimate = base * (1 + s.est_x * cv);
+    t.bound = base * (1 + s.bound_x * cv);
+  }
+  t.bound = std::max(t.bound, t.estimate);
   return t;
 }
 

@@ -30,7 +30,7 @@ enum class estimate_mode : std::uint8_t {
 
 /// The numbers AutoFlops leaves open, per app (`autoflops:` of an app in the configuration).
 struct autoflops_settings {
-  estimate_mode estimates = estimate_mode::client;
+  estimate_mode estimates = estimate_mode::all;
   double est_x = 2;                  ///< X of the completion time estimate.
   double bound_x = 4;                ///< X of the completion time bound.
   /// App-unit samples before the estimate uses the statistics' spread; before that the
@@ -54,14 +54,21 @@ struct autoflops_settings {
   /// ...and always when the host's error rate for the version (aborts, timeouts, errors) is
   /// above this (the host is under suspicion).
   double suspicion_error_rate = 0.3;
+  /// The smallest spread a host's own record of elapsed / predicted app units is taken to
+  /// have (stdev of the logarithm, or with log_ratio false the coefficient of variation):
+  /// a host that was steady so far still gets this much room (clients without app units).
+  double host_min_spread = 0.1;
   friend bool operator==(const autoflops_settings&, const autoflops_settings&) = default;
 };
 
+/// Fields by payload version of project_configured (3: all but host_min_spread; 4: it too).
 template <class F>
 void inspect_fields(F& f, autoflops_settings& x) {
   f(x.estimates, x.est_x, x.bound_x, x.min_samples, x.warmup_bound_factor, x.log_ratio, x.flops_samples,
     x.flops_percentile, x.flops_alpha, x.reference_job, x.policy, x.abort_quota_factor,
     x.resend_probability, x.suspicion_error_rate);
+  if (f.version >= 4)
+    f(x.host_min_spread);
 }
 
 /// Count, mean and variance of a series (Welford's update; exact for any order of size).
@@ -80,6 +87,44 @@ struct running_stats {
 template <class F>
 void inspect_fields(F& f, running_stats& x) {
   f(x.n, x.mean, x.m2);
+}
+
+/// Mean and variance of a series averaged as the credit system averages (average_var): the
+/// plain mean and variance (Welford) of the first `straight` samples, then exponentially with
+/// weight alpha (mean += α d, var = (1 − α)(var + α d²) with d the deviation from the mean).
+struct spread_stats {
+  std::uint64_t n = 0;
+  double mean = 0;
+  double var = 0; ///< Population variance (straight phase), then the exponential one.
+  /// Adds a sample (non-finite samples are ignored).
+  void add(double x, std::uint64_t straight, double alpha);
+  /// The variance (with n - 1 in the straight phase; 0 below two samples).
+  double variance() const;
+  double stdev() const;
+  friend bool operator==(const spread_stats&, const spread_stats&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, spread_stats& x) {
+  f(x.n, x.mean, x.var);
+}
+
+/// The spread of a (host, app version)'s seconds_per_app_unit samples, elapsed / app units
+/// of its successful reports, where a report without app units (BOINC clients) counts the
+/// job's predicted app units: the completion times of a client that reports no app units
+/// come from these (host_completion_times).
+struct spau_spread {
+  std::uint64_t with_units = 0; ///< Samples of reports that carried app units.
+  spread_stats value;           ///< Of the samples.
+  spread_stats log;             ///< Of their logarithms.
+  /// Adds a sample (ignored unless positive and finite).
+  void add(double sample, bool reported_units, std::uint64_t straight, double alpha);
+  friend bool operator==(const spau_spread&, const spau_spread&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, spau_spread& x) {
+  f(x.with_units, x.value, x.log);
 }
 
 /// The raw_flops_per_au values of one device class: the most recent ones (fewer than N), and
@@ -144,6 +189,15 @@ struct completion_time {
 /// seconds_per_app_unit(V) × J.predicted_aus × prediction_factor, for X = est_x and bound_x.
 completion_time completion_times(double seconds_per_app_unit, double predicted_aus,
                                  const app_units_stats& st, const autoflops_settings& s);
+
+/// Completion times for a client that reports no app units, from its own record (every
+/// sample per predicted app unit, so the ratio of actual to predicted is already in it):
+/// spau × J.predicted_aus × exp(X × σ) with log_ratio, σ the stdev of the samples'
+/// logarithms, else × (1 + X × cv), cv = stdev / mean of the samples; σ and cv are at least
+/// host_min_spread. While the record has fewer than min_samples samples: the estimate is
+/// spau × predicted, the bound that × warmup_bound_factor.
+completion_time host_completion_times(double seconds_per_app_unit, double predicted_aus,
+                                      const spau_spread& h, const autoflops_settings& s);
 
 /// raw_flops_per_au(J) = T × raw_flops_per_sec(J) / A; nullopt when a figure is unusable.
 std::optional<double> raw_flops_per_au(double elapsed, double raw_flops_per_sec,

@@ -260,7 +260,9 @@ namespace ev {
 /// The project's apps and versions as configured; recorded whenever the configuration changes.
 struct project_configured {
   static constexpr std::uint16_t kind = 1;
-  static constexpr std::uint8_t payload_version = 3; ///< 2: credit settings, per-app credit settings; 3: per-app autoflops settings.
+  /// 2: credit settings, per-app credit settings; 3: per-app autoflops settings; 4: their
+  /// host_min_spread.
+  static constexpr std::uint8_t payload_version = 4;
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;
@@ -320,13 +322,17 @@ struct results_created {
 /// A result was sent to a host.
 struct result_dispatched {
   static constexpr std::uint16_t kind = 7;
-  static constexpr std::uint8_t payload_version = 2; ///< 2: peak_flops, jobs_per_day.
+  /// 2: peak_flops, jobs_per_day; 3: predicted_app_units.
+  static constexpr std::uint8_t payload_version = 3;
   result_ref result;
   id_type host = 0;
   time_us deadline = 0;
   version_echo version;
   double peak_flops = 0;  ///< peak_flops(J): peak speed of what the job uses on that host.
   int jobs_per_day = 0;   ///< Initial daily quota of the (host, version) (0: unlimited).
+  /// The job's predicted app units (AutoFlops; 1 in older payloads): the host counts them
+  /// for a report that carries no app units.
+  double predicted_app_units = 1;
 };
 
 /// A host reported a result it had been sent.
@@ -631,6 +637,8 @@ void inspect_fields(F& f, result_dispatched& x) {
   f(x.result, x.host, x.deadline, x.version);
   if (f.version >= 2)
     f(x.peak_flops, x.jobs_per_day);
+  if (f.version >= 3)
+    f(x.predicted_app_units);
 }
 template <class F>
 void inspect_fields(F& f, result_reported& x) {

@@ -246,7 +246,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
         jr->offered = req->app_versions;
         jr->platform = req->platform_name;
         for (const auto& [id, hav] : st.host.app_versions)
-          jr->hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau};
+          jr->hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
         jr->unit_versions = req->app_unit_versions;
         self->request(st.project, std::chrono::seconds(30), atom::get_jobs_v, job_request_ptr{jr})
           .then(

@@ -40,6 +40,7 @@ struct version_hint {
   int jobs_left = -1;         ///< Jobs it may still get today; negative: no quota yet.
   average_var et{};             ///< ETmean(H,V): elapsed/E(J).
   average_var spau{};           ///< The server's seconds_per_app_unit(H,V).
+  spau_spread spau_var{};       ///< The spread of its samples.
 };
 
 /// A host actor's request for jobs, per resource type.

@@ -36,6 +36,7 @@ autoflops_settings autoflops_settings_from(const config::app_config& ac) {
   s.abort_quota_factor = c.abort_quota_factor;
   s.resend_probability = c.resend_probability;
   s.suspicion_error_rate = c.suspicion_error_rate;
+  s.host_min_spread = c.host_min_spread;
   return s;
 }
 
@@ -419,16 +420,32 @@ std::optional<completion_time> autoflops_estimate(const project_state& st, const
                                                   const version_hint& hint) {
   auto mode = app.autoflops.estimates;
   double spau = 0;
-  if (mode != estimate_mode::off && c.client_spau > 0)
+  bool own_record = false;
+  if (mode != estimate_mode::off && c.client_spau > 0) {
     spau = c.client_spau;
-  else if (mode == estimate_mode::all && hint.spau.n > 0 && hint.spau.avg > 0)
+  } else if (mode == estimate_mode::all && hint.spau.n > 0 && hint.spau.avg > 0) {
     spau = hint.spau.avg;
+    // No report of the pair carried app units (a BOINC client): its samples are per
+    // predicted unit, so the ratio of actual to predicted is in them already and the
+    // spread is the host's own (docs/autoflops.md).
+    own_record = hint.spau_var.with_units == 0;
+  }
   if (!(spau > 0))
     return std::nullopt;
   static const app_units_stats none;
   auto it = st.autoflops.find(app.id);
-  auto ct = completion_times(spau, p.predicted_app_units,
-                             it == st.autoflops.end() ? none : it->second, app.autoflops);
+  auto ct = own_record
+              ? host_completion_times(spau, p.predicted_app_units, hint.spau_var, app.autoflops)
+              : completion_times(spau, p.predicted_app_units,
+                                 it == st.autoflops.end() ? none : it->second, app.autoflops);
+  // While the host's own record warms up, its bound is never tighter than the one the client
+  // would get without AutoFlops: rsc_fpops_bound / flops, or × ETmean(H,V) once known.
+  if (own_record && hint.spau_var.log.n < std::max<std::uint32_t>(app.autoflops.min_samples, 2)
+      && c.flops > 0 && p.rsc_fpops_bound > 0) {
+    bool use_et = hint.et.n >= st.credit.host_sample_threshold && hint.et.avg > 0;
+    ct.bound = std::max(ct.bound, use_et ? p.rsc_fpops_bound * hint.et.avg
+                                         : p.rsc_fpops_bound / c.flops);
+  }
   if (!(ct.estimate > 0) || !std::isfinite(ct.bound))
     return std::nullopt;
   return ct;
@@ -448,7 +465,8 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   const auto& wu = state.workunits.at(ref.wu);
   granted_job job;
   auto deadline = now + seconds_to_us(wu.params->delay_bound);
-  ev::result_dispatched d{ref, host, deadline, echo, credit.peak_flops, credit.jobs_per_day};
+  ev::result_dispatched d{ref, host, deadline, echo, credit.peak_flops, credit.jobs_per_day,
+                          wu.params->predicted_app_units};
   job.dispatched = d;
   job.time = now;
   job.runtime_estimate = credit.runtime;
@@ -881,7 +899,8 @@ std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const 
   x.wu = wu.id;
   if (canonical && *canonical < wu.results.size()) {
     x.predicted = wu.params->predicted_app_units;
-    x.actual = reported_app_units(*wu.results[*canonical].report);
+    // A report without app units (BOINC clients) is no actual sample: 0.
+    x.actual = std::max(wu.results[*canonical].report->app_units, 0.0);
   }
   bool reference_only = !app->autoflops.reference_job.empty();
   if (!reference_only || wu.name == app->autoflops.reference_job)
@@ -893,7 +912,9 @@ std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const 
         continue;
       double v = r.report->raw_flops_per_au;
       if (!(v > 0) || !std::isfinite(v))
-        v = raw_flops_per_au(r.report->elapsed, r.peak_flops, reported_app_units(*r.report))
+        v = raw_flops_per_au(r.report->elapsed, r.peak_flops,
+                             r.report->app_units > 0 ? r.report->app_units
+                                                     : wu.params->predicted_app_units)
               .value_or(0);
       if (v > 0)
         x.samples.push_back({v, gpu_version(app, r.version.app_version_id)});

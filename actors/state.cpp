@@ -679,7 +679,10 @@ void apply(host_state& s, const event& e, std::string_view result_name,
                },
                [&](const ev::result_dispatched& x) {
                  s.in_progress[std::string{result_name}] =
-                   held_result{x.result, x.deadline, x.version.app_version_id, e.time};
+                   held_result{x.result, x.deadline, x.version.app_version_id, e.time,
+                               std::isfinite(x.predicted_app_units) && x.predicted_app_units > 0
+                                 ? x.predicted_app_units
+                                 : 1.0};
                  auto [it, fresh] = s.app_versions.try_emplace(x.version.app_version_id);
                  auto& hav = it->second;
                  if (fresh)
@@ -714,8 +717,19 @@ void apply(host_state& s, const event& e, std::string_view result_name,
                    if ((x.report.flags & flag_bad_elapsed) == 0) {
                      hav.elapsed_sum += x.report.elapsed;
                      ++hav.elapsed_n;
-                     hav.spau.update(x.report.elapsed / reported_app_units(x.report),
-                                     cs.host_average_samples, cs.host_alpha, cs.sample_cap);
+                     // seconds_per_app_unit: per reported app unit, else (BOINC clients)
+                     // per predicted app unit of the job; its spread as well, of the sample
+                     // capped as the average caps it.
+                     bool units = x.report.app_units > 0;
+                     double sample = x.report.elapsed
+                                     / (units ? x.report.app_units
+                                              : i->second.predicted_app_units);
+                     double capped = hav.spau.n > 0 && hav.spau.avg > 0
+                                       ? std::min(sample, cs.sample_cap * hav.spau.avg)
+                                       : sample;
+                     hav.spau_var.add(capped, units, cs.host_average_samples, cs.host_alpha);
+                     hav.spau.update(sample, cs.host_average_samples, cs.host_alpha,
+                                     cs.sample_cap);
                    }
                    if (hav.jobs_per_day_init > 0)
                      hav.max_jobs_per_day =

@@ -385,12 +385,15 @@ struct held_result {
   time_us deadline = 0;
   std::uint32_t app_version_id = 0;
   time_us sent = 0;
+  /// The job's predicted app units (result_dispatched v3; 1 before): a report without app
+  /// units counts these for the server's seconds_per_app_unit (snapshot format 6).
+  double predicted_app_units = 1;
   friend bool operator==(const held_result&, const held_result&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, held_result& x) {
-  f(x.result, x.deadline, x.app_version_id, x.sent);
+  f(x.result, x.deadline, x.app_version_id, x.sent, x.predicted_app_units);
 }
 
 /// BOINC's client state of an aborted job (an abort is no crash: the quota is kept).
@@ -416,8 +419,11 @@ struct host_app_version_rec {
   std::int64_t jobs_day = 0;   ///< UTC day of n_jobs_today.
   int n_jobs_today = 0;
   /// AutoFlops: the server's seconds_per_app_unit(H,V), elapsed / app units of successful
-  /// reports (for clients that do not report their own).
+  /// reports (for clients that do not report their own); a report without app units counts
+  /// the job's predicted ones.
   average_var spau{};
+  /// The spread of those samples (snapshot format 6).
+  spau_spread spau_var{};
 
   /// Jobs it may still get today at `now` (negative: no quota).
   int jobs_left(time_us now) const;
@@ -428,7 +434,7 @@ template <class F>
 void inspect_fields(F& f, host_app_version_rec& x) {
   f(x.n_sent, x.n_success, x.n_error, x.n_timeout, x.elapsed_sum, x.elapsed_n, x.et, x.pfc,
     x.turnaround, x.host_scale_time, x.scale_probation, x.error_rate, x.jobs_per_day_init,
-    x.max_jobs_per_day, x.jobs_day, x.n_jobs_today, x.spau);
+    x.max_jobs_per_day, x.jobs_day, x.n_jobs_today, x.spau, x.spau_var);
 }
 
 /// Everything a host actor owns.
@@ -519,10 +525,10 @@ void inspect_fields(F& f, world& x) {
 void apply(world& w, const event& e);
 
 /// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit;
-/// 5: AutoFlops).
+/// 5: AutoFlops; 6: predicted app units of held results, the spread of seconds_per_app_unit).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 5;
+inline constexpr std::uint8_t snapshot_version = 6;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

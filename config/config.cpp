@@ -459,7 +459,8 @@ void parse_autoflops(parser& p, const YAML::Node& node, const std::string& path,
   mapping m(p, node, path,
             {"estimates", "est_x", "bound_x", "min_samples", "warmup_bound_factor", "log_ratio",
              "flops_samples", "flops_percentile", "flops_alpha", "reference_job",
-             "abort_quota_factor", "resend_probability", "suspicion_error_rate"});
+             "abort_quota_factor", "resend_probability", "suspicion_error_rate",
+             "host_min_spread"});
   read_enum(m, "estimates", out.estimates,
             {{"off", estimate_clients::off},
              {"client", estimate_clients::client},
@@ -476,6 +477,7 @@ void parse_autoflops(parser& p, const YAML::Node& node, const std::string& path,
   read_number(m, "abort_quota_factor", out.abort_quota_factor);
   read_number(m, "resend_probability", out.resend_probability);
   read_number(m, "suspicion_error_rate", out.suspicion_error_rate);
+  read_number(m, "host_min_spread", out.host_min_spread);
 }
 
 void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_config& out) {
@@ -722,6 +724,7 @@ private:
     in("abort_quota_factor", c.abort_quota_factor, 0, 1, true, "in (0, 1]");
     in("resend_probability", c.resend_probability, 0, 1, false, "in [0, 1]");
     in("suspicion_error_rate", c.suspicion_error_rate, 0, 1, false, "in [0, 1]");
+    in("host_min_spread", c.host_min_spread, 0, 10, false, "in [0, 10]");
   }
 
   void check_app(const app_config& a, const std::string& path) const {
@@ -1011,6 +1014,7 @@ std::string to_yaml(const cobble_config& cfg) {
         raw("abort_quota_factor", format_number(f.abort_quota_factor));
         raw("resend_probability", format_number(f.resend_probability));
         raw("suspicion_error_rate", format_number(f.suspicion_error_rate));
+        raw("host_min_spread", format_number(f.host_min_spread));
         out << YAML::EndMap;
       }
       out << YAML::Key << "versions" << YAML::Value << YAML::BeginSeq;

@@ -51,7 +51,7 @@ enum class credit_policy_kind {
 
 /// The numbers AutoFlops leaves open, per app (docs/autoflops.md).
 struct autoflops_config {
-  estimate_clients estimates = estimate_clients::client;
+  estimate_clients estimates = estimate_clients::all;
   double est_x = 2;                  ///< X of the completion time estimate.
   double bound_x = 4;                ///< X of the completion time bound.
   std::uint64_t min_samples = 30;    ///< App-unit samples before the spread is used.
@@ -64,6 +64,7 @@ struct autoflops_config {
   double abort_quota_factor = 0.5;   ///< app_units policy: quota × this per abort/timeout.
   double resend_probability = 0.05;  ///< app_units policy: random check of a lone result.
   double suspicion_error_rate = 0.3; ///< app_units policy: check every job above this.
+  double host_min_spread = 0.1;      ///< Least spread of a host's elapsed/predicted record.
 
   /// Field-by-field equality.
   bool operator==(const autoflops_config&) const = default;

@@ -456,6 +456,12 @@ json to_json(const host_state& s) {
        {"pfc", average_json(hav.pfc)},
        {"turnaround", average_json(hav.turnaround)},
        {"seconds_per_app_unit", average_json(hav.spau)},
+       {"seconds_per_app_unit_spread",
+        {{"n", hav.spau_var.log.n},
+         {"with_app_units", hav.spau_var.with_units},
+         {"log_stdev", hav.spau_var.log.stdev()},
+         {"cv", hav.spau_var.value.mean > 0 ? hav.spau_var.value.stdev() / hav.spau_var.value.mean
+                                             : 0.0}}},
        {"scale_probation", hav.scale_probation},
        {"host_scale_time", time_json(hav.host_scale_time)},
        {"error_rate", hav.error_rate},

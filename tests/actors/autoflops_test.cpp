@@ -16,6 +16,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <random>
 
 using namespace cobble;
 
@@ -340,7 +341,9 @@ TEST_CASE("completion time estimate and bound reach BOINC clients as rsc_fpops_e
 
 TEST_CASE("estimates: all gives BOINC clients the server's seconds_per_app_unit", "[autoflops]") {
   auto cfg = af_project();
-  cfg.apps[0].autoflops.estimates = config::estimate_clients::all;
+  CHECK(cfg.apps[0].autoflops.estimates == config::estimate_clients::all); // the default
+  cfg.apps[0].rsc_fpops_est = 1e10;
+  cfg.apps[0].rsc_fpops_bound = 1e11; // 50 s at 2e9 FLOPS
   af_fixture f{cfg};
   auto host = f.new_host();
   f.create(1);
@@ -349,9 +352,30 @@ TEST_CASE("estimates: all gives BOINC clients the server's seconds_per_app_unit"
   auto jobs = f.select(r);
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0].result.est_seconds == Approx(7));
-  // Warm-up: the bound is the estimate × warmup_bound_factor (10).
+  // Warm-up: the bound is the estimate × warmup_bound_factor (10)...
   CHECK(jobs[0].result.bound_seconds == Approx(70));
   CHECK(jobs[0].workunit.rsc_fpops_bound / 2e9 == Approx(70));
+  // ...but never below the job's own rsc_fpops_bound while the host's record warms up.
+  af_fixture d; // the default bound, 3.6e13: 18000 s
+  auto hd = d.new_host();
+  d.create(1);
+  auto rd = d.request(hd, false);
+  rd.hints[d.app().versions[0].id].spau = average_var{3, 7};
+  auto loose = d.select(rd);
+  REQUIRE(loose.size() == 1);
+  CHECK(loose[0].result.est_seconds == Approx(7));
+  CHECK(loose[0].result.bound_seconds == Approx(18000));
+  CHECK(loose[0].workunit.rsc_fpops_bound == Approx(3.6e13));
+  // Client only: a client that reports no seconds_per_app_unit gets no AutoFlops estimate.
+  cfg.apps[0].autoflops.estimates = config::estimate_clients::client;
+  af_fixture c{cfg};
+  auto hc = c.new_host();
+  c.create(1);
+  auto rc = c.request(hc, false);
+  rc.hints[c.app().versions[0].id].spau = average_var{3, 7};
+  auto jobs_c = c.select(rc);
+  REQUIRE(jobs_c.size() == 1);
+  CHECK(jobs_c[0].result.est_seconds == 0);
   // Off: the job's own rsc_fpops figures.
   cfg.apps[0].autoflops.estimates = config::estimate_clients::off;
   af_fixture g{cfg};
@@ -484,6 +508,148 @@ TEST_CASE("app_units policy: an abort or timeout cuts the daily quota by the fac
   CHECK(by.at(anonymous_version_id(2, 1)).policy == credit_policy::app_units);
 }
 
+namespace {
+
+/// A BOINC client's host next to the project logic: it reports no app units and no
+/// seconds_per_app_unit; its host_state is what its host actor keeps, and its requests carry
+/// the hints the host actor builds from it.
+struct boinc_host {
+  af_fixture& f;
+  id_type id;
+  host_state h;
+  credit_settings cs;
+
+  explicit boinc_host(af_fixture& fx) : f(fx), id(fx.new_host()) {
+    apply(h, make(ev::host_registered{id, f.user, {}}), {}, cs);
+  }
+
+  job_request request() {
+    auto r = f.request(id, false);
+    for (const auto& [vid, hav] : h.app_versions)
+      r.hints[vid] = version_hint{hav.jobs_left(f.now), hav.et, hav.spau, hav.spau_var};
+    return r;
+  }
+
+  /// Creates a job of `predicted` app units and takes it.
+  granted_job take(double predicted) {
+    f.create(predicted);
+    auto jobs = f.select(request());
+    REQUIRE(jobs.size() == 1);
+    apply(h, make(jobs[0].dispatched, f.now), f.logic.state.result_name(jobs[0].dispatched.result),
+          cs);
+    return jobs[0];
+  }
+
+  /// Reports it done in `elapsed` seconds, without app units.
+  void finish(const granted_job& j, double elapsed) {
+    auto r = j.dispatched.result;
+    auto name = f.logic.state.result_name(r);
+    f.report(r, id, elapsed, 0);
+    report_rec rep;
+    rep.success = true;
+    rep.client_state = 5;
+    rep.elapsed = elapsed;
+    apply(h, make(ev::result_reported{r, id, rep}, f.now), name, cs);
+  }
+
+  const host_app_version_rec& hav() const { return h.app_versions.at(f.app().versions[0].id); }
+};
+
+/// Runs `n` jobs of one predicted app unit that take 10 s × exp(sigma × z), z standard normal
+/// (a fixed seed).
+void run_unit_jobs(boinc_host& b, int n, double sigma, unsigned seed) {
+  std::mt19937 rng{seed};
+  std::normal_distribution<double> z;
+  for (int i = 0; i < n; ++i) {
+    auto j = b.take(1);
+    b.finish(j, 10 * std::exp(sigma * z(rng)));
+  }
+}
+
+} // namespace
+
+TEST_CASE("a BOINC client's time limit follows the bound: per predicted app unit, its own spread",
+          "[autoflops]") {
+  af_fixture f; // estimates: all (the default), min_samples 5, log_ratio
+  boinc_host noisy{f};
+  // Jobs of one predicted unit, 10 s each with multiplicative noise (σ 0.25 in log).
+  run_unit_jobs(noisy, 40, 0.25, 7);
+  const auto& hav = noisy.hav();
+  CHECK(hav.spau_var.with_units == 0);
+  CHECK(hav.spau_var.log.n == 40);
+  double mean = hav.spau.avg;
+  double sd = hav.spau_var.log.stdev();
+  CHECK(mean == Approx(10).epsilon(0.3));
+  CHECK(sd > 0.12);
+  CHECK(sd < 0.5);
+  // Reports without app units are no actual samples of the app's statistics.
+  auto st = f.logic.state.autoflops.find(f.app().id);
+  CHECK((st == f.logic.state.autoflops.end() || st->second.actual.n == 0));
+  // A job predicted at 50 units: BOINC's time limit (rsc_fpops_bound / flops, flops = 2e9
+  // here) is 50 × the host's time per unit × exp(4σ); the estimate × exp(2σ).
+  auto big = noisy.take(50);
+  double limit = big.workunit.rsc_fpops_bound / 2e9;
+  CHECK(limit == Approx(50 * mean * std::exp(4 * sd)));
+  CHECK(big.workunit.rsc_fpops_est / 2e9 == Approx(50 * mean * std::exp(2 * sd)));
+  CHECK(big.result.bound_seconds == Approx(limit));
+  CHECK(limit > 50 * mean * 1.5); // well above the mean time
+  CHECK(limit < 50 * mean * 10);  // and not a blanket factor
+  // Its report, without app units, is a sample of 500 / 50 = 10 s per unit (not 500 per job).
+  noisy.finish(big, 500);
+  CHECK(noisy.hav().spau.avg == Approx(mean + 0.1 * (10 - mean)));
+
+  // A steady host gets a narrower bound, but never the bare mean (host_min_spread 0.1).
+  boinc_host steady{f};
+  run_unit_jobs(steady, 40, 0.01, 7);
+  double steady_mean = steady.hav().spau.avg;
+  CHECK(steady.hav().spau_var.log.stdev() < 0.05);
+  auto s50 = steady.take(50);
+  double steady_limit = s50.workunit.rsc_fpops_bound / 2e9;
+  CHECK(steady_limit == Approx(50 * steady_mean * std::exp(4 * 0.1)));
+  CHECK(steady_limit / (50 * steady_mean) < limit / (50 * mean));
+  CHECK(steady_limit > 50 * steady_mean * 1.4);
+}
+
+TEST_CASE("host_completion_times: warm-up, log and linear spread, the floor", "[autoflops]") {
+  autoflops_settings s;
+  s.min_samples = 4;
+  spau_spread h;
+  for (double x : {8.0, 12.0, 8.0})
+    h.add(x, false, 10, 0.1);
+  // Warm-up: the mean time, the bound × warmup_bound_factor.
+  auto w = host_completion_times(10, 5, h, s);
+  CHECK(w.estimate == Approx(50));
+  CHECK(w.bound == Approx(500));
+  h.add(12, false, 10, 0.1);
+  CHECK(h.value.mean == Approx(10));
+  CHECK(h.value.variance() == Approx(16.0 / 3)); // Welford while straight
+  double sd = h.log.stdev();
+  CHECK(sd == Approx(std::log(1.5) / 2 * std::sqrt(4.0 / 3)));
+  auto t = host_completion_times(10, 5, h, s);
+  CHECK(t.estimate == Approx(50 * std::exp(2 * sd)));
+  CHECK(t.bound == Approx(50 * std::exp(4 * sd)));
+  s.log_ratio = false;
+  double cv = std::sqrt(16.0 / 3) / 10;
+  auto l = host_completion_times(10, 5, h, s);
+  CHECK(l.estimate == Approx(50 * (1 + 2 * cv)));
+  CHECK(l.bound == Approx(50 * (1 + 4 * cv)));
+  s.host_min_spread = 1;
+  CHECK(host_completion_times(10, 5, h, s).bound == Approx(50 * 5));
+  // After the straight samples the spread is averaged exponentially.
+  spread_stats e;
+  for (int i = 0; i < 200; ++i)
+    e.add(i % 2 ? 1.0 : -1.0, 10, 0.1);
+  CHECK(e.mean == Approx(0).margin(0.1));
+  CHECK(e.variance() == Approx(1).epsilon(0.15));
+  // Reports with app units are counted apart; unusable samples are ignored.
+  spau_spread m;
+  m.add(3, true, 10, 0.1);
+  m.add(0, false, 10, 0.1);
+  m.add(std::numeric_limits<double>::infinity(), false, 10, 0.1);
+  CHECK(m.with_units == 1);
+  CHECK(m.value.n == 1);
+}
+
 TEST_CASE("the server's seconds_per_app_unit follows reported app units", "[autoflops]") {
   host_state h;
   credit_settings cs;
@@ -498,6 +664,17 @@ TEST_CASE("the server's seconds_per_app_unit follows reported app units", "[auto
   rep.app_units = 4;
   apply(h, make(ev::result_reported{result_ref{1, 0}, 1, rep}), "a_0", cs);
   CHECK(h.app_versions.at(1).spau.avg == Approx(25));
+  CHECK(h.app_versions.at(1).spau_var.with_units == 1);
+  // A report without app units counts the job's predicted ones (from the dispatch).
+  ev::result_dispatched d{result_ref{1, 1}, 1, t0 + 86400 * us_per_second,
+                          version_echo{1, "p", 1, ""}, 1e9, 0, 8};
+  apply(h, make(d), "a_1", cs);
+  CHECK(h.in_progress.at("a_1").predicted_app_units == 8);
+  rep.app_units = 0;
+  rep.elapsed = 200;
+  apply(h, make(ev::result_reported{result_ref{1, 1}, 1, rep}), "a_1", cs);
+  CHECK(h.app_versions.at(1).spau.avg == Approx(25)); // 200 / 8
+  CHECK(h.app_versions.at(1).spau_var.value.n == 2);
 }
 
 // -- work creation and formats --------------------------------------------------------------
@@ -583,6 +760,43 @@ TEST_CASE("older payload versions decode with AutoFlops defaults", "[autoflops][
     enc.put(pc);
   }
   CHECK(std::get<ev::project_configured>(from_record(r3)->data).apps.at(0).autoflops.est_x == 2);
+  // project_configured v3: host_min_spread takes its default.
+  a.autoflops.host_min_spread = 0.3;
+  ev::project_configured pc3{"p", "P", {a}, {}};
+  auto r4 = to_record(make(pc3));
+  CHECK(static_cast<std::uint8_t>(r4.payload[0]) == 4);
+  CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.host_min_spread == 0.3);
+  r4.payload.clear();
+  {
+    storage::writer w{r4.payload};
+    w.put_u8(3);
+    storage::encoder enc{w, 3};
+    enc.put(pc3);
+  }
+  REQUIRE(from_record(r4));
+  CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.host_min_spread == 0.1);
+  CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.est_x == 3);
+  // result_dispatched v2: no predicted app units (decodes as 1); v3 keeps them.
+  ev::result_dispatched rd{result_ref{3, 1}, 4, t0, version_echo{1, "p", 1, ""}, 2e9, 40, 50};
+  auto r5 = to_record(make(rd));
+  CHECK(static_cast<std::uint8_t>(r5.payload[0]) == 3);
+  CHECK(std::get<ev::result_dispatched>(from_record(r5)->data).predicted_app_units == 50);
+  r5.payload.clear();
+  {
+    storage::writer w{r5.payload};
+    w.put_u8(2);
+    storage::encoder enc{w, 2};
+    enc.put(rd);
+  }
+  auto o5 = from_record(r5);
+  REQUIRE(o5);
+  const auto& old_d = std::get<ev::result_dispatched>(o5->data);
+  CHECK(old_d.predicted_app_units == 1);
+  CHECK(old_d.peak_flops == 2e9);
+  CHECK(old_d.jobs_per_day == 40);
+  host_state h;
+  apply(h, *o5, "w_1");
+  CHECK(h.in_progress.at("w_1").predicted_app_units == 1);
 }
 
 TEST_CASE("snapshots keep the AutoFlops statistics", "[autoflops][snapshot]") {
@@ -594,13 +808,23 @@ TEST_CASE("snapshots keep the AutoFlops statistics", "[autoflops][snapshot]") {
     auto jobs = f.select(f.request(host, false));
     f.report(jobs.at(0).dispatched.result, host, 10, 3);
   }
+  // A BOINC client's host: a held job's predicted units and the spread of its samples.
+  boinc_host b{f};
+  run_unit_jobs(b, 3, 0.2, 1);
+  b.take(12);
   w.projects.push_back(project_world{f.logic.state, {}, {}, {}}); // project_state copies, never assigns
+  w.projects[0].hosts[b.id] = b.h;
   auto blob = encode_snapshot(w);
-  CHECK(snapshot_format(blob) == 5);
+  CHECK(snapshot_format(blob) == 6);
   auto back = decode_snapshot(blob);
   REQUIRE(back);
   CHECK(back->projects[0].project.autoflops == f.logic.state.autoflops);
   CHECK(back->projects[0].project.autoflops.at(1).actual.n == 5);
+  const auto& hb = back->projects[0].hosts.at(b.id);
+  CHECK(hb == b.h);
+  REQUIRE(hb.in_progress.size() == 1);
+  CHECK(hb.in_progress.begin()->second.predicted_app_units == 12);
+  CHECK(hb.app_versions.begin()->second.spau_var.log.n == 3);
 }
 
 TEST_CASE("the request's AutoFlops fields parse; BOINC requests have none", "[autoflops]") {

@@ -4,7 +4,8 @@
 // One client (anonymous platform, tools/testapp) attached to a real cobbled whose app has
 // `autoflops: {estimates: all}`. It first runs a few short jobs (predicted_app_units 1, two
 // seconds of wall-clock time each), from which the server learns the host's
-// seconds_per_app_unit(H,V) (a BOINC client reports no app units: one per job). Then the test
+// seconds_per_app_unit(H,V) and its spread (a BOINC client reports no app units: each job counts
+// its predicted units). Then the test
 // submits a job whose predicted app units put its bound just over the client's 120-second
 // floor (a limit under 120 s becomes 12 hours), and whose app runs three times that long. The
 // reply translates the bound into rsc_fpops_bound = bound × flops; the client's limit
@@ -17,6 +18,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -32,6 +34,8 @@ constexpr int short_jobs = 4;
 constexpr double short_job_seconds = 2;
 /// The long job's bound is chosen just over the client's floor of 120 s.
 constexpr double wanted_bound = 125;
+/// autoflops.host_min_spread (its default): the least σ a host's record is taken to have.
+constexpr double host_min_spread = 0.1;
 /// The long job's app runs this many times its bound if nobody stops it.
 constexpr double overrun = 3;
 const std::string long_job = "af_e2e_long";
@@ -40,7 +44,7 @@ const std::string short_command = "--iterations 1000 --wall-seconds 2";
 /// Quick RPC turnaround; one app whose jobs need one valid result, with AutoFlops estimates
 /// for every client (`estimates: all`, set here so that the test does not depend on the
 /// default) and a warm-up that ends after min_samples validated jobs: then the factor of the
-/// bound is the statistics' (1 here: every job so far had its predicted single unit).
+/// bound is exp(4σ), σ the spread of the host's own samples (at least host_min_spread).
 std::string config() {
   return server_config("Cobble AutoFlops end-to-end test", R"(        min_quorum: 1
         target_nresults: 1
@@ -193,13 +197,23 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
   CHECK(spau == Approx(mean_elapsed));
   REQUIRE(spau > 0);
 
+  // The spread of the host's samples (logarithms of elapsed / predicted app units): a BOINC
+  // client reports no app units, so its completion times come from its own record.
+  const auto& spread = hav["seconds_per_app_unit_spread"];
+  REQUIRE(spread["n"] == short_jobs);
+  CHECK(spread["with_app_units"] == 0);
+  const double sigma = std::max(spread["log_stdev"].get<double>(), host_min_spread);
+
   // -- phase 2: a job predicted to take just over 120 s, which runs three times that ---
-  // After min_samples jobs whose actual units were all their predicted one, the factor of
-  // the bound is exactly 1 (mean ratio 1, no spread), with either formula.
-  const double predicted = std::ceil(wanted_bound / spau);
-  const double bound = spau * predicted;
+  // Past min_samples the estimate and bound are spau × predicted × exp(X × σ), X = 2 and 4
+  // (docs/autoflops.md, "Clients that report no app units").
+  const double bound_factor = std::exp(4 * sigma);
+  const double est_factor = std::exp(2 * sigma);
+  const double predicted = std::ceil(wanted_bound / (spau * bound_factor));
+  const double bound = spau * predicted * bound_factor;
+  const double estimate = spau * predicted * est_factor;
   const double natural = overrun * bound;
-  INFO("seconds_per_app_unit " << spau << ", predicted app units " << predicted
+  INFO("seconds_per_app_unit " << spau << ", sigma " << sigma << ", predicted app units " << predicted
                                << ", AutoFlops bound " << bound << " s, natural run time "
                                << natural << " s");
   REQUIRE(bound > 120);
@@ -239,8 +253,7 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
   const double flops = xml_number(av_xml, "flops");
   REQUIRE(flops > 0);
   CHECK(fpops_bound / flops == Approx(bound).epsilon(1e-6));
-  // The estimate has the same factor here (no spread yet): the client expects the bound.
-  CHECK(fpops_est / flops == Approx(bound).epsilon(1e-6));
+  CHECK(fpops_est / flops == Approx(estimate).epsilon(1e-6));
 
   // -- phase 3: the client aborts the job at its limit and reports it ------------------
   json result;
@@ -293,11 +306,11 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
   CHECK(elapsed <= bound + 10);
   CHECK(reported_after < natural);
   std::fprintf(stderr,
-               "AutoFlops e2e: short jobs done after %.1f s; seconds_per_app_unit %.3f s; "
+               "AutoFlops e2e: short jobs done after %.1f s; seconds_per_app_unit %.3f s; sigma %.3f; "
                "predicted app units %.0f; bound %.2f s; client limit %.2f s; ran %.0f s "
                "(log); elapsed reported %.2f s; reported %.1f s after dispatch; natural run "
                "time %.0f s\n",
-               short_phase, spau, predicted, bound, *logged_limit, ran, elapsed, reported_after,
+               short_phase, spau, sigma, predicted, bound, *logged_limit, ran, elapsed, reported_after,
                natural);
 
   // -- the log verifies after a clean stop ----------------------------------------------

@@ -37,8 +37,11 @@ void parse_autoflops(const checked_map& parent, const YAML::Node& n, const std::
   checked_map m(n, parent.source(), path,
            {"estimates", "est_x", "bound_x", "min_samples", "warmup_bound_factor", "log_ratio",
             "flops_samples", "flops_percentile", "flops_alpha", "reference_job",
-            "abort_quota_factor", "resend_probability", "suspicion_error_rate"});
-  std::string est = "client";
+            "abort_quota_factor", "resend_probability", "suspicion_error_rate",
+            "host_min_spread"});
+  std::string est = c.estimates == config::estimate_clients::off      ? "off"
+                    : c.estimates == config::estimate_clients::client ? "client"
+                                                                      : "all";
   m.choice("estimates", est, {"off", "client", "all"});
   c.estimates = est == "off"      ? config::estimate_clients::off
                 : est == "client" ? config::estimate_clients::client
@@ -60,6 +63,8 @@ void parse_autoflops(const checked_map& parent, const YAML::Node& n, const std::
   m.read("abort_quota_factor", c.abort_quota_factor, fraction, "in (0, 1]");
   m.read("resend_probability", c.resend_probability, probability, "in [0, 1]");
   m.read("suspicion_error_rate", c.suspicion_error_rate, probability, "in [0, 1]");
+  m.read("host_min_spread", c.host_min_spread, [](double x) { return x >= 0 && x <= 10; },
+         "in [0, 10]");
 }
 
 } // namespace
