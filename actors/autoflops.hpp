@@ -30,7 +30,7 @@ enum class estimate_mode : std::uint8_t {
 
 /// The numbers AutoFlops leaves open, per app (`autoflops:` of an app in the configuration).
 struct autoflops_settings {
-  estimate_mode estimates = estimate_mode::all;
+  estimate_mode estimates = estimate_mode::client;
   double est_x = 2;                  ///< X of the completion time estimate.
   double bound_x = 4;                ///< X of the completion time bound.
   /// App-unit samples before the estimate uses the statistics' spread; before that the

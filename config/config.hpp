@@ -51,7 +51,7 @@ enum class credit_policy_kind {
 
 /// The numbers AutoFlops leaves open, per app (docs/autoflops.md).
 struct autoflops_config {
-  estimate_clients estimates = estimate_clients::all;
+  estimate_clients estimates = estimate_clients::client;
   double est_x = 2;                  ///< X of the completion time estimate.
   double bound_x = 4;                ///< X of the completion time bound.
   std::uint64_t min_samples = 30;    ///< App-unit samples before the spread is used.

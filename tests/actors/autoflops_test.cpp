@@ -40,6 +40,7 @@ config::project_config af_project(config::credit_policy_kind policy = config::cr
   a.min_quorum = a.target_nresults = 1;
   a.max_jobs_per_rpc = 1;
   a.credit_policy = policy;
+  a.autoflops.estimates = config::estimate_clients::all; // BOINC clients too
   a.autoflops.min_samples = 5;
   a.autoflops.flops_samples = 4;
   config::app_version_config cpu;
@@ -341,7 +342,7 @@ TEST_CASE("completion time estimate and bound reach BOINC clients as rsc_fpops_e
 
 TEST_CASE("estimates: all gives BOINC clients the server's seconds_per_app_unit", "[autoflops]") {
   auto cfg = af_project();
-  CHECK(cfg.apps[0].autoflops.estimates == config::estimate_clients::all); // the default
+  CHECK(config::app_config{}.autoflops.estimates == config::estimate_clients::client); // default
   cfg.apps[0].rsc_fpops_est = 1e10;
   cfg.apps[0].rsc_fpops_bound = 1e11; // 50 s at 2e9 FLOPS
   af_fixture f{cfg};
@@ -570,7 +571,7 @@ void run_unit_jobs(boinc_host& b, int n, double sigma, unsigned seed) {
 
 TEST_CASE("a BOINC client's time limit follows the bound: per predicted app unit, its own spread",
           "[autoflops]") {
-  af_fixture f; // estimates: all (the default), min_samples 5, log_ratio
+  af_fixture f; // estimates: all, min_samples 5, log_ratio
   boinc_host noisy{f};
   // Jobs of one predicted unit, 10 s each with multiplicative noise (σ 0.25 in log).
   run_unit_jobs(noisy, 40, 0.25, 7);
