@@ -13,6 +13,7 @@
 #include "net/admin_json.hpp"
 #include "storage/event_store.hpp"
 #include "tools/heap.hpp"
+#include "tools/prefault.hpp"
 
 #include <CLI/CLI.hpp>
 #include <boost/asio/connect.hpp>
@@ -741,6 +742,7 @@ struct replay_options {
 /// Replays events 1..to, printing progress and speed to stderr.
 world replay(const storage::event_store& st, std::uint64_t to) {
   auto start = std::chrono::steady_clock::now();
+  heap::prefaulter prefault; // replay builds the state on this thread; another faults its heap in
   auto w = recover(st, true, to, [](std::uint64_t seq) {
     std::cerr << "replayed up to seq " << seq << '\n';
   });
@@ -1477,5 +1479,6 @@ int run(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   cobble::heap::use_huge_pages();
+  cobble::heap::reserve_arena();
   return run(argc, argv);
 }

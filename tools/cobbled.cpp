@@ -10,6 +10,7 @@
 #include "net/http_server.hpp"
 #include "storage/event_store.hpp"
 #include "tools/heap.hpp"
+#include "tools/prefault.hpp"
 
 #include <CLI/CLI.hpp>
 #include <caf/all.hpp>
@@ -67,6 +68,7 @@ std::string admin_token(const cobble::config::server_config& server) {
 
 int main(int argc, char** argv) {
   cobble::heap::use_huge_pages();
+  cobble::heap::reserve_arena();
   CLI::App app{"cobbled: the Cobble volunteer-computing project server.\n\n"
                "Without --config it serves the embedded demo project (one app, 'testapp', one\n"
                "user, 'demo'). It prints the master URL and account key to attach a BOINC\n"
@@ -188,7 +190,11 @@ int main(int argc, char** argv) {
   auto started = std::chrono::steady_clock::now();
   cobble::node_options node_opts;
   node_opts.files = file_store;
-  auto node = cobble::start_node(sys, cfg, store, clk, node_opts);
+  auto node = [&] {
+    // Recovery builds the whole state on this thread; another faults its heap in meanwhile.
+    cobble::heap::prefaulter prefault;
+    return cobble::start_node(sys, cfg, store, clk, node_opts);
+  }();
   if (!node) {
     std::cerr << "cobbled: refusing to start: " << cobble::describe(node.error())
               << "\n(nothing was changed; see `cobble log verify --data-dir " << data.string()
