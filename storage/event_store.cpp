@@ -14,13 +14,20 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cstring>
 #include <cstdarg>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <random>
+#include <set>
 #include <system_error>
+#include <utility>
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace fs = std::filesystem;
@@ -122,6 +129,39 @@ struct cf_deleter {
 
 using cf_ptr = std::unique_ptr<rocksdb::ColumnFamilyHandle, cf_deleter>;
 
+/// An owned file descriptor.
+class unique_fd {
+public:
+  unique_fd() = default;
+  explicit unique_fd(int fd) : fd_(fd) {}
+  unique_fd(unique_fd&& x) noexcept : fd_(std::exchange(x.fd_, -1)) {}
+  unique_fd& operator=(unique_fd&& x) noexcept {
+    reset(std::exchange(x.fd_, -1));
+    return *this;
+  }
+  ~unique_fd() { reset(); }
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  int release() { return std::exchange(fd_, -1); }
+  void reset(int fd = -1) {
+    if (fd_ >= 0)
+      ::close(fd_);
+    fd_ = fd;
+  }
+
+private:
+  int fd_ = -1;
+};
+
+/// The text of an errno value.
+std::string errno_text(int err) {
+  return std::system_category().message(err);
+}
+
+/// How much of a snapshot is checksummed or written at a time (and how often a stream looks
+/// for a stop).
+constexpr std::size_t snapshot_piece_bytes = 4u << 20;
+
 } // namespace
 
 // -- impl ---------------------------------------------------------------------
@@ -130,6 +170,7 @@ struct event_store::impl {
   fs::path dir;
   store_options opts;
   fs::path secondary_dir; ///< Only for read-only stores.
+  fs::path snap_dir;      ///< dir / snapshot_dir_name: the snapshot files.
 
   // Declaration order matters: the handles are destroyed before the DB.
   std::unique_ptr<rocksdb::DB> db;
@@ -140,6 +181,11 @@ struct event_store::impl {
   std::atomic<std::uint64_t> last_seq{0};
   std::mutex write_mutex;    ///< Serializes appends.
   std::mutex snapshot_mutex; ///< Serializes snapshot writes and pruning.
+
+  /// Read-only stores: the snapshot files of the view, held open so that the server pruning
+  /// or replacing them does not take them away (refresh() renews them).
+  mutable std::mutex pins_mutex;
+  std::map<snapshot_file_id, unique_fd> pins; ///< Guarded by pins_mutex.
 
   std::atomic<std::uint64_t> events_appended{0};
   std::atomic<std::uint64_t> batches{0};
@@ -305,6 +351,8 @@ struct event_store::impl {
     auto manifest = read_manifest(it, seq);
     if (!manifest)
       return std::move(manifest.error());
+    if (manifest->storage == snapshot_storage::file)
+      return load_snapshot_file(seq, *manifest);
     std::string blob;
     // One allocation for the whole snapshot: appending chunk by chunk to a growing string
     // copied it over and over (half of recovery's time at a million workunits).
@@ -330,6 +378,254 @@ struct event_store::impl {
     ro.fill_cache = false;
     return ro;
   }
+
+  // -- snapshot files ---------------------------------------------------------
+
+  /// Every manifest, by seq (oldest first).
+  caf::expected<std::vector<std::pair<std::uint64_t, snapshot_manifest>>> manifests() const {
+    std::vector<std::pair<std::uint64_t, snapshot_manifest>> result;
+    std::unique_ptr<rocksdb::Iterator> it{db->NewIterator({}, snapshots_cf.get())};
+    auto start = std::string(1, static_cast<char>(key_prefix::snapshot_manifest));
+    for (it->Seek(start); it->Valid(); it->Next()) {
+      auto key = snapshot_manifest_key::decode(as_view(it->key()));
+      if (!key)
+        break; // past the manifests
+      auto manifest = snapshot_manifest::decode(as_view(it->value()));
+      if (!manifest)
+        return fail(ec::corruption, snapshot_name(key->seq), "malformed manifest", dir);
+      result.emplace_back(key->seq, *manifest);
+    }
+    if (!it->status().ok())
+      return from_status(it->status(), "list snapshots", dir);
+    return result;
+  }
+
+  /// The manifest of snapshot `seq`, if there is one.
+  caf::expected<std::optional<snapshot_manifest>> find_manifest(std::uint64_t seq) const {
+    std::string value;
+    auto s = db->Get({}, snapshots_cf.get(), snapshot_manifest_key{seq}.encode(), &value);
+    if (s.IsNotFound())
+      return std::optional<snapshot_manifest>{};
+    if (!s.ok())
+      return from_status(s, "read " + snapshot_name(seq), dir);
+    auto manifest = snapshot_manifest::decode(value);
+    if (!manifest)
+      return fail(ec::corruption, snapshot_name(seq), "malformed manifest", dir);
+    return std::optional<snapshot_manifest>{*manifest};
+  }
+
+  /// "snapshots/<file name>", as errors name a snapshot file.
+  static std::string file_label(std::uint64_t seq, std::uint64_t generation) {
+    std::string out = snapshot_dir_name;
+    out += '/';
+    out += snapshot_file_name(seq, generation);
+    return out;
+  }
+
+  /// Syncs directory `p`, so that a file created or renamed in it survives a crash.
+  caf::error sync_dir(const fs::path& p, const std::string& subject) const {
+    unique_fd fd{::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)};
+    if (!fd || ::fsync(fd.get()) != 0) {
+      auto e = errno;
+      return fail(ec::io_error, subject, "sync directory " + p.string() + ": " + errno_text(e),
+                  dir);
+    }
+    return {};
+  }
+
+  /// Writes `blob` as the file of snapshot `seq`, generation `gen`: under a temporary name,
+  /// synced, renamed into place, the directory synced. Returns the blob's CRC-32 (computed as
+  /// the pieces go out, while each is in the cache). On error nothing is left under the final
+  /// name that was not there before.
+  caf::expected<std::uint32_t> write_snapshot_file(std::uint64_t seq, std::uint64_t gen,
+                                                   std::string_view blob) {
+    auto name = snapshot_name(seq);
+    std::error_code err;
+    if (fs::create_directories(snap_dir, err)) {
+      // A new directory entry in the store directory: make it durable too.
+      if (auto e = sync_dir(dir, name))
+        return e;
+    } else if (err) {
+      return fail(ec::io_error, name, "create " + snap_dir.string() + ": " + err.message(), dir);
+    }
+    auto path = snap_dir / snapshot_file_name(seq, gen);
+    auto tmp = path;
+    tmp += ".tmp";
+    auto failed = [&](const std::string& what) {
+      auto code = errno;
+      auto e = fail(ec::io_error, name, what + " " + tmp.string() + ": " + errno_text(code), dir);
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      return e;
+    };
+    unique_fd fd{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (!fd)
+      return failed("create");
+    std::uint32_t crc = 0;
+    for (std::size_t offset = 0; offset < blob.size();) {
+      auto piece = blob.substr(offset, snapshot_piece_bytes);
+      crc = crc32_update(crc, piece);
+      while (!piece.empty()) {
+        auto n = ::write(fd.get(), piece.data(), piece.size());
+        if (n < 0 && errno == EINTR)
+          continue;
+        if (n <= 0)
+          return failed("write");
+        piece.remove_prefix(static_cast<std::size_t>(n));
+        offset += static_cast<std::size_t>(n);
+      }
+    }
+    if (::fdatasync(fd.get()) != 0)
+      return failed("sync");
+    if (::close(fd.release()) != 0)
+      return failed("close");
+    if (::rename(tmp.c_str(), path.c_str()) != 0)
+      return failed("rename");
+    if (auto e = sync_dir(snap_dir, name))
+      return e;
+    return crc;
+  }
+
+  /// Removes the file of snapshot `seq`, generation `gen` (best effort: a file left behind is
+  /// an orphan, which the next prune removes).
+  void remove_snapshot_file(std::uint64_t seq, std::uint64_t gen) const {
+    std::error_code ignored;
+    fs::remove(snap_dir / snapshot_file_name(seq, gen), ignored);
+  }
+
+  /// Removes every snapshot file and temporary file that no manifest refers to: left by a
+  /// crash between a file and its manifest, during a prune, or after a replacement. Only
+  /// names this store gives are touched. Best effort: what cannot be removed now is tried
+  /// again at the next prune. Only for a writable store, with no snapshot write under way.
+  caf::error remove_orphan_files() const {
+    std::error_code err;
+    if (!fs::exists(snap_dir, err))
+      return {};
+    auto all = manifests();
+    if (!all)
+      return std::move(all.error());
+    std::set<snapshot_file_id> live;
+    for (const auto& [seq, m] : *all)
+      if (m.storage == snapshot_storage::file)
+        live.insert(snapshot_file_id{seq, m.generation});
+    std::vector<fs::path> orphans;
+    for (fs::directory_iterator i{snap_dir, err}, end; !err && i != end; i.increment(err)) {
+      auto file = i->path().filename().string();
+      std::string_view name = file;
+      bool temporary = name.ends_with(".tmp");
+      if (temporary)
+        name.remove_suffix(4);
+      auto id = parse_snapshot_file_name(name);
+      if (id && (temporary || !live.count(*id)))
+        orphans.push_back(i->path());
+    }
+    for (const auto& p : orphans) {
+      std::error_code ignored;
+      fs::remove(p, ignored);
+    }
+    return {};
+  }
+
+  /// Opens the file of snapshot `seq` (the one the read-only store holds open, if any) and
+  /// checks that its size is the manifest's: mapping a file shorter than that would raise
+  /// SIGBUS where the file ends.
+  caf::expected<unique_fd> open_snapshot_file(std::uint64_t seq,
+                                              const snapshot_manifest& m) const {
+    auto name = snapshot_name(seq);
+    auto label = file_label(seq, m.generation);
+    unique_fd fd;
+    if (opts.read_only) {
+      std::lock_guard<std::mutex> guard{pins_mutex};
+      auto i = pins.find(snapshot_file_id{seq, m.generation});
+      if (i != pins.end())
+        fd.reset(::fcntl(i->second.get(), F_DUPFD_CLOEXEC, 0));
+    }
+    if (!fd) {
+      auto path = snap_dir / snapshot_file_name(seq, m.generation);
+      fd.reset(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+      auto code = errno;
+      if (!fd && code == ENOENT)
+        return fail(ec::corruption, name, "file " + label + " missing", dir);
+      if (!fd)
+        return fail(ec::io_error, name, "open " + path.string() + ": " + errno_text(code), dir);
+    }
+    struct stat sb {};
+    if (::fstat(fd.get(), &sb) != 0) {
+      auto code = errno;
+      return fail(ec::io_error, name, "stat " + label + ": " + errno_text(code), dir);
+    }
+    if (static_cast<std::uint64_t>(sb.st_size) != m.bytes)
+      return fail(ec::corruption, name,
+                  "file " + label + " has size " + std::to_string(sb.st_size)
+                    + " but the manifest says " + std::to_string(m.bytes),
+                  dir);
+    return fd;
+  }
+
+  /// The error of a blob whose CRC-32 is not the manifest's.
+  caf::error checksum_mismatch(std::uint64_t seq) const {
+    return fail(ec::corruption, snapshot_name(seq), "checksum mismatch", dir);
+  }
+
+  /// Reads the whole file of snapshot `seq`, verifying size and checksum.
+  caf::expected<std::string> load_snapshot_file(std::uint64_t seq,
+                                                const snapshot_manifest& m) const {
+    auto fd = open_snapshot_file(seq, m);
+    if (!fd)
+      return std::move(fd.error());
+    std::string blob;
+    // The size is the file's, checked above: the allocation is as real as the file.
+    blob.resize(static_cast<std::size_t>(m.bytes));
+    std::size_t done = 0;
+    while (done < blob.size()) {
+      auto n = ::pread(fd->get(), blob.data() + done, blob.size() - done,
+                       static_cast<off_t>(done));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0) {
+        auto code = errno;
+        return fail(ec::io_error, snapshot_name(seq),
+                    "read " + file_label(seq, m.generation) + ": " + errno_text(code), dir);
+      }
+      if (n == 0) // shrunk since the check
+        return fail(ec::corruption, snapshot_name(seq),
+                    "file " + file_label(seq, m.generation) + " has size "
+                      + std::to_string(done) + " but the manifest says "
+                      + std::to_string(m.bytes),
+                    dir);
+      done += static_cast<std::size_t>(n);
+    }
+    if (crc32(blob) != m.crc)
+      return checksum_mismatch(seq);
+    return blob;
+  }
+
+  /// Read-only stores: holds the snapshot files of the current view open (see `pins`).
+  void pin_snapshot_files() {
+    auto all = manifests();
+    if (!all)
+      return; // reading a snapshot reports it
+    std::map<snapshot_file_id, unique_fd> fresh;
+    std::lock_guard<std::mutex> guard{pins_mutex};
+    for (const auto& [seq, m] : *all) {
+      if (m.storage != snapshot_storage::file)
+        continue;
+      snapshot_file_id id{seq, m.generation};
+      if (auto i = pins.find(id); i != pins.end()) {
+        fresh.emplace(id, std::move(i->second));
+        continue;
+      }
+      auto path = snap_dir / snapshot_file_name(seq, m.generation);
+      unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+      if (fd) // if not, reading the snapshot says it is missing
+        fresh.emplace(id, std::move(fd));
+    }
+    pins = std::move(fresh);
+  }
+
+  /// stream_snapshot() of a file snapshot (see storage/snapshot_stream.hpp).
+  caf::expected<std::unique_ptr<snapshot_stream>> stream_file(std::uint64_t seq,
+                                                              const snapshot_manifest& m) const;
 };
 
 // -- snapshot_stream ----------------------------------------------------------
@@ -345,6 +641,8 @@ snapshot_stream::~snapshot_stream() {
   }
   if (thread_.joinable())
     thread_.join();
+  if (mapping_)
+    ::munmap(mapping_, size_);
 }
 
 std::size_t snapshot_stream::wait_for(std::size_t n) {
@@ -390,6 +688,48 @@ bool snapshot_stream::stopping() {
   return stop_;
 }
 
+caf::expected<std::unique_ptr<snapshot_stream>>
+event_store::impl::stream_file(std::uint64_t seq, const snapshot_manifest& m) const {
+  // The size is checked first: the mapping must not reach past the end of the file.
+  auto fd = open_snapshot_file(seq, m);
+  if (!fd)
+    return std::move(fd.error());
+  auto size = static_cast<std::size_t>(m.bytes);
+  std::unique_ptr<snapshot_stream> st{new snapshot_stream(seq, size)};
+  void* mapping = size == 0 ? MAP_FAILED
+                            : ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd->get(), 0);
+  if (mapping == MAP_FAILED) {
+    // Empty, or no address space for it: read it the plain way (which checks it as well).
+    auto blob = load_snapshot_file(seq, m);
+    if (!blob)
+      return std::move(blob.error());
+    st->fallback_ = std::move(*blob);
+    st->data_ = st->fallback_.data();
+    st->ready_ = st->size_;
+    st->ended_ = true;
+    return st;
+  }
+  // Read once, front to back, by the checksum and the decoder: read ahead, and start now.
+  ::madvise(mapping, size, MADV_SEQUENTIAL);
+  ::madvise(mapping, size, MADV_WILLNEED);
+  st->mapping_ = mapping;
+  st->data_ = static_cast<const char*>(mapping);
+  st->ready_ = size; // all of it is addressable; only its checksum is still to come
+  st->thread_ = std::thread{[s = st.get(), expected = m.crc, self = this] {
+    std::uint32_t crc = 0;
+    std::string_view all{s->data_, s->size_};
+    for (std::size_t offset = 0; offset < all.size(); offset += snapshot_piece_bytes) {
+      if (s->stopping()) {
+        s->end(fail(ec::unspecified, snapshot_name(s->seq_), "reading stopped", self->dir));
+        return;
+      }
+      crc = crc32_update(crc, all.substr(offset, snapshot_piece_bytes));
+    }
+    s->end(crc == expected ? caf::error{} : self->checksum_mismatch(s->seq_));
+  }};
+  return st;
+}
+
 // -- construction -------------------------------------------------------------
 
 event_store::event_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {
@@ -404,6 +744,7 @@ caf::expected<std::unique_ptr<event_store>> event_store::open(const fs::path& di
     return fail(ec::invalid_argument, "open", "snapshot_chunk_bytes must be positive", dir);
   auto st = std::make_unique<impl>();
   st->dir = dir;
+  st->snap_dir = dir / snapshot_dir_name;
   st->opts = opts;
   if (!opts.read_only && opts.create_if_missing) {
     std::error_code err;
@@ -453,6 +794,12 @@ caf::expected<std::unique_ptr<event_store>> event_store::open(const fs::path& di
     return err;
   if (auto err = st->load_last_seq())
     return err;
+  if (opts.read_only) {
+    st->pin_snapshot_files();
+  } else {
+    // Best effort: a malformed manifest is reported when the snapshots are listed or read.
+    static_cast<void>(st->remove_orphan_files());
+  }
   return std::unique_ptr<event_store>{new event_store(std::move(st))};
 }
 
@@ -563,48 +910,81 @@ caf::error event_store::write_snapshot(std::uint64_t seq, std::string_view blob)
   if (auto err = impl_->refuse_if_read_only("write " + name))
     return err;
   auto chunk_bytes = impl_->opts.snapshot_chunk_bytes;
-  auto chunks = (blob.size() + chunk_bytes - 1) / chunk_bytes;
+  auto as_file = impl_->opts.snapshots == snapshot_storage::file;
+  auto chunks = as_file ? 0 : (blob.size() + chunk_bytes - 1) / chunk_bytes;
   if (chunks > std::numeric_limits<std::uint32_t>::max())
     return fail(ec::invalid_argument, name, "too many chunks", impl_->dir);
   // Neither the append mutex nor one big WriteBatch: appends share RocksDB's write queue, and
   // a snapshot of hundreds of MB written in one synced batch held every append (and so every
-  // acknowledged RPC) for up to a second. Each chunk is a batch of its own, written without
-  // sync; the manifest comes last, in a synced batch, which syncs the WAL with every chunk
-  // before it. Until the manifest exists the snapshot does not (list_snapshots and
-  // latest_snapshot go by manifests); chunks orphaned by a crash are deleted by the next
-  // write at the same seq or by prune_snapshots.
+  // acknowledged RPC) for up to a second. A file snapshot does not go through RocksDB at all
+  // but for its manifest; a chunked one writes each chunk as a batch of its own, without sync.
+  // The manifest comes last, in a synced batch (which syncs the WAL with every chunk before
+  // it); until it exists the snapshot does not (list_snapshots and latest_snapshot go by
+  // manifests). Chunks or files orphaned by a crash are deleted by the next write at the same
+  // seq, by prune_snapshots, and (files) at the next open.
   std::lock_guard<std::mutex> guard{impl_->snapshot_mutex};
   auto* cf = impl_->snapshots_cf.get();
+  auto old = impl_->find_manifest(seq);
+  if (!old && old.error() != ec::corruption)
+    return std::move(old.error());
+  // What the manifest at `seq` names now (a malformed manifest is simply overwritten).
+  bool had_file = old && *old && (*old)->storage == snapshot_storage::file;
+  bool had_chunks = old && *old && (*old)->storage == snapshot_storage::chunks;
+  std::uint64_t old_generation = had_file ? (*old)->generation : 0;
   auto write = [&](rocksdb::WriteBatch& wb, bool sync) {
     rocksdb::WriteOptions wo;
     wo.sync = sync;
     return impl_->db->Write(wo, &wb);
   };
+  snapshot_manifest manifest;
+  manifest.bytes = blob.size();
   rocksdb::Status s;
-  {
-    // Chunks left over from an earlier snapshot at the same seq must not survive.
-    rocksdb::WriteBatch wb;
-    s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(seq), chunk_range_end(seq));
-    if (s.ok())
-      s = write(wb, false);
-  }
-  for (std::size_t i = 0; s.ok() && i < chunks; ++i) {
-    auto chunk = blob.substr(i * chunk_bytes, chunk_bytes);
-    rocksdb::WriteBatch wb;
-    s = wb.Put(cf, snapshot_chunk_key{seq, static_cast<std::uint32_t>(i)}.encode(),
-               as_slice(chunk));
-    if (s.ok())
-      s = write(wb, false);
+  if (as_file) {
+    // A new file next to the one the manifest names (if any): that one stays whole until the
+    // new manifest is written.
+    manifest.storage = snapshot_storage::file;
+    if (had_file)
+      manifest.generation = old_generation + 1;
+    auto crc = impl_->write_snapshot_file(seq, manifest.generation, blob);
+    if (!crc)
+      return std::move(crc.error());
+    manifest.crc = *crc;
+  } else {
+    manifest.chunks = static_cast<std::uint32_t>(chunks);
+    manifest.crc = crc32(blob);
+    {
+      // Chunks left over from an earlier snapshot at the same seq must not survive.
+      rocksdb::WriteBatch wb;
+      s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(seq), chunk_range_end(seq));
+      if (s.ok())
+        s = write(wb, false);
+    }
+    for (std::size_t i = 0; s.ok() && i < chunks; ++i) {
+      auto chunk = blob.substr(i * chunk_bytes, chunk_bytes);
+      rocksdb::WriteBatch wb;
+      s = wb.Put(cf, snapshot_chunk_key{seq, static_cast<std::uint32_t>(i)}.encode(),
+                 as_slice(chunk));
+      if (s.ok())
+        s = write(wb, false);
+    }
   }
   if (s.ok()) {
-    snapshot_manifest manifest{static_cast<std::uint32_t>(chunks), blob.size(), crc32(blob)};
     rocksdb::WriteBatch wb;
-    s = wb.Put(cf, snapshot_manifest_key{seq}.encode(), manifest.encode());
+    // A file replacing a chunked snapshot: its chunks go with the old manifest, atomically.
+    if (as_file && had_chunks)
+      s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(seq), chunk_range_end(seq));
+    if (s.ok())
+      s = wb.Put(cf, snapshot_manifest_key{seq}.encode(), manifest.encode());
     if (s.ok())
       s = write(wb, true);
   }
+  // On error a new file stays behind as an orphan (for the next prune or open to remove):
+  // whether a failed write left its manifest behind cannot be told here.
   if (!s.ok())
     return from_status(s, "write " + name, impl_->dir);
+  // The file the old manifest named is no snapshot any more.
+  if (had_file)
+    impl_->remove_snapshot_file(seq, old_generation);
   impl_->snapshots_written.fetch_add(1, std::memory_order_relaxed);
   return {};
 }
@@ -643,6 +1023,8 @@ event_store::stream_snapshot(std::uint64_t seq) const {
   auto manifest = impl_->read_manifest(*it, seq);
   if (!manifest)
     return std::move(manifest.error());
+  if (manifest->storage == snapshot_storage::file)
+    return impl_->stream_file(seq, *manifest);
   std::unique_ptr<snapshot_stream> st{
     new snapshot_stream(seq, static_cast<std::size_t>(manifest->bytes))};
   // Not zeroed: the reading thread touches each page first, in parallel with the decoding.
@@ -674,21 +1056,13 @@ event_store::stream_snapshot(std::uint64_t seq) const {
 }
 
 caf::expected<std::vector<snapshot_info>> event_store::list_snapshots() const {
+  auto all = impl_->manifests();
+  if (!all)
+    return std::move(all.error());
   std::vector<snapshot_info> result;
-  std::unique_ptr<rocksdb::Iterator> it{
-    impl_->db->NewIterator({}, impl_->snapshots_cf.get())};
-  auto start = std::string(1, static_cast<char>(key_prefix::snapshot_manifest));
-  for (it->Seek(start); it->Valid(); it->Next()) {
-    auto key = snapshot_manifest_key::decode(as_view(it->key()));
-    if (!key)
-      break; // past the manifests
-    auto manifest = snapshot_manifest::decode(as_view(it->value()));
-    if (!manifest)
-      return fail(ec::corruption, snapshot_name(key->seq), "malformed manifest", impl_->dir);
-    result.push_back(snapshot_info{key->seq, manifest->bytes});
-  }
-  if (!it->status().ok())
-    return from_status(it->status(), "list snapshots", impl_->dir);
+  result.reserve(all->size());
+  for (const auto& [seq, m] : *all)
+    result.push_back(snapshot_info{seq, m.bytes, m.storage});
   return result;
 }
 
@@ -706,26 +1080,31 @@ caf::error event_store::prune_snapshots(std::size_t keep) {
   auto all = list_snapshots();
   if (!all)
     return std::move(all.error());
-  if (all->size() <= keep)
-    return {};
-  auto* cf = impl_->snapshots_cf.get();
-  rocksdb::WriteBatch wb;
-  rocksdb::Status s;
-  for (std::size_t i = 0; s.ok() && i < all->size() - keep; ++i)
-    s = wb.Delete(cf, snapshot_manifest_key{(*all)[i].seq}.encode());
-  // Every chunk below the oldest snapshot kept: those of the pruned snapshots and any
-  // orphaned by a crash during a snapshot write.
-  if (s.ok())
-    s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(0),
-                       snapshot_chunk_key::seq_prefix((*all)[all->size() - keep].seq));
-  if (!s.ok())
-    return from_status(s, "prune snapshots", impl_->dir);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  s = impl_->db->Write(wo, &wb);
-  if (!s.ok())
-    return from_status(s, "prune snapshots", impl_->dir);
-  return {};
+  if (all->size() > keep) {
+    // The manifests first, in a synced batch: from then on the pruned snapshots do not exist,
+    // and a crash before their files are removed leaves orphans, which the next prune or open
+    // removes. (Files first would leave, after a crash, a manifest naming a missing file: a
+    // snapshot that looks whole and fails when read.)
+    auto* cf = impl_->snapshots_cf.get();
+    rocksdb::WriteBatch wb;
+    rocksdb::Status s;
+    for (std::size_t i = 0; s.ok() && i < all->size() - keep; ++i)
+      s = wb.Delete(cf, snapshot_manifest_key{(*all)[i].seq}.encode());
+    // Every chunk below the oldest snapshot kept: those of the pruned snapshots and any
+    // orphaned by a crash during a snapshot write.
+    if (s.ok())
+      s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(0),
+                         snapshot_chunk_key::seq_prefix((*all)[all->size() - keep].seq));
+    if (!s.ok())
+      return from_status(s, "prune snapshots", impl_->dir);
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    s = impl_->db->Write(wo, &wb);
+    if (!s.ok())
+      return from_status(s, "prune snapshots", impl_->dir);
+  }
+  // The files of the pruned snapshots, and any other file no manifest names.
+  return impl_->remove_orphan_files();
 }
 
 // -- misc ---------------------------------------------------------------------
@@ -736,6 +1115,7 @@ caf::error event_store::refresh() {
   auto s = impl_->db->TryCatchUpWithPrimary();
   if (!s.ok())
     return from_status(s, "catch up with the server", impl_->dir);
+  impl_->pin_snapshot_files();
   return impl_->load_last_seq();
 }
 

@@ -4,7 +4,8 @@
 ///
 /// An event_store owns one RocksDB instance with three column families: `default` (metadata),
 /// `events` (one key per event, by Cobble's own u64 sequence number) and `snapshots`
-/// (chunked snapshot blobs with a manifest). It is not an actor: the log actor in actors/
+/// (the snapshot manifests, and the chunks of snapshots stored the older way), plus the
+/// snapshot files in `<dir>/snapshots/`. It is not an actor: the log actor in actors/
 /// owns one and calls it from its own (detached) thread. It is safe to read from other threads
 /// while one thread appends (writes are serialized internally as well).
 ///
@@ -46,10 +47,21 @@ struct event_record {
   friend bool operator==(const event_record&, const event_record&) = default;
 };
 
+/// Where a snapshot's blob is kept.
+enum class snapshot_storage : std::uint8_t {
+  /// Chunks of `store_options::snapshot_chunk_bytes` in the `snapshots` column family (how
+  /// every snapshot was stored before file snapshots; still read).
+  chunks,
+  /// One plain file in `<dir>/snapshots/`, read through a memory mapping: no decompression,
+  /// no copy, no RocksDB block buffers.
+  file,
+};
+
 /// One stored snapshot: the state of every actor after applying events 1..seq.
 struct snapshot_info {
   std::uint64_t seq = 0;   ///< The last event the snapshot includes.
   std::uint64_t bytes = 0; ///< Size of the blob.
+  snapshot_storage storage = snapshot_storage::chunks; ///< Where the blob is.
 };
 
 /// Counters for /metrics and the benchmarks. `batches` and `syncs` count appends only, so that
@@ -72,10 +84,15 @@ struct store_options {
   /// instance (DB::OpenAsSecondary): unlike DB::OpenForReadOnly, which RocksDB 7.8 documents as
   /// undefined behaviour while a writer has the DB open, it is safe next to a running server.
   /// It sees the log as of open() (including writes still only in the WAL); refresh() catches
-  /// up. Writes return ec::invalid_argument. The directory must already exist.
+  /// up. Writes return ec::invalid_argument. The directory must already exist. It holds the
+  /// snapshot files of its view open (as RocksDB holds its table files), so a snapshot it
+  /// lists stays readable when the server prunes or replaces it meanwhile.
   bool read_only = false;
   bool create_if_missing = true; ///< Create the directory and an empty store if absent.
-  std::size_t snapshot_chunk_bytes = 4u << 20; ///< Snapshots are split into chunks this large.
+  /// How write_snapshot() stores new snapshots. Both kinds are always read.
+  snapshot_storage snapshots = snapshot_storage::file;
+  /// Chunked snapshots are split into chunks this large.
+  std::size_t snapshot_chunk_bytes = 4u << 20;
 };
 
 /// One open event log (see the file comment).
@@ -108,13 +125,16 @@ public:
   /// Reads one event: ec::not_found if absent, ec::corruption if it fails its checksum.
   caf::expected<event_record> read(std::uint64_t seq) const;
 
-  /// Stores a snapshot taken after event `seq`: chunks in batches of their own (so appends from
-  /// another thread are not held behind it), then the manifest in a synced batch; a snapshot is
-  /// either whole or absent. Safe to call from another thread than append().
+  /// Stores a snapshot taken after event `seq`, as `store_options::snapshots` says: a file
+  /// (written under a temporary name, synced, renamed into place, the directory synced) or
+  /// chunks in batches of their own; then the manifest in a synced batch, which is the commit
+  /// point: a snapshot is either whole or absent. Neither holds appends from another thread
+  /// behind it. Replacing the snapshot at `seq` is safe: the old one stays readable until the
+  /// new manifest is written. Safe to call from another thread than append().
   caf::error write_snapshot(std::uint64_t seq, std::string_view blob);
 
-  /// The newest complete snapshot, if any: its seq and blob. A snapshot whose chunks fail
-  /// their checksum is an error naming its seq.
+  /// The newest complete snapshot, if any: its seq and blob. A snapshot whose chunks or file
+  /// fail their checks (missing, wrong size, checksum) is an error naming its seq.
   caf::expected<std::optional<std::pair<std::uint64_t, std::string>>> latest_snapshot() const;
 
   /// Reads the snapshot taken at exactly `seq` (ec::not_found if there is none), verified like
@@ -123,19 +143,22 @@ public:
 
   /// Starts reading the snapshot taken at exactly `seq` on a thread of its own, so that the
   /// caller can decode the blob while the rest of it is still read (storage/snapshot_stream.hpp).
-  /// ec::not_found if there is none, ec::corruption for a malformed manifest; what the chunks
-  /// hold is verified as they arrive, and snapshot_stream::finish() reports it like
+  /// ec::not_found if there is none, ec::corruption for a malformed manifest or a snapshot file
+  /// that is missing or not of the manifest's size; what the chunks or the file hold is
+  /// verified while the caller decodes, and snapshot_stream::finish() reports it like
   /// read_snapshot() would. The store must outlive the stream.
   caf::expected<std::unique_ptr<snapshot_stream>> stream_snapshot(std::uint64_t seq) const;
 
-  /// Every complete snapshot (one whose manifest was written), oldest first. Chunks are not
-  /// verified here; reading the snapshot does that.
+  /// Every complete snapshot (one whose manifest was written), oldest first. Chunks and files
+  /// are not verified here; reading the snapshot does that.
   caf::expected<std::vector<snapshot_info>> list_snapshots() const;
 
   /// Like list_snapshots(), but an empty list on error: prefer list_snapshots().
   std::vector<snapshot_info> snapshots() const;
 
-  /// Deletes all but the newest `keep` snapshots. Events are never deleted here.
+  /// Deletes all but the newest `keep` snapshots: their manifests first (synced), then their
+  /// chunks and files, and any chunks or files no manifest refers to (left by a crash during a
+  /// write or a prune). Events are never deleted here.
   caf::error prune_snapshots(std::size_t keep);
 
   /// For a read-only store: catches up with the writer (new events and snapshots become

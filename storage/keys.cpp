@@ -109,8 +109,16 @@ std::optional<std::uint32_t> format_version_value::decode(std::string_view value
 
 std::string snapshot_manifest::encode() const {
   std::string out;
-  out.reserve(size);
   writer w{out};
+  if (storage == snapshot_storage::file) {
+    out.reserve(file_size);
+    w.put_u8(file_version);
+    w.put_u64(bytes);
+    w.put_u32(crc);
+    w.put_u64(generation);
+    return out;
+  }
+  out.reserve(size);
   w.put_u8(version);
   w.put_u32(chunks);
   w.put_u64(bytes);
@@ -119,16 +127,75 @@ std::string snapshot_manifest::encode() const {
 }
 
 std::optional<snapshot_manifest> snapshot_manifest::decode(std::string_view value) {
-  if (value.size() != size)
+  if (value.empty())
     return std::nullopt;
   reader r{value};
-  if (r.get_u8() != version)
-    return std::nullopt;
+  auto v = r.get_u8();
   snapshot_manifest result;
-  result.chunks = r.get_u32();
-  result.bytes = r.get_u64();
-  result.crc = r.get_u32();
-  return result;
+  if (v == version && value.size() == size) {
+    result.chunks = r.get_u32();
+    result.bytes = r.get_u64();
+    result.crc = r.get_u32();
+    return result;
+  }
+  if (v == file_version && value.size() == file_size) {
+    result.storage = snapshot_storage::file;
+    result.bytes = r.get_u64();
+    result.crc = r.get_u32();
+    result.generation = r.get_u64();
+    return result;
+  }
+  return std::nullopt;
+}
+
+// -- snapshot files -----------------------------------------------------------
+
+std::string snapshot_file_name(std::uint64_t seq, std::uint64_t generation) {
+  auto digits = std::to_string(seq);
+  std::string out(snapshot_file_seq_digits - digits.size(), '0');
+  out += digits;
+  out += '-';
+  out += std::to_string(generation);
+  out += snapshot_file_suffix;
+  return out;
+}
+
+namespace {
+
+/// The value of `digits` (nonempty, ASCII digits only, no overflow), else nullopt.
+std::optional<std::uint64_t> parse_decimal(std::string_view digits) {
+  if (digits.empty() || digits.size() > 20)
+    return std::nullopt;
+  std::uint64_t x = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9')
+      return std::nullopt;
+    auto d = static_cast<std::uint64_t>(c - '0');
+    if (x > (UINT64_MAX - d) / 10)
+      return std::nullopt;
+    x = x * 10 + d;
+  }
+  return x;
+}
+
+} // namespace
+
+std::optional<snapshot_file_id> parse_snapshot_file_name(std::string_view name) {
+  std::string_view suffix{snapshot_file_suffix};
+  if (name.size() <= snapshot_file_seq_digits + 1 + suffix.size()
+      || name.substr(name.size() - suffix.size()) != suffix
+      || name[snapshot_file_seq_digits] != '-')
+    return std::nullopt;
+  auto seq = parse_decimal(name.substr(0, snapshot_file_seq_digits));
+  auto gen = parse_decimal(name.substr(snapshot_file_seq_digits + 1,
+                                       name.size() - suffix.size() - snapshot_file_seq_digits
+                                         - 1));
+  if (!seq || !gen)
+    return std::nullopt;
+  // Exactly the name snapshot_file_name() gives: no leading zeros in the generation.
+  if (snapshot_file_name(*seq, *gen) != name)
+    return std::nullopt;
+  return snapshot_file_id{*seq, *gen};
 }
 
 const char* to_string(event_value_error x) {

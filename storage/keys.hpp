@@ -20,16 +20,27 @@
 /// | `snapshots` | snapshot chunk: [0x20][BE u64 seq][BE u32 idx] | raw bytes of chunk idx     |
 /// | `snapshots` | snapshot manifest: [0x21][BE u64 seq]          | manifest value (below)     |
 ///
+/// Snapshots written by this build are plain files next to the column families:
+/// `<store dir>/snapshots/<seq, 20 digits>-<generation>.snap` (snapshot_file_name()), holding
+/// the blob as it is; only their manifest is in RocksDB. Older stores hold chunked snapshots
+/// (the chunk keys above), which are still read.
+///
 /// Event value (record format version 1, 26-byte header then the payload):
 ///   [u8 record format version = 1][BE i64 time_us][BE u16 kind][u8 entity_kind]
 ///   [BE u16 project][BE u64 entity_id][BE u32 crc32 of payload][payload bytes]
 /// The seq is not repeated in the value: it is the key.
 ///
-/// Snapshot manifest value (version 1, 17 bytes):
-///   [u8 manifest version = 1][BE u32 chunk count][BE u64 total bytes][BE u32 crc32 of the blob]
-/// The manifest is written last, in a synced batch after the chunks' own batches, so a
-/// snapshot is either whole (manifest present, chunks 0..count-1 present) or absent; chunks
-/// without a manifest (a crash during the write) are ignored and pruned.
+/// Snapshot manifest value, one of:
+///   version 1, a chunked snapshot (17 bytes):
+///     [u8 manifest version = 1][BE u32 chunk count][BE u64 total bytes][BE u32 crc32 of blob]
+///   version 2, a file snapshot (21 bytes):
+///     [u8 manifest version = 2][BE u64 total bytes][BE u32 crc32 of blob][BE u64 generation]
+/// The manifest is written last, in a synced batch, after the chunks' own batches or after the
+/// file was synced and renamed into place, so a snapshot is either whole (manifest present,
+/// chunks 0..count-1 or its file present) or absent; chunks or files without a manifest (a
+/// crash during the write) are ignored and pruned. The generation tells the files of the same
+/// seq apart: rewriting a snapshot writes a new file and switches the manifest to it, so the
+/// old one stays intact until the new one is committed.
 ///
 /// Checksums are CRC-32 (the IEEE 802.3 polynomial, reflected, initial and final XOR all ones:
 /// the CRC of "123456789" is 0xcbf43926), computed with zlib's crc32().
@@ -37,6 +48,7 @@
 #include "storage/event_store.hpp"
 
 #include <cstddef>
+#include <compare>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -56,6 +68,12 @@ inline constexpr const char* default_cf_name = "default";
 inline constexpr const char* events_cf_name = "events";
 /// Column family of the snapshot chunks and manifests.
 inline constexpr const char* snapshots_cf_name = "snapshots";
+/// Directory of the snapshot files, inside the store directory.
+inline constexpr const char* snapshot_dir_name = "snapshots";
+/// Every snapshot file name ends so; a file being written has ".tmp" after it.
+inline constexpr const char* snapshot_file_suffix = ".snap";
+/// The seq in a snapshot file name has this many digits (zero-padded: names sort by seq).
+inline constexpr std::size_t snapshot_file_seq_digits = 20;
 
 /// The first byte of every key. Values are never reused, even if a key kind is retired.
 enum class key_prefix : std::uint8_t {
@@ -137,21 +155,42 @@ struct format_version_value {
 
 /// Value under `snapshot_manifest_key`: what a complete snapshot consists of.
 struct snapshot_manifest {
-  /// Version byte the manifest starts with.
+  /// Version byte of a chunked snapshot's manifest (the only one before file snapshots).
   static constexpr std::uint8_t version = 1;
-  /// Encoded length.
+  /// Encoded length of a chunked snapshot's manifest.
   static constexpr std::size_t size = 17;
-  std::uint32_t chunks = 0; ///< Number of chunks, indices 0..chunks-1.
+  /// Version byte of a file snapshot's manifest.
+  static constexpr std::uint8_t file_version = 2;
+  /// Encoded length of a file snapshot's manifest.
+  static constexpr std::size_t file_size = 21;
+  std::uint32_t chunks = 0; ///< Chunked: number of chunks, indices 0..chunks-1. File: 0.
   std::uint64_t bytes = 0;  ///< Length of the whole blob.
   std::uint32_t crc = 0;    ///< crc32() of the whole blob.
+  snapshot_storage storage = snapshot_storage::chunks; ///< Where the blob is.
+  std::uint64_t generation = 0; ///< File: which file of the seq (snapshot_file_name()).
 
-  /// The encoded value.
+  /// The encoded value (version 1 for chunks, 2 for a file).
   std::string encode() const;
   /// Parses a value; nullopt on a wrong length or an unknown version.
   static std::optional<snapshot_manifest> decode(std::string_view value);
 
   friend bool operator==(const snapshot_manifest&, const snapshot_manifest&) = default;
 };
+
+/// Which snapshot file a name denotes.
+struct snapshot_file_id {
+  std::uint64_t seq = 0;        ///< The seq the snapshot was taken at.
+  std::uint64_t generation = 0; ///< The manifest's generation.
+
+  friend bool operator==(const snapshot_file_id&, const snapshot_file_id&) = default;
+  friend auto operator<=>(const snapshot_file_id&, const snapshot_file_id&) = default;
+};
+
+/// Name of a snapshot file in the snapshot directory, e.g. "00000000000000001234-0.snap".
+std::string snapshot_file_name(std::uint64_t seq, std::uint64_t generation);
+
+/// Parses a name snapshot_file_name() gives; nullopt for any other name (".tmp" files too).
+std::optional<snapshot_file_id> parse_snapshot_file_name(std::string_view name);
 
 /// Why an event value failed to decode; the storage layer turns it into a corruption error.
 enum class event_value_error : std::uint8_t {

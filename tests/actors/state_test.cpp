@@ -14,6 +14,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <fstream>
 #include <memory>
 
 #include <string>
@@ -722,6 +723,18 @@ void damage_chunk(const std::filesystem::path& dir, std::uint64_t seq, std::uint
   static_cast<void>(db->Close());
 }
 
+/// Flips bits of the byte at `offset` of a snapshot file, as a damaged disk would.
+void damage_file_byte(const std::filesystem::path& file, std::size_t offset) {
+  std::fstream f{file, std::ios::in | std::ios::out | std::ios::binary};
+  REQUIRE(f);
+  f.seekg(static_cast<std::streamoff>(offset));
+  char c = 0;
+  REQUIRE(f.get(c));
+  f.seekp(static_cast<std::streamoff>(offset));
+  f.put(static_cast<char>(c ^ 0x5a));
+  REQUIRE(f.good());
+}
+
 } // namespace
 
 TEST_CASE("a snapshot loaded while it is read equals the one decoded from the whole blob",
@@ -729,6 +742,8 @@ TEST_CASE("a snapshot loaded while it is read equals the one decoded from the wh
   test::temp_dir dir;
   storage::store_options opts;
   opts.snapshot_chunk_bytes = 7; // many chunks: the decoder waits for bytes again and again
+  // Chunked (older stores: read by a thread while decoded) and file (mapped, checked meanwhile).
+  opts.snapshots = GENERATE(storage::snapshot_storage::chunks, storage::snapshot_storage::file);
   auto w = replay(history());
   auto blob = encode_snapshot(w);
   {
@@ -759,10 +774,19 @@ TEST_CASE("a snapshot loaded while it is read equals the one decoded from the wh
     REQUIRE_FALSE(cut);
     CHECK(is(cut.error(), ec::corrupt_log));
   }
-  // A damaged chunk: the error names the snapshot, whatever the decoder made of the bytes.
+  // A damaged chunk or byte: the error names the snapshot, whatever the decoder made of the
+  // bytes.
   auto last_chunk = static_cast<std::uint32_t>((blob.size() - 1) / 7);
   for (std::uint32_t chunk : {0u, 3u, last_chunk}) {
-    damage_chunk(dir.path(), w.seq, chunk);
+    auto damage = [&] {
+      if (opts.snapshots == storage::snapshot_storage::chunks)
+        damage_chunk(dir.path(), w.seq, chunk);
+      else
+        damage_file_byte(dir.path() / storage::snapshot_dir_name
+                           / storage::snapshot_file_name(w.seq, 0),
+                         std::size_t{chunk} * 7);
+    };
+    damage();
     {
       auto st = storage::event_store::open(dir.path(), opts);
       REQUIRE(st);
@@ -772,6 +796,6 @@ TEST_CASE("a snapshot loaded while it is read equals the one decoded from the wh
       CHECK_THAT(storage::describe(loaded.error()),
                  Catch::Contains("snapshot " + std::to_string(w.seq) + ": checksum mismatch"));
     } // closed before the chunk is repaired
-    damage_chunk(dir.path(), w.seq, chunk); // undo (xor again)
+    damage(); // undo (xor again)
   }
 }

@@ -9,6 +9,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <fstream>
+#include <iterator>
 #include <memory>
 
 using namespace cobble::storage;
@@ -99,6 +102,32 @@ std::string blob_of(std::size_t n) {
   for (std::size_t i = 0; i < n; ++i)
     blob.push_back(static_cast<char>(i * 7)); // includes NULs
   return blob;
+}
+
+/// Where the store in `dir` keeps the file of snapshot `seq`, generation `gen`.
+std::filesystem::path snapshot_file(const std::filesystem::path& dir, std::uint64_t seq,
+                                    std::uint64_t gen = 0) {
+  return dir / snapshot_dir_name / snapshot_file_name(seq, gen);
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in{p, std::ios::binary};
+  return std::string{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+}
+
+void write_file(const std::filesystem::path& p, const std::string& bytes) {
+  std::ofstream out{p, std::ios::binary | std::ios::trunc};
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  REQUIRE(out.good());
+}
+
+/// The names of the files in the snapshot directory of the store in `dir`, sorted.
+std::vector<std::string> snapshot_dir_files(const std::filesystem::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& entry : std::filesystem::directory_iterator{dir / snapshot_dir_name})
+    out.push_back(entry.path().filename().string());
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 } // namespace
@@ -247,9 +276,10 @@ TEST_CASE("a gap in the sequence is corruption naming the missing seq",
   CHECK(scan_all(*st, 6, 8).size() == 3);
 }
 
-TEST_CASE("snapshots round-trip across several chunks", "[storage][event_store]") {
+TEST_CASE("chunked snapshots round-trip across several chunks", "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
+  opts.snapshots = snapshot_storage::chunks;
   opts.snapshot_chunk_bytes = 7;
   auto blob = blob_of(50); // 8 chunks, the last one short
   {
@@ -295,9 +325,10 @@ TEST_CASE("snapshots round-trip across several chunks", "[storage][event_store]"
   }
 }
 
-TEST_CASE("latest_snapshot picks the newest and prune keeps N", "[storage][event_store]") {
+TEST_CASE("latest_snapshot picks the newest and prune keeps N (chunked)", "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
+  opts.snapshots = snapshot_storage::chunks;
   opts.snapshot_chunk_bytes = 4;
   {
     auto st = open_store(dir.path(), opts);
@@ -337,6 +368,7 @@ TEST_CASE("chunks left by a crash during a snapshot write are ignored and pruned
           "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
+  opts.snapshots = snapshot_storage::chunks;
   opts.snapshot_chunk_bytes = 4;
   {
     auto st = open_store(dir.path(), opts);
@@ -372,6 +404,7 @@ TEST_CASE("chunks left by a crash during a snapshot write are ignored and pruned
 TEST_CASE("a snapshot with a missing or damaged chunk is corrupt", "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
+  opts.snapshots = snapshot_storage::chunks;
   opts.snapshot_chunk_bytes = 8;
   {
     auto st = open_store(dir.path(), opts);
@@ -420,9 +453,10 @@ caf::expected<std::string> read_streamed(const event_store& st, std::uint64_t se
 
 } // namespace
 
-TEST_CASE("a streamed snapshot reads the same blob as read_snapshot", "[storage][event_store]") {
+TEST_CASE("a streamed chunked snapshot reads the same blob as read_snapshot", "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
+  opts.snapshots = snapshot_storage::chunks;
   opts.snapshot_chunk_bytes = 7;
   auto st = open_store(dir.path(), opts);
   auto blob = blob_of(5000); // 715 chunks
@@ -451,6 +485,7 @@ TEST_CASE("a streamed snapshot reports a missing or damaged chunk like read_snap
           "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
+  opts.snapshots = snapshot_storage::chunks;
   opts.snapshot_chunk_bytes = 8;
   {
     auto st = open_store(dir.path(), opts);
@@ -492,6 +527,7 @@ TEST_CASE("a snapshot stream dropped before the end stops its reading",
   temp_dir dir;
   store_options opts;
   opts.snapshot_chunk_bytes = 16;
+  opts.snapshots = GENERATE(snapshot_storage::chunks, snapshot_storage::file);
   auto st = open_store(dir.path(), opts);
   REQUIRE_FALSE(st->write_snapshot(5, blob_of(100000)));
   for (int i = 0; i < 20; ++i) {
@@ -608,4 +644,275 @@ TEST_CASE("open refuses a zero chunk size", "[storage][event_store]") {
   auto st = event_store::open(dir.path(), opts);
   REQUIRE_FALSE(st);
   CHECK(st.error() == ec::invalid_argument);
+}
+
+// -- file snapshots -------------------------------------------------------------
+
+TEST_CASE("file snapshots round-trip through a plain file", "[storage][event_store][snapfile]") {
+  temp_dir dir;
+  auto blob = blob_of(100000);
+  {
+    auto st = open_store(dir.path());
+    REQUIRE_FALSE(st->write_snapshot(12, blob));
+    REQUIRE_FALSE(st->write_snapshot(13, ""));
+    auto back = st->read_snapshot(12);
+    REQUIRE(back);
+    CHECK(*back == blob);
+    for (std::size_t piece : {1u, 7u, 4096u, 100000u}) {
+      auto streamed = read_streamed(*st, 12, piece);
+      REQUIRE(streamed);
+      CHECK(*streamed == blob);
+    }
+    auto stream = st->stream_snapshot(12);
+    REQUIRE(stream);
+    CHECK((*stream)->size() == 100000);
+    CHECK((*stream)->wait_for(100000) == 100000); // all there at once
+    CHECK_FALSE((*stream)->finish());
+    auto empty = read_streamed(*st, 13, 1);
+    REQUIRE(empty);
+    CHECK(empty->empty());
+    CHECK(st->stats().snapshots_written == 2);
+  }
+  // The blob as it is, in a file of its own; nothing of it in RocksDB.
+  CHECK(read_file(snapshot_file(dir.path(), 12)) == blob);
+  CHECK(snapshot_dir_files(dir.path())
+        == std::vector<std::string>{snapshot_file_name(12, 0), snapshot_file_name(13, 0)});
+  {
+    raw_db raw{dir.path()};
+    CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{12, 0}.encode()));
+    CHECK(raw.has(snapshots_cf, snapshot_manifest_key{12}.encode()));
+  }
+  auto st = open_store(dir.path());
+  auto list = st->list_snapshots();
+  REQUIRE(list);
+  REQUIRE(list->size() == 2);
+  CHECK((*list)[0].seq == 12);
+  CHECK((*list)[0].bytes == 100000);
+  CHECK((*list)[0].storage == snapshot_storage::file);
+  auto latest = st->latest_snapshot();
+  REQUIRE(latest);
+  REQUIRE(latest->has_value());
+  CHECK((*latest)->first == 13);
+  CHECK(*st->read_snapshot(12) == blob);
+  CHECK(st->read_snapshot(11).error() == ec::not_found);
+  CHECK(st->stream_snapshot(11).error() == ec::not_found);
+}
+
+TEST_CASE("a snapshot file without a manifest is no snapshot and is removed",
+          "[storage][event_store][snapfile]") {
+  temp_dir dir;
+  {
+    auto st = open_store(dir.path());
+    REQUIRE_FALSE(st->write_snapshot(50, "state at 50"));
+  }
+  // A write of snapshot 100 that died after its file was renamed into place but before the
+  // manifest, and one of 120 that died before the rename.
+  write_file(snapshot_file(dir.path(), 100), "state at 100");
+  auto tmp = snapshot_file(dir.path(), 120);
+  tmp += ".tmp";
+  write_file(tmp, "state at");
+  write_file(dir.path() / snapshot_dir_name / "notes.txt", "not ours"); // left alone
+  {
+    auto st = open_store(dir.path());
+    auto all = st->snapshots();
+    REQUIRE(all.size() == 1);
+    CHECK(all[0].seq == 50);
+    CHECK((*st->latest_snapshot())->second == "state at 50");
+    CHECK(st->read_snapshot(100).error() == ec::not_found);
+    // Removed at open.
+    CHECK(snapshot_dir_files(dir.path())
+          == std::vector<std::string>{snapshot_file_name(50, 0), "notes.txt"});
+    // One appearing later (as if left by a write in another life) goes at the next prune.
+    write_file(snapshot_file(dir.path(), 100), "state at 100");
+    REQUIRE_FALSE(st->prune_snapshots(5));
+    CHECK(snapshot_dir_files(dir.path())
+          == std::vector<std::string>{snapshot_file_name(50, 0), "notes.txt"});
+    CHECK(st->snapshots().size() == 1);
+  }
+  // A read-only store removes nothing.
+  write_file(snapshot_file(dir.path(), 100), "state at 100");
+  store_options ro;
+  ro.read_only = true;
+  auto reader = open_store(dir.path(), ro);
+  CHECK(reader->snapshots().size() == 1);
+  CHECK(std::filesystem::exists(snapshot_file(dir.path(), 100)));
+}
+
+TEST_CASE("a damaged, truncated or missing snapshot file is an error naming the snapshot",
+          "[storage][event_store][snapfile]") {
+  temp_dir dir;
+  auto blob = blob_of(30000);
+  {
+    auto st = open_store(dir.path());
+    for (std::uint64_t seq : {40, 41, 42, 43})
+      REQUIRE_FALSE(st->write_snapshot(seq, blob));
+  }
+  {
+    auto damaged = blob;
+    damaged[12345] = static_cast<char>(damaged[12345] ^ 0x01);
+    write_file(snapshot_file(dir.path(), 40), damaged);
+    write_file(snapshot_file(dir.path(), 41), blob.substr(0, 20000));
+    std::filesystem::remove(snapshot_file(dir.path(), 42));
+    write_file(snapshot_file(dir.path(), 43), blob + "x");
+  }
+  auto st = open_store(dir.path());
+  CHECK(st->snapshots().size() == 4); // listing does not read them
+
+  // One damaged byte: the checksum, from read_snapshot and from the stream's finish().
+  auto bad = st->read_snapshot(40);
+  REQUIRE_FALSE(bad);
+  CHECK(bad.error() == ec::corruption);
+  CHECK_THAT(describe(bad.error()), Catch::Contains("snapshot 40: checksum mismatch"));
+  auto stream = st->stream_snapshot(40);
+  REQUIRE(stream);
+  auto r = (*stream)->make_reader();
+  CHECK(r.get_raw(30000).size() == 30000); // the decoder reads it all; it is not trusted yet
+  auto err = (*stream)->finish();
+  CHECK(err == ec::corruption);
+  CHECK_THAT(describe(err), Catch::Contains("snapshot 40: checksum mismatch"));
+
+  // Shorter than the manifest says: reported before anything is mapped (no SIGBUS).
+  auto name41 = std::string{snapshot_dir_name} + "/" + snapshot_file_name(41, 0);
+  for (auto result : {st->read_snapshot(41), read_streamed(*st, 41, 100)}) {
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == ec::corruption);
+    CHECK_THAT(describe(result.error()),
+               Catch::Contains("snapshot 41: file " + name41
+                               + " has size 20000 but the manifest says 30000"));
+  }
+  // Missing.
+  for (auto result : {st->read_snapshot(42), read_streamed(*st, 42, 100)}) {
+    REQUIRE_FALSE(result);
+    CHECK(result.error() == ec::corruption);
+    CHECK_THAT(describe(result.error()),
+               Catch::Contains("snapshot 42: file " + std::string{snapshot_dir_name} + "/"
+                               + snapshot_file_name(42, 0) + " missing"));
+  }
+  // Longer than the manifest says.
+  auto longer = read_streamed(*st, 43, 100);
+  REQUIRE_FALSE(longer);
+  CHECK_THAT(describe(longer.error()), Catch::Contains("has size 30001 but the manifest says 30000"));
+  auto latest = st->latest_snapshot();
+  REQUIRE_FALSE(latest);
+  CHECK_THAT(describe(latest.error()), Catch::Contains("snapshot 43"));
+}
+
+TEST_CASE("a chunked snapshot of an older store still reads, and a file replaces it",
+          "[storage][event_store][snapfile]") {
+  temp_dir dir;
+  auto blob = blob_of(5000);
+  {
+    store_options chunked;
+    chunked.snapshots = snapshot_storage::chunks;
+    chunked.snapshot_chunk_bytes = 64;
+    auto st = open_store(dir.path(), chunked);
+    REQUIRE_FALSE(st->write_snapshot(7, blob));
+    REQUIRE_FALSE(st->write_snapshot(9, "nine"));
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.path() / snapshot_dir_name));
+  auto st = open_store(dir.path()); // writes files from now on
+  auto list = st->list_snapshots();
+  REQUIRE(list);
+  REQUIRE(list->size() == 2);
+  CHECK((*list)[0].storage == snapshot_storage::chunks);
+  CHECK(*st->read_snapshot(7) == blob);
+  auto streamed = read_streamed(*st, 7, 100);
+  REQUIRE(streamed);
+  CHECK(*streamed == blob);
+  CHECK((*st->latest_snapshot())->second == "nine");
+  REQUIRE_FALSE(st->write_snapshot(11, "eleven"));
+  list = st->list_snapshots();
+  REQUIRE(list->size() == 3);
+  CHECK((*list)[2].storage == snapshot_storage::file);
+
+  // Rewriting snapshot 7 as a file: the manifest switches over, its chunks go with it.
+  REQUIRE_FALSE(st->write_snapshot(7, "seven"));
+  CHECK(*st->read_snapshot(7) == "seven");
+  CHECK(st->list_snapshots()->front().storage == snapshot_storage::file);
+  // Pruning handles both kinds.
+  REQUIRE_FALSE(st->prune_snapshots(1));
+  CHECK(st->snapshots().size() == 1);
+  CHECK((*st->latest_snapshot())->second == "eleven");
+  CHECK(snapshot_dir_files(dir.path()) == std::vector<std::string>{snapshot_file_name(11, 0)});
+  st.reset();
+  raw_db raw{dir.path()};
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{7, 0}.encode()));
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_chunk_key{9, 0}.encode()));
+  CHECK_FALSE(raw.has(snapshots_cf, snapshot_manifest_key{7}.encode()));
+}
+
+TEST_CASE("rewriting a file snapshot at the same seq replaces it safely",
+          "[storage][event_store][snapfile]") {
+  temp_dir dir;
+  auto st = open_store(dir.path());
+  REQUIRE_FALSE(st->write_snapshot(30, blob_of(1000)));
+  REQUIRE_FALSE(st->write_snapshot(30, "shorter"));
+  CHECK(*st->read_snapshot(30) == "shorter");
+  CHECK(*read_streamed(*st, 30, 3) == "shorter");
+  // A new file, the old one removed once the new manifest was there.
+  CHECK(snapshot_dir_files(dir.path()) == std::vector<std::string>{snapshot_file_name(30, 1)});
+  REQUIRE(st->snapshots().size() == 1);
+  CHECK(st->snapshots()[0].bytes == 7);
+
+  SECTION("a crash before the new manifest leaves the old snapshot whole") {
+    // What a crash between the new file and its manifest leaves: the next generation's file.
+    write_file(snapshot_file(dir.path(), 30, 2), "newer, never committed");
+    st.reset();
+    st = open_store(dir.path());
+    CHECK(*st->read_snapshot(30) == "shorter");
+    CHECK(snapshot_dir_files(dir.path())
+          == std::vector<std::string>{snapshot_file_name(30, 1)});
+  }
+  SECTION("back to chunks") {
+    st.reset();
+    store_options chunked;
+    chunked.snapshots = snapshot_storage::chunks;
+    st = open_store(dir.path(), chunked);
+    REQUIRE_FALSE(st->write_snapshot(30, "chunked again"));
+    CHECK(*st->read_snapshot(30) == "chunked again");
+    CHECK(st->snapshots()[0].storage == snapshot_storage::chunks);
+    CHECK(snapshot_dir_files(dir.path()).empty());
+  }
+}
+
+TEST_CASE("prune removes snapshot files after their manifests",
+          "[storage][event_store][snapfile]") {
+  temp_dir dir;
+  auto st = open_store(dir.path());
+  for (std::uint64_t seq : {5, 300, 20, 256})
+    REQUIRE_FALSE(st->write_snapshot(seq, "state at " + std::to_string(seq)));
+  CHECK(snapshot_dir_files(dir.path()).size() == 4);
+  REQUIRE_FALSE(st->prune_snapshots(2));
+  auto all = st->snapshots();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].seq == 256);
+  CHECK(all[1].seq == 300);
+  CHECK(snapshot_dir_files(dir.path())
+        == std::vector<std::string>{snapshot_file_name(256, 0), snapshot_file_name(300, 0)});
+  CHECK(st->read_snapshot(20).error() == ec::not_found);
+  REQUIRE_FALSE(st->prune_snapshots(0));
+  CHECK(st->snapshots().empty());
+  CHECK(snapshot_dir_files(dir.path()).empty());
+}
+
+TEST_CASE("a read-only store keeps reading the snapshot files of its view",
+          "[storage][event_store][snapfile]") {
+  temp_dir dir;
+  auto writer = open_store(dir.path());
+  auto batch = make_batch(4);
+  REQUIRE_FALSE(writer->append(batch));
+  REQUIRE_FALSE(writer->write_snapshot(4, "state at 4"));
+  store_options ro;
+  ro.read_only = true;
+  auto reader = open_store(dir.path(), ro);
+  // The server moves on: a newer snapshot, and the one the reader sees pruned.
+  REQUIRE_FALSE(writer->write_snapshot(8, "state at 8"));
+  REQUIRE_FALSE(writer->prune_snapshots(1));
+  CHECK_FALSE(std::filesystem::exists(snapshot_file(dir.path(), 4)));
+  CHECK(*reader->read_snapshot(4) == "state at 4");
+  CHECK(*read_streamed(*reader, 4, 2) == "state at 4");
+  CHECK((*reader->latest_snapshot())->first == 4);
+  REQUIRE_FALSE(reader->refresh());
+  CHECK(reader->read_snapshot(4).error() == ec::not_found);
+  CHECK((*reader->latest_snapshot())->second == "state at 8");
 }

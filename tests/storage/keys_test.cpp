@@ -74,8 +74,51 @@ TEST_CASE("format version and manifest values round-trip", "[storage][keys]") {
   REQUIRE(back);
   CHECK(*back == m);
   CHECK_FALSE(snapshot_manifest::decode(encoded.substr(0, 16)));
-  encoded[0] = 2; // unknown manifest version
+  CHECK_FALSE(snapshot_manifest::decode(""));
+  encoded[0] = 3; // unknown manifest version
   CHECK_FALSE(snapshot_manifest::decode(encoded));
+}
+
+TEST_CASE("file snapshot manifests and file names round-trip", "[storage][keys]") {
+  // An old (chunked) manifest still decodes as one.
+  std::string old_manifest("\x01\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x05\x12\x34\x56\x78",
+                           17);
+  auto old = snapshot_manifest::decode(old_manifest);
+  REQUIRE(old);
+  CHECK(old->storage == snapshot_storage::chunks);
+  CHECK(old->chunks == 2);
+  CHECK(old->bytes == 5);
+  CHECK(old->crc == 0x12345678);
+  CHECK(old->encode() == old_manifest);
+
+  snapshot_manifest m;
+  m.storage = snapshot_storage::file;
+  m.bytes = 1'800'000'000'000ull;
+  m.crc = 0xcafef00d;
+  m.generation = 3;
+  auto encoded = m.encode();
+  CHECK(encoded.size() == snapshot_manifest::file_size);
+  CHECK(static_cast<std::uint8_t>(encoded[0]) == snapshot_manifest::file_version);
+  auto back = snapshot_manifest::decode(encoded);
+  REQUIRE(back);
+  CHECK(*back == m);
+  CHECK_FALSE(snapshot_manifest::decode(encoded.substr(0, 20)));
+  CHECK_FALSE(snapshot_manifest::decode(encoded + "x"));
+
+  CHECK(snapshot_file_name(1234, 0) == "00000000000000001234-0.snap");
+  CHECK(snapshot_file_name(UINT64_MAX, 12) == "18446744073709551615-12.snap");
+  CHECK(snapshot_file_name(9, 0) < snapshot_file_name(10, 0)); // names sort by seq
+  auto id = parse_snapshot_file_name("00000000000000001234-17.snap");
+  REQUIRE(id);
+  CHECK(*id == snapshot_file_id{1234, 17});
+  CHECK(parse_snapshot_file_name(snapshot_file_name(UINT64_MAX, UINT64_MAX))
+        == snapshot_file_id{UINT64_MAX, UINT64_MAX});
+  for (const char* bad : {"", "1234-0.snap", "00000000000000001234-0.snap.tmp",
+                          "00000000000000001234-00.snap", "00000000000000001234-.snap",
+                          "00000000000000001234_0.snap", "0000000000000000123x-0.snap",
+                          "00000000000000001234-0.snp", "99999999999999999999-0.snap",
+                          "notes.txt"})
+    CHECK_FALSE(parse_snapshot_file_name(bad));
 }
 
 TEST_CASE("event values round-trip and detect damage", "[storage][keys]") {
