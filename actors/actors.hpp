@@ -42,9 +42,15 @@ using log_actor = caf::typed_actor<
 using host_actor = caf::typed_actor<
   // Handles the host's scheduler RPC (reports, work request); answers when durable.
   caf::replies_to<atom::rpc, rpc_context_ptr, sched_request_ptr>::with<sched_reply_ptr>,
-  // The same RPC answered through the edge's sink: the host hands it the reply, then asks
-  // the log to run what the sink returned once the reply's events are durable.
+  // The same RPC answered through the edge's sink: without work to ask for, the host hands
+  // it the reply and asks the log to run what the sink returned once the reply's events are
+  // durable; else it passes its events, the reply and the sink to the project in one
+  // message (get_jobs with a sink), which finishes the RPC (no answer back to the host).
   caf::reacts_to<atom::rpc, rpc_context_ptr, sched_request_ptr, rpc_sink_ptr>,
+  // The jobs the project dispatched to an RPC it finished itself (get_jobs with a sink):
+  // the host records them as results in progress. The project sends it before any later
+  // message to the host, so the host's next RPC finds them.
+  caf::reacts_to<atom::deliver, job_grant_ptr>,
   // The project found these results past their deadline; the host times out those it
   // still holds.
   caf::reacts_to<atom::timeout, result_names_ptr>,
@@ -84,6 +90,11 @@ using project_actor = subscriber_actor::extend<
   caf::reacts_to<atom::rpc, sched_request_ptr, rpc_sink_ptr>,
   // A host actor asks for jobs; the dispatch events are appended before the answer.
   caf::replies_to<atom::get_jobs, job_request_ptr>::with<job_grant_ptr>,
+  // The same for an RPC answered through the edge's sink, without an answer: the project
+  // appends the host's events of the RPC (in the request) and its dispatches, applies them,
+  // completes the reply, tells the host its jobs (deliver), hands the reply to the sink and
+  // asks the log to run what the sink returned once all of it is durable.
+  caf::reacts_to<atom::get_jobs, job_request_ptr, rpc_sink_ptr>,
   // Creates a batch of workunits (admin API); answers when durable.
   caf::replies_to<atom::create, work_batch_ptr>::with<work_created_ptr>,
   // Creates a user account (admin API); answers with its id and authenticator when durable.

@@ -91,7 +91,20 @@ event make_event(host_ptr self, payload p) {
   return e;
 }
 
-void add_jobs(sched_reply& reply, const job_grant& grant) {
+/// Records the jobs the project dispatched to this host as results in progress.
+void record_grant(host_ptr self, const job_grant& grant, std::uint16_t project_index) {
+  for (const auto& job : grant.jobs) {
+    event e;
+    e.time = job.time;
+    e.project = project_index;
+    e.data = job.dispatched;
+    apply(self->state.host, e, job.result.name, self->state.credit);
+  }
+}
+
+} // namespace
+
+void add_grant(sched_reply& reply, const job_grant& grant) {
   std::set<std::string> files;
   for (const auto& f : reply.files)
     files.insert(f.name);
@@ -102,9 +115,11 @@ void add_jobs(sched_reply& reply, const job_grant& grant) {
     reply.workunits.push_back(job.workunit);
     reply.results.push_back(job.result);
   }
+  reply.sequences_revoked = grant.sequences_revoked;
+  reply.result_aborts.insert(reply.result_aborts.end(), grant.aborts.begin(), grant.aborts.end());
+  reply.messages.insert(reply.messages.end(), grant.messages.begin(), grant.messages.end());
+  reply.app_units = grant.app_units;
 }
-
-} // namespace
 
 host_actor spawn_host(caf::actor_system& sys, host_init init) {
   auto fn = [](host_ptr self, host_init in, std::uint16_t project_index)
@@ -124,9 +139,12 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                  event_batch_ptr{std::make_shared<std::vector<event>>(std::move(events))});
     };
     // Serves one RPC; `done` gets the reply once the project's part is done (the reply's
-    // events are appended then, not yet durable).
+    // events are appended then, not yet durable). With a sink, when the project has a part,
+    // the project finishes the RPC instead (`done` is not called): the host's events travel
+    // with the job request, and the project appends them before its dispatches.
     auto serve = [self, append, project_index](const rpc_context_ptr& ctx,
                                               const sched_request_ptr& req,
+                                              const rpc_sink_ptr& sink,
                                               std::function<void(std::shared_ptr<sched_reply>)>
                                                 done) {
         auto& st = self->state;
@@ -215,7 +233,6 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           apply(st.host, e, r.name, st.credit);
           events.push_back(std::move(e));
         }
-        append(std::move(events));
         auto finish = [reply, done = std::move(done)]() { done(reply); };
         bool wants = false;
         auto jr = std::make_shared<job_request>();
@@ -236,6 +253,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
                         || std::any_of(jr->other_results.begin(), jr->other_results.end(),
                                        [](const std::string& n) { return is_sequence_name(n); });
         if (!jr->send_work && !seq_news) {
+          append(std::move(events));
           finish();
           return;
         }
@@ -248,23 +266,21 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
         for (const auto& [id, hav] : st.host.app_versions)
           jr->hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
         jr->unit_versions = req->app_unit_versions;
+        if (sink) {
+          // One message, no answer: the project appends these events with its dispatches,
+          // finishes the reply and hands it over (one actor hand-off and one append fewer
+          // per RPC than asking and finishing here).
+          jr->events = std::make_shared<std::vector<event>>(std::move(events));
+          jr->reply = std::move(reply);
+          self->send(st.project, atom::get_jobs_v, job_request_ptr{std::move(jr)}, sink);
+          return;
+        }
+        append(std::move(events));
         self->request(st.project, std::chrono::seconds(30), atom::get_jobs_v, job_request_ptr{jr})
           .then(
             [self, reply, finish, project_index](const job_grant_ptr& grant) mutable {
-              for (const auto& job : grant->jobs) {
-                event e;
-                e.time = job.time;
-                e.project = project_index;
-                e.data = job.dispatched;
-                apply(self->state.host, e, job.result.name, self->state.credit);
-              }
-              add_jobs(*reply, *grant);
-              reply->sequences_revoked = grant->sequences_revoked;
-              reply->result_aborts.insert(reply->result_aborts.end(), grant->aborts.begin(),
-                                          grant->aborts.end());
-              reply->messages.insert(reply->messages.end(), grant->messages.begin(),
-                                     grant->messages.end());
-              reply->app_units = grant->app_units;
+              record_grant(self, *grant, project_index);
+              add_grant(*reply, *grant);
               finish();
             },
             [self, reply, finish](caf::error& err) mutable {
@@ -279,7 +295,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
       [self, serve](atom::rpc, const rpc_context_ptr& ctx,
                     const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
         auto rp = self->make_response_promise<sched_reply_ptr>();
-        serve(ctx, req, [self, rp](std::shared_ptr<sched_reply> reply) mutable {
+        serve(ctx, req, nullptr, [self, rp](std::shared_ptr<sched_reply> reply) mutable {
           self->request(self->state.log, caf::infinite, atom::sync_v)
             .then([rp, reply](std::uint64_t) mutable { rp.deliver(sched_reply_ptr{reply}); });
         });
@@ -287,7 +303,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
       },
       [self, serve](atom::rpc, const rpc_context_ptr& ctx, const sched_request_ptr& req,
                     const rpc_sink_ptr& sink) {
-        serve(ctx, req, [self, sink](std::shared_ptr<sched_reply> reply) {
+        serve(ctx, req, sink, [self, sink](std::shared_ptr<sched_reply> reply) {
           // The edge renders the reply here; the log hands it to the connection right after
           // the commit that makes its events durable (no message back to this actor).
           auto then = sink->ready(sched_reply_ptr{std::move(reply)});
@@ -321,6 +337,9 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           events.push_back(std::move(e));
         }
         append(std::move(events));
+      },
+      [self, project_index](atom::deliver, const job_grant_ptr& grant) {
+        record_grant(self, *grant, project_index);
       },
       [self](atom::state) -> host_state_ptr {
         return std::make_shared<host_state>(self->state.host);

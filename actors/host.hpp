@@ -37,6 +37,10 @@ host_actor spawn_host(caf::actor_system& sys, host_init init);
 /// The host description in a request, as the server keeps it.
 host_info_rec host_info_from(const sched_request& req);
 
+/// Adds what the project granted (jobs and their files, revoked sequences, aborts, messages,
+/// AutoFlops figures) to a reply.
+void add_grant(sched_reply& reply, const job_grant& grant);
+
 /// Builds the record of one reported result, flagging implausible times.
 report_rec report_from(const reported_result& r);
 

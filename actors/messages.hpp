@@ -14,10 +14,12 @@
 namespace cobble {
 
 /// The edge's side of a scheduler RPC that travels without a response message (the reply
-/// goes straight from the host actor and the log actor to the HTTP connection, not through
-/// a bridge actor). `ready` is called once, on the host actor's thread, with the reply; it
-/// renders it and returns what to do once the reply's events are durable, which the log
-/// actor calls on its thread right after the commit (the sync barrier). Neither may block.
+/// goes straight from the project or host actor and the log actor to the HTTP connection,
+/// not through a bridge actor). `ready` is called once, on the thread of the actor that
+/// finishes the reply (the project when the RPC asked it for jobs, else the host), with the
+/// reply; it renders it and returns what to do once the reply's events are durable, which
+/// the log actor calls on its thread right after the commit (the sync barrier). Neither may
+/// block.
 /// Dropping the sink without calling it (an actor went away) drops the request too.
 struct rpc_sink {
   std::function<std::function<void()>(const sched_reply_ptr&)> ready;
@@ -62,6 +64,12 @@ struct job_request {
   std::map<std::uint32_t, version_hint> hints{}; ///< By app version id (anonymous ids too).
   /// AutoFlops figures the client reported per app version (its seconds_per_app_unit).
   std::vector<app_unit_version> unit_versions{};
+  /// Only when the request travels with the edge's sink (the project finishes the RPC): the
+  /// host's own events of the RPC (decided and applied by the host, not yet appended), which
+  /// the project appends before its dispatches and applies as the log would deliver them,
+  /// and the reply the host has begun, which the project completes and hands to the sink.
+  std::shared_ptr<std::vector<event>> events{};
+  std::shared_ptr<sched_reply> reply{};
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.

@@ -1423,6 +1423,16 @@ struct project_actor_state {
 
 using project_ptr = project_actor::stateful_pointer<project_actor_state>;
 
+/// The kinds of events decided by host actors that the project learns from the log.
+constexpr std::uint16_t kinds_from_log[] = {ev::result_reported::kind,
+                                            ev::result_timed_out::kind};
+
+bool learned_from_log(const event& e) {
+  auto k = kind_of(e.data);
+  return std::find(std::begin(kinds_from_log), std::end(kinds_from_log), k)
+         != std::end(kinds_from_log);
+}
+
 /// Hands the events of sequence workunits (dispatches, reports, timeouts, validations) to
 /// their sequences, in the order the project applied them.
 void forward_to_sequences(project_ptr self, const std::vector<event>& events) {
@@ -1717,6 +1727,57 @@ void finish_jobs(project_ptr self, const job_request& req, job_grant& grant,
   append(self, std::move(events));
 }
 
+/// Selects jobs for a host's request (asking the work sequences involved first) and calls
+/// `then` with the grant once its dispatch events are appended: at once, or when the
+/// sequences have answered.
+void grant_jobs(project_ptr self, const job_request_ptr& req,
+                std::function<void(const job_grant_ptr&)> then) {
+  auto& st = self->state;
+  auto plan = st.logic.plan_sequences(*req,
+                                      static_cast<std::uint32_t>(st.config.sequence_high_water),
+                                      static_cast<std::uint32_t>(st.config.sequences_per_host));
+  auto grant = std::make_shared<job_grant>();
+  grant->sequences_revoked = plan.revoked;
+  grant->aborts = st.logic.sequence_aborts(*req);
+  for (const auto& name : plan.revoked)
+    grant->messages.push_back(
+      {"Work sequence " + name + " is no longer assigned to this host.", false});
+  if (plan.queries.empty()) {
+    finish_jobs(self, *req, *grant, {});
+    then(job_grant_ptr{std::move(grant)});
+    return;
+  }
+  // Ask every sequence involved, then dispatch what they picked and fill the rest of the
+  // request with ordinary work.
+  auto answers = std::make_shared<std::vector<seq_answer_ptr>>();
+  auto pending = std::make_shared<std::size_t>(plan.queries.size());
+  auto done = [self, req, grant, answers, pending, then = std::move(then)]() mutable {
+    if (--*pending > 0)
+      return;
+    finish_jobs(self, *req, *grant, *answers);
+    then(job_grant_ptr{grant});
+  };
+  for (auto& [id, q] : plan.queries) {
+    auto it = st.sequences.find(id);
+    if (it == st.sequences.end()) {
+      done();
+      continue;
+    }
+    self
+      ->request(it->second, std::chrono::seconds(30), atom::rpc_v,
+                seq_query_ptr{std::make_shared<seq_query>(q)})
+      .then(
+        [answers, done](const seq_answer_ptr& a) mutable {
+          answers->push_back(a);
+          done();
+        },
+        [self, id = id, done](caf::error& err) mutable {
+          spdlog::error("sequence {} did not answer: {}", id, describe(err));
+          done();
+        });
+  }
+}
+
 } // namespace
 
 /// Authenticates a scheduler RPC and finds (or registers) its host: a refusal to send back,
@@ -1770,7 +1831,7 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
       spawn_sequence(self, std::move(seq));
     // Learn reports and timeouts (decided by host actors) from the log.
     self->send(st.log, atom::subscribe_v,
-               std::vector<std::uint16_t>{ev::result_reported::kind, ev::result_timed_out::kind},
+               std::vector<std::uint16_t>{std::begin(kinds_from_log), std::end(kinds_from_log)},
                subscriber_actor{self});
     auto now = st.clk->now();
     append(self, st.logic.configure(st.config, now));
@@ -1837,51 +1898,39 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         self->send(host, atom::rpc_v, std::move(ctx), req, sink);
       },
       [self](atom::get_jobs, const job_request_ptr& req) -> caf::result<job_grant_ptr> {
-        auto& st = self->state;
-        auto plan = st.logic.plan_sequences(
-          *req, static_cast<std::uint32_t>(st.config.sequence_high_water),
-          static_cast<std::uint32_t>(st.config.sequences_per_host));
-        auto grant = std::make_shared<job_grant>();
-        grant->sequences_revoked = plan.revoked;
-        grant->aborts = st.logic.sequence_aborts(*req);
-        for (const auto& name : plan.revoked)
-          grant->messages.push_back(
-            {"Work sequence " + name + " is no longer assigned to this host.", false});
-        if (plan.queries.empty()) {
-          finish_jobs(self, *req, *grant, {});
-          return job_grant_ptr{grant};
-        }
-        // Ask every sequence involved, then dispatch what they picked and fill the rest of
-        // the request with ordinary work.
         auto rp = self->make_response_promise<job_grant_ptr>();
-        auto answers = std::make_shared<std::vector<seq_answer_ptr>>();
-        auto pending = std::make_shared<std::size_t>(plan.queries.size());
-        auto done = [self, req, grant, answers, pending, rp]() mutable {
-          if (--*pending > 0)
-            return;
-          finish_jobs(self, *req, *grant, *answers);
-          rp.deliver(job_grant_ptr{grant});
-        };
-        for (auto& [id, q] : plan.queries) {
-          auto it = st.sequences.find(id);
-          if (it == st.sequences.end()) {
-            done();
-            continue;
-          }
-          self
-            ->request(it->second, std::chrono::seconds(30), atom::rpc_v,
-                      seq_query_ptr{std::make_shared<seq_query>(q)})
-            .then(
-              [answers, done](const seq_answer_ptr& a) mutable {
-                answers->push_back(a);
-                done();
-              },
-              [self, id = id, done](caf::error& err) mutable {
-                spdlog::error("sequence {} did not answer: {}", id, describe(err));
-                done();
-              });
-        }
+        grant_jobs(self, req,
+                   [rp](const job_grant_ptr& grant) mutable { rp.deliver(grant); });
         return rp;
+      },
+      [self](atom::get_jobs, const job_request_ptr& req, const rpc_sink_ptr& sink) {
+        auto& st = self->state;
+        // The host's events of this RPC (its reports): in the log before the dispatches, and
+        // applied here as the log would have delivered them (the log delivers nothing back
+        // to the actor that appended it).
+        if (req->events && !req->events->empty()) {
+          std::set<id_type> dirty;
+          for (const auto& e : *req->events)
+            if (learned_from_log(e)) {
+              st.logic.apply_delivered(e);
+              if (auto r = result_of(e.data))
+                dirty.insert(r->wu);
+            }
+          append(self, std::move(*req->events));
+          run_transitions(self, dirty);
+        }
+        grant_jobs(self, req, [self, req, sink](const job_grant_ptr& grant) {
+          auto& st = self->state;
+          add_grant(*req->reply, *grant);
+          // Before any later message to the host (its next RPC comes through here too).
+          if (!grant->jobs.empty())
+            if (auto h = st.live_hosts.find(req->host); h != st.live_hosts.end())
+              self->send(h->second, atom::deliver_v, grant);
+          auto then = sink->ready(sched_reply_ptr{req->reply});
+          self->send(st.log, atom::sync_v,
+                     durable_callback_ptr{
+                       std::make_shared<const std::function<void()>>(std::move(then))});
+        });
       },
       [self](atom::create, const sequence_spec_ptr& spec) -> caf::result<sequence_view_ptr> {
         auto& st = self->state;

@@ -182,7 +182,7 @@ struct server_config {
   std::filesystem::path data_dir = "cobble-data";
   durability mode = durability::sync;
   int worker_threads = 2;          ///< HTTP threads; CAF uses its own scheduler threads.
-  int actor_threads = 0;           ///< CAF scheduler threads; 0: one per core.
+  int actor_threads = 1;           ///< CAF scheduler threads; 0: one per core (see docs/performance.md).
   actor_scheduler scheduler = actor_scheduler::sharing; ///< How actors share those threads.
   std::string admin_token;         ///< Empty: generated and stored in <data_dir>/admin_token.
   std::size_t body_limit = 4u << 20;           ///< Bytes of a scheduler or admin request.

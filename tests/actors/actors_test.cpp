@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -387,6 +388,69 @@ TEST_CASE_METHOD(actor_fixture,
   REQUIRE(durable_calls == 1);
   CHECK(rendered->result_acks == std::vector<std::string>{report->results[0].name});
   CHECK(seq_when_handed_over >= before + 1);
+  REQUIRE(host(h)->state);
+  CHECK(host(h)->state->in_progress.empty());
+}
+
+TEST_CASE_METHOD(actor_fixture,
+                 "a report with a work request through a sink is handed over once, durable",
+                 "[actors]") {
+  // The project finishes such an RPC itself: the host's report goes to the log with the
+  // project's dispatch, before it, and the reply leaves once both are durable; the project
+  // learns the report once and the host learns its new job.
+  create({"job", "next"});
+  sched_reply_ptr rendered;
+  int durable_calls = 0;
+  std::uint64_t seq_when_handed_over = 0;
+  auto sink = std::make_shared<rpc_sink>();
+  sink->ready = [&](const sched_reply_ptr& r) -> std::function<void()> {
+    rendered = r;
+    return [&] {
+      ++durable_calls;
+      seq_when_handed_over = store->last_seq();
+    };
+  };
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 1)},
+                 rpc_sink_ptr{sink});
+  sched.run();
+  REQUIRE(durable_calls == 1);
+  REQUIRE(rendered->hostid.has_value());
+  REQUIRE(rendered->results.size() == 1);
+  auto h = *rendered->hostid;
+  auto first = rendered->results[0];
+
+  auto before = store->last_seq();
+  durable_calls = 0;
+  caf::anon_send(project, atom::rpc_v,
+                 sched_request_ptr{request(h, 1, {success(first.name, "md5")})},
+                 rpc_sink_ptr{sink});
+  sched.run();
+  REQUIRE(durable_calls == 1);
+  CHECK(rendered->result_acks == std::vector<std::string>{first.name});
+  REQUIRE(rendered->results.size() == 1);
+  auto second = rendered->results[0];
+  CHECK(second.wu_name != first.wu_name);
+  // Durable at hand-over, in this order: the report, then the dispatch.
+  std::vector<std::uint16_t> kinds;
+  REQUIRE_FALSE(store->scan(before + 1, seq_when_handed_over,
+                            [&](const storage::event_record& r) {
+                              kinds.push_back(r.kind);
+                              return true;
+                            }));
+  REQUIRE(kinds.size() >= 2);
+  CHECK(kinds[0] == ev::result_reported::kind);
+  CHECK(std::count(kinds.begin(), kinds.end(), ev::result_dispatched::kind) == 1);
+  // The project applied the report once; the host holds the new job only.
+  CHECK(status()->counters.results_reported == 1);
+  CHECK(status()->counters.results_dispatched == 2);
+  auto view = host(h);
+  REQUIRE(view->state);
+  CHECK(view->state->in_progress.size() == 1);
+  CHECK(view->state->in_progress.count(second.name) == 1);
+  // And the host accepts the report of that job in its next RPC.
+  auto ack = rpc(request(h, 0, {success(second.name, "md5")}));
+  CHECK(ack->result_acks == std::vector<std::string>{second.name});
+  CHECK(status()->counters.results_reported == 2);
   REQUIRE(host(h)->state);
   CHECK(host(h)->state->in_progress.empty());
 }
