@@ -69,13 +69,16 @@ arena_range reserve_arena(std::size_t bytes) {
     if (mi_option_is_enabled(mi_option_large_os_pages))
       madvise(start, bytes, MADV_HUGEPAGE);
     // Not committed: mimalloc then counts and returns (decommits) freed blocks as it does
-    // for memory of its own; committed arenas keep everything resident for good.
-    if (!mi_manage_os_memory(start, bytes, /*is_committed=*/false, /*is_large=*/false,
-                             /*is_zero=*/true, /*numa_node=*/-1)) {
+    // for memory of its own; committed arenas keep everything resident for good. Exclusive:
+    // other threads' heaps stay out, so a prefaulter populates only what the building thread
+    // fills.
+    mi_arena_id_t id = -1;
+    if (!mi_manage_os_memory_ex(start, bytes, /*is_committed=*/false, /*is_large=*/false,
+                                /*is_zero=*/true, /*numa_node=*/-1, /*exclusive=*/true, &id)) {
       munmap(start, bytes);
       return;
     }
-    the_arena = arena_range{start, bytes};
+    the_arena = arena_range{start, bytes, id};
   });
   return the_arena;
 }
@@ -89,7 +92,12 @@ prefaulter::prefaulter(std::size_t blocks_ahead, bool threaded)
   if (arena_.start == nullptr || disabled_by_environment())
     return;
   blocks_ = arena_.bytes / arena_block_bytes;
-  done_.assign(blocks_, false);
+  done_.assign(blocks_, false); // before the switch: the bookkeeping stays out of the arena
+  auto* heap = mi_heap_new_in_arena(arena_.id);
+  if (heap == nullptr)
+    return;
+  heap_ = heap;
+  previous_heap_ = mi_heap_set_default(heap);
   active_.store(true);
   if (threaded)
     thread_ = std::thread([this] { run(); });
@@ -107,6 +115,12 @@ void prefaulter::stop() {
   cv_.notify_all();
   if (thread_.joinable())
     thread_.join();
+  if (heap_ != nullptr) {
+    mi_heap_set_default(static_cast<mi_heap_t*>(previous_heap_));
+    // What was built stays where it is; its pages now belong to the default heap.
+    mi_heap_delete(static_cast<mi_heap_t*>(heap_));
+    heap_ = nullptr;
+  }
 }
 
 bool prefaulter::header_resident(std::size_t block) const {

@@ -9,15 +9,16 @@
 /// the host, "free page reporting"), which makes a first touch cost about 3 s per GB: half or
 /// more of a replay was spent there, on the one thread that replays (docs/performance.md).
 ///
-/// The faults of pages that nobody uses yet can be taken by another thread. The heap gets
-/// its address space up front as one mimalloc arena (`reserve_arena`), in which mimalloc
-/// hands out 32 MiB blocks from the lowest free one up; a `prefaulter` thread watches which
-/// blocks mimalloc has started (it writes a segment header at the start of each block) and
-/// populates the rest of those blocks and of the next few with MADV_POPULATE_WRITE, so the
-/// building thread mostly finds its pages there. It never writes to the memory (populating
-/// is a fault without a store), so it cannot disturb what the allocator put there; what it
-/// faults in ahead of the allocator and is then not used stays bounded by `blocks_ahead`
-/// blocks (resident memory grows by at most that much).
+/// The faults of pages that nobody uses yet can be taken by another thread. The heap gets an
+/// arena of address space up front (`reserve_arena`), a mimalloc arena of its own that only
+/// the building thread allocates from while a `prefaulter` lives (the prefaulter gives that
+/// thread a heap in the arena). mimalloc hands out the arena's 32 MiB blocks from the lowest
+/// free one up; the prefaulter's thread watches which blocks mimalloc has started (it writes a
+/// segment header at the start of each block) and populates the rest of those blocks and of
+/// the next few with MADV_POPULATE_WRITE, so the building thread mostly finds its pages
+/// there. It never writes to the memory (populating is a fault without a store), so it cannot
+/// disturb what the allocator put there. Because no other thread's memory is in the arena,
+/// what is faulted in ahead and then not used stays bounded by `blocks_ahead` blocks.
 
 #include <atomic>
 #include <condition_variable>
@@ -36,21 +37,24 @@ inline constexpr std::size_t arena_block_bytes = std::size_t{32} << 20;
 struct arena_range {
   char* start = nullptr;
   std::size_t bytes = 0;
+  int id = -1; ///< mimalloc's arena id.
 };
 
 /// Reserves `bytes` of address space (default: the machine's physical memory) without
-/// committing any of it and gives it to mimalloc as an arena it allocates from before it asks
-/// the system for more. Call once, early in main() (after use_huge_pages()); later calls
-/// return the first arena. The arena is empty if the reservation failed (then the heap works
-/// as before and prefaulters do nothing).
+/// committing any of it and gives it to mimalloc as an exclusive arena: only heaps made for it
+/// (a prefaulter's) allocate there. Call once, early in main() (after use_huge_pages());
+/// later calls return the first arena. The arena is empty if the reservation failed (then
+/// prefaulters do nothing).
 arena_range reserve_arena(std::size_t bytes = 0);
 
 /// The arena reserved by reserve_arena(), if any.
 arena_range reserved_arena();
 
-/// Populates arena blocks just ahead of mimalloc, on a thread of its own from construction
-/// to destruction (or by explicit step() calls when constructed with `threaded = false`,
-/// for tests). Does nothing when there is no arena, when the kernel lacks MADV_POPULATE_WRITE
+/// While alive, the constructing thread allocates in the arena (a heap of its own made its
+/// default; at stop() or destruction, which must run on that thread, the default is restored
+/// and what the heap holds moves to it), and arena blocks are populated just ahead of
+/// mimalloc, on a thread of its own (or by explicit step() calls when constructed with
+/// `threaded = false`, for tests). Does nothing when there is no arena, when the kernel lacks MADV_POPULATE_WRITE
 /// (Linux < 5.14), or when the environment sets COBBLE_PREFAULT=0.
 class prefaulter {
 public:
@@ -64,7 +68,8 @@ public:
   /// populated anything.
   bool step();
 
-  /// Stops and joins the thread (the destructor does it too).
+  /// Stops and joins the thread and gives the constructing thread its default heap back (the
+  /// destructor does it too). Call on the constructing thread.
   void stop();
 
   /// Bytes populated so far (read from any thread).
@@ -93,6 +98,8 @@ private:
   std::condition_variable cv_;
   bool stopping_ = false;         ///< Guarded by mtx_.
   std::thread thread_;
+  void* heap_ = nullptr;          ///< The building thread's heap in the arena (mi_heap_t*).
+  void* previous_heap_ = nullptr; ///< Its default heap before.
 };
 
 } // namespace cobble::heap

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 using namespace cobble;
@@ -118,6 +119,17 @@ TEST_CASE("records built while a prefaulter thread runs keep their bytes, and it
     REQUIRE(pf.active());
     for (int i = 0; i < 600'000; ++i) // about 150 MB with mimalloc's size classes
       recs.add();
+    CHECK(recs.all.back().get() >= arena.start);
+    CHECK(recs.all.back().get() < arena.start + arena.bytes);
+    // Other threads keep their memory out of the arena, so the prefaulter faults in nothing
+    // of theirs.
+    const char* other = nullptr;
+    std::thread([&other] {
+      auto* p = new char[200];
+      other = p;
+      delete[] p;
+    }).join();
+    CHECK((other < arena.start || other >= arena.start + arena.bytes));
     pf.stop();
     auto populated = pf.populated_bytes();
     pf.stop(); // a second stop is harmless
