@@ -167,11 +167,18 @@ inline bool is_anonymous_version(std::uint32_t id) { return (id & 0x80000000u) !
 std::string version_label(std::uint32_t id);
 
 /// The app version a result was sent with, echoed to the client exactly.
+/// The two 4-byte members come first so that no padding is left (40 bytes, not 48: with it a
+/// result record is 128 bytes and two fit a 256-byte allocation); the encoding keeps the
+/// order of inspect_fields below, which is the order of the constructor's arguments.
 struct version_echo {
   std::uint32_t app_version_id = 0; ///< The project's version it maps to.
-  shared_str platform;   ///< Shared: a handful of values across millions of results.
   int version_num = 0;
+  shared_str platform;   ///< Shared: a handful of values across millions of results.
   shared_str plan_class;
+  version_echo() = default;
+  version_echo(std::uint32_t id, shared_str platform_, int num, shared_str plan)
+    : app_version_id(id), version_num(num), platform(std::move(platform_)),
+      plan_class(std::move(plan)) {}
   friend bool operator==(const version_echo&, const version_echo&) = default;
 };
 
