@@ -674,6 +674,13 @@ void snapshot_stream::publish(std::size_t ready) {
   cv_.notify_all();
 }
 
+void snapshot_stream::hold_whole(std::string blob) {
+  fallback_ = std::move(blob);
+  data_ = fallback_.data();
+  ready_ = size_;
+  ended_ = true;
+}
+
 void snapshot_stream::end(caf::error err) {
   {
     std::lock_guard<std::mutex> guard{mtx_};
@@ -703,10 +710,7 @@ event_store::impl::stream_file(std::uint64_t seq, const snapshot_manifest& m) co
     auto blob = load_snapshot_file(seq, m);
     if (!blob)
       return std::move(blob.error());
-    st->fallback_ = std::move(*blob);
-    st->data_ = st->fallback_.data();
-    st->ready_ = st->size_;
-    st->ended_ = true;
+    st->hold_whole(std::move(*blob));
     return st;
   }
   // Read once, front to back, by the checksum and the decoder: read ahead, and start now.
@@ -1036,10 +1040,7 @@ event_store::stream_snapshot(std::uint64_t seq) const {
     auto blob = impl_->load_snapshot(*it, seq);
     if (!blob)
       return std::move(blob.error());
-    st->fallback_ = std::move(*blob);
-    st->data_ = st->fallback_.data();
-    st->ready_ = st->size_;
-    st->ended_ = true;
+    st->hold_whole(std::move(*blob));
     return st;
   }
   st->data_ = st->buffer_.get();

@@ -67,6 +67,8 @@ private:
   snapshot_stream(std::uint64_t seq, std::size_t size);
   void publish(std::size_t ready);     ///< The thread: bytes [0, ready) are there.
   void end(caf::error err);            ///< The thread: nothing more comes.
+  /// No thread: the stream serves `blob`, read and checked already (the fallback paths).
+  void hold_whole(std::string blob);
   bool stopping();                     ///< The thread: the owner went away.
 
   std::uint64_t seq_;
