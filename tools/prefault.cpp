@@ -21,6 +21,11 @@ namespace {
 /// to mimalloc: its first write there is how a prefaulter sees that the block was started.
 constexpr std::size_t header_bytes = std::size_t{2} << 20;
 
+/// Nothing is populated until the building thread has started this many blocks (128 MiB): a
+/// small state (a demo, a fresh project) is built in no time anyway, and the blocks faulted in
+/// ahead would only stay resident, unused.
+constexpr std::size_t start_after_blocks = 4;
+
 /// How far past the highest started block a pass looks for newly started ones.
 constexpr std::size_t scan_window = 16;
 
@@ -139,8 +144,8 @@ bool prefaulter::step() {
     if (header_resident(b))
       started = b + 1;
   started_.store(started, std::memory_order_relaxed);
-  if (started == 0)
-    return false; // mimalloc has not taken the arena yet: nothing shows where it will start
+  if (started < start_after_blocks)
+    return false; // a small state so far (and none at all shows where mimalloc will start)
   bool did = false;
   auto limit = std::min(blocks_, started + ahead_);
   for (auto b = next_todo_; b < limit; ++b) {

@@ -63,9 +63,10 @@ public:
   prefaulter(const prefaulter&) = delete;
   prefaulter& operator=(const prefaulter&) = delete;
 
-  /// One pass: finds the blocks mimalloc started since the last pass and populates what is
-  /// not yet populated below (highest started block + 1 + blocks_ahead). Returns whether it
-  /// populated anything.
+  /// One pass: finds the blocks mimalloc started since the last pass and, once the state has
+  /// started four blocks (128 MiB; smaller ones are left alone), populates what is not yet
+  /// populated below (highest started block + 1 + blocks_ahead). Returns whether it populated
+  /// anything.
   bool step();
 
   /// Stops and joins the thread and gives the constructing thread its default heap back (the

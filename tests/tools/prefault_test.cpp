@@ -73,8 +73,7 @@ TEST_CASE("a prefaulter faults in the blocks ahead of mimalloc, and no further",
   CHECK_FALSE(pf.step()); // nothing taken from the arena yet: nothing to go by
   CHECK(pf.populated_bytes() == 0);
 
-  // Allocate until mimalloc starts taking blocks of the arena (the heap's first segments,
-  // from before the arena, fill up first).
+  // A small state is left alone: nothing is faulted in ahead of its first blocks.
   records recs;
   for (int i = 0; i < 2'000'000 && pf.started_blocks() == 0; ++i) {
     recs.add();
@@ -82,6 +81,15 @@ TEST_CASE("a prefaulter faults in the blocks ahead of mimalloc, and no further",
       pf.step();
   }
   REQUIRE(pf.started_blocks() >= 1);
+  CHECK(pf.populated_bytes() == 0);
+  CHECK(resident(block_start(arena, 1) + header, heap::arena_block_bytes - header) == 0);
+  // A growing one gets the blocks ahead of it once it has started four (128 MiB).
+  for (int i = 0; i < 4'000'000 && pf.started_blocks() < 4; ++i) {
+    recs.add();
+    if (i % 10'000 == 0)
+      pf.step();
+  }
+  REQUIRE(pf.started_blocks() >= 4);
   auto started = pf.started_blocks();
   pf.step();
   // The block being filled and the two after it are populated, past their header pages.
