@@ -32,6 +32,7 @@ struct snapshotter_state {
   log_options opts;
   std::uint64_t events_since = 0;
   std::chrono::steady_clock::time_point last = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::duration last_took{}; ///< How long the previous snapshot took.
   static inline const char* name = "snapshotter";
 
   std::uint64_t take() {
@@ -65,17 +66,31 @@ struct snapshotter_state {
                    .count());
     events_since = 0;
     last = std::chrono::steady_clock::now();
+    last_took = last - started;
     return at;
   }
 
   void maybe_take() {
-    if (events_since == 0)
-      return;
-    if (events_since >= opts.snapshot_every_events
-        || std::chrono::steady_clock::now() - last >= opts.snapshot_interval)
+    if (snapshot_due(opts, events_since, std::chrono::steady_clock::now() - last, last_took))
       take();
   }
 };
+
+} // namespace
+
+bool snapshot_due(const log_options& opts, std::uint64_t events_since,
+                  std::chrono::steady_clock::duration since_last,
+                  std::chrono::steady_clock::duration last_took) {
+  if (events_since == 0)
+    return false;
+  if (events_since < opts.snapshot_every_events && since_last < opts.snapshot_interval)
+    return false;
+  double share = std::clamp(opts.snapshot_time_share, 1e-6, 1.0);
+  auto gap = std::chrono::duration<double>(last_took) * (1 / share - 1);
+  return since_last >= gap;
+}
+
+namespace {
 
 snapshotter_actor::behavior_type
 snapshotter(snapshotter_actor::stateful_pointer<snapshotter_state> self,

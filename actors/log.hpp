@@ -20,9 +20,21 @@ namespace cobble {
 struct log_options {
   std::uint64_t snapshot_every_events = 100000;
   std::chrono::seconds snapshot_interval{300};
+  /// Snapshots take at most this share of the time: after one that took T, the next waits
+  /// at least T * (1 / share - 1), whatever the two triggers above say.
+  double snapshot_time_share = 0.1;
   std::size_t snapshots_kept = 3;
   bool detached = true; ///< Off in deterministic tests (a detached actor gets its own thread).
 };
+
+/// Whether the snapshotter takes a snapshot now: after `events_since` durable events, `since_last`
+/// after the previous snapshot ended, which took `last_took` (zero when there was none). A
+/// snapshot rebuilds and writes the whole state, so its cost grows with the state, not with
+/// the events since the last one; the time share keeps that cost a bounded part of the server's
+/// time however large the state grows, at the price of a longer tail to replay at recovery.
+bool snapshot_due(const log_options& opts, std::uint64_t events_since,
+                  std::chrono::steady_clock::duration since_last,
+                  std::chrono::steady_clock::duration last_took);
 
 /// Spawns the log actor. `recovered_seq` is the seq of the world rebuilt at start. The
 /// snapshotter keeps no copy of the world: a snapshot rebuilds the state at the last durable

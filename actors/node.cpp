@@ -84,6 +84,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   log_options lo;
   lo.snapshot_every_events = cfg.server.snapshot_every_events;
   lo.snapshot_interval = cfg.server.snapshot_interval;
+  lo.snapshot_time_share = cfg.server.snapshot_time_share;
   lo.snapshots_kept = cfg.server.snapshots_kept;
   lo.detached = opts.detached_log;
   auto log = spawn_log(sys, store, w.seq, lo);

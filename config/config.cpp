@@ -392,7 +392,8 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   mapping m(p, node, "server",
             {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
              "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit", "upload_limit", "read_timeout",
-             "snapshot_every_events", "snapshot_interval", "snapshots_kept"});
+             "snapshot_every_events", "snapshot_interval", "snapshot_time_share",
+             "snapshots_kept"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
       if (m.has(other))
@@ -424,6 +425,7 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   read_duration(m, "read_timeout", out.read_timeout);
   read(m, "snapshot_every_events", out.snapshot_every_events);
   read_duration(m, "snapshot_interval", out.snapshot_interval);
+  read_number(m, "snapshot_time_share", out.snapshot_time_share);
   std::uint64_t kept = out.snapshots_kept;
   read(m, "snapshots_kept", kept);
   out.snapshots_kept = static_cast<std::size_t>(kept);
@@ -647,6 +649,10 @@ private:
     positive("server.read_timeout", s.read_timeout.count());
     positive("server.snapshot_every_events", s.snapshot_every_events);
     positive("server.snapshot_interval", s.snapshot_interval.count());
+    if (!std::isfinite(s.snapshot_time_share) || !(s.snapshot_time_share > 0)
+        || s.snapshot_time_share > 1)
+      fail("server.snapshot_time_share",
+           "must be in (0, 1], got " + format_number(s.snapshot_time_share));
     positive("server.snapshots_kept", s.snapshots_kept);
   }
 
@@ -927,6 +933,7 @@ std::string to_yaml(const cobble_config& cfg) {
   raw("read_timeout", format_duration(static_cast<double>(s.read_timeout.count())));
   raw("snapshot_every_events", std::to_string(s.snapshot_every_events));
   raw("snapshot_interval", format_duration(static_cast<double>(s.snapshot_interval.count())));
+  raw("snapshot_time_share", format_number(s.snapshot_time_share));
   raw("snapshots_kept", std::to_string(s.snapshots_kept));
   out << YAML::EndMap;
   out << YAML::Key << "projects" << YAML::Value << YAML::BeginSeq;

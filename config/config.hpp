@@ -189,7 +189,8 @@ struct server_config {
   std::size_t upload_limit = 256u << 20;       ///< Bytes of one upload request.
   std::chrono::seconds read_timeout{30};       ///< A request must arrive within this.
   std::uint64_t snapshot_every_events = 100000; ///< Snapshot after this many events...
-  std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first.
+  std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first,
+  double snapshot_time_share = 0.1; ///< ...but snapshots take at most this share of the time.
   std::size_t snapshots_kept = 3;
 
   /// Field-by-field equality.

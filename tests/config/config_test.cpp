@@ -35,6 +35,7 @@ server:
   read_timeout: 2m
   snapshot_every_events: 5000
   snapshot_interval: 1h
+  snapshot_time_share: 0.25
   snapshots_kept: 5
 projects:
   - name: primes
@@ -123,6 +124,7 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
   CHECK(s.read_timeout == t.read_timeout);
   CHECK(s.snapshot_every_events == t.snapshot_every_events);
   CHECK(s.snapshot_interval == t.snapshot_interval);
+  CHECK(s.snapshot_time_share == t.snapshot_time_share);
   CHECK(s.snapshots_kept == t.snapshots_kept);
   REQUIRE(a.projects.size() == b.projects.size());
   for (std::size_t i = 0; i < a.projects.size(); ++i) {
@@ -200,6 +202,7 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(s.read_timeout == 120s);
   CHECK(s.snapshot_every_events == 5000);
   CHECK(s.snapshot_interval == 3600s);
+  CHECK(s.snapshot_time_share == 0.25);
   CHECK(s.snapshots_kept == 5);
 
   REQUIRE(cfg.projects.size() == 2);

@@ -131,6 +131,10 @@ TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
                "must not be negative");
   expect_error("server:\n  snapshot_every_events: 0\nprojects: [{name: p}]\n", 2,
                "server.snapshot_every_events", "must be positive");
+  expect_error("server:\n  snapshot_time_share: 0\nprojects: [{name: p}]\n", 2,
+               "server.snapshot_time_share", "must be in (0, 1], got 0");
+  expect_error("server:\n  snapshot_time_share: 1.5\nprojects: [{name: p}]\n", 2,
+               "server.snapshot_time_share", "must be in (0, 1], got 1.5");
   expect_error("projects:\n  - name: p\n    request_delay: -5s\n", 3, "projects[0].request_delay",
                "must not be negative");
   expect_error("projects:\n  - name: p\n    deadline_check_interval: 0\n", 3,

@@ -270,6 +270,7 @@ struct throughput_cli {
   std::string work_dir = "bench-data";
   std::string report;
   std::string scheduler; ///< cobbled --actor-scheduler; empty: its default
+  std::string config;    ///< cobbled --config; empty: the embedded demo project
 };
 
 int cmd_throughput(throughput_cli& c) {
@@ -290,6 +291,10 @@ int cmd_throughput(throughput_cli& c) {
     if (!c.scheduler.empty()) {
       args.push_back("--actor-scheduler");
       args.push_back(c.scheduler);
+    }
+    if (!c.config.empty()) {
+      args.push_back("--config");
+      args.push_back(c.config);
     }
     server s{dir, args, c.bin.cobbled};
     s.start();
@@ -342,9 +347,10 @@ int cmd_throughput(throughput_cli& c) {
   md += fmt::format("Load: {} simulated hosts on {} keep-alive connections, {} generator "
                     "thread(s), {} s measured after a warm-up of at least {} s, {} job(s) asked "
                     "per RPC; every RPC after a host's first reports the results it got last "
-                    "time. cobbled's actor scheduler: {}.\n\n",
+                    "time. cobbled's actor scheduler: {}; its configuration: {}.\n\n",
                     c.hosts, c.o.connections, c.o.threads, c.o.seconds, c.o.warmup_seconds,
-                    c.o.jobs_per_rpc, c.scheduler.empty() ? "its default" : c.scheduler);
+                    c.o.jobs_per_rpc, c.scheduler.empty() ? "its default" : c.scheduler,
+                    c.config.empty() ? "the embedded demo project" : c.config);
   md += "| durability | ceiling: GET /healthz per s | scheduler RPCs/s | ratio to ceiling | "
         "jobs dispatched/s | results reported/s | p50 ms | p99 ms | p99.9 ms | events/commit "
         "| fsyncs/s | CPU s cobbled / generator |\n"
@@ -665,6 +671,10 @@ int main(int argc, char** argv) {
   tp->add_option("--actor-scheduler", tc.scheduler,
                  "cobbled's --actor-scheduler (sharing or stealing; default: cobbled's)")
     ->check(CLI::IsMember({"sharing", "stealing"}));
+  tp->add_option("--config", tc.config,
+                 "cobbled's --config (e.g. from cobbled --print-config, edited); it must serve "
+                 "a project named demo with a user named demo")
+    ->check(CLI::ExistingFile);
   tp->add_option("--work-dir", tc.work_dir, "Where data directories are made")->capture_default_str();
   tp->add_option("--report", tc.report, "Append the Markdown section to this file");
 
