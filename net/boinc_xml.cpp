@@ -136,8 +136,21 @@ std::string xml_unescape(std::string_view s) {
 /// Appends `s` escaped for XML text or attribute values. Control characters other than tab,
 /// newline and carriage return are dropped: they are not XML and the client reads C strings.
 void append_escaped(std::string& out, std::string_view s) {
-  for (char ch : s) {
-    switch (ch) {
+  // Runs of characters that need nothing are appended whole (most values are such a run).
+  auto plain = [](char ch) {
+    auto c = static_cast<unsigned char>(ch);
+    return c >= 0x20 ? (ch != '&' && ch != '<' && ch != '>' && ch != '"' && ch != '\'')
+                     : (ch == '\t' || ch == '\n' || ch == '\r');
+  };
+  std::size_t i = 0;
+  while (i < s.size()) {
+    std::size_t run = i;
+    while (run < s.size() && plain(s[run]))
+      ++run;
+    out.append(s.data() + i, run - i);
+    if (run == s.size())
+      break;
+    switch (s[run]) {
       case '&':
         out += "&amp;";
         break;
@@ -153,11 +166,10 @@ void append_escaped(std::string& out, std::string_view s) {
       case '\'':
         out += "&apos;";
         break;
-      default:
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n' && ch != '\r')
-          break;
-        out += ch;
+      default: // other control characters are left out
+        break;
     }
+    i = run + 1;
   }
 }
 
