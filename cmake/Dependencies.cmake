@@ -27,6 +27,15 @@ find_package(fmt REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
 find_package(nlohmann_json 3.11 REQUIRED CONFIG)
 find_package(OpenSSL REQUIRED)                          # md5, random tokens
-find_package(ZLIB REQUIRED)                             # CRC-32 of events and snapshots
+# ISA-L (libisal-dev): the CRC-32 of events and snapshots, folded with carry-less multiplies.
+# It ships a pkg-config file and no CMake config.
+find_path(ISAL_INCLUDE_DIR isa-l/crc.h REQUIRED)
+find_library(ISAL_LIBRARY isal REQUIRED)
+if(NOT TARGET isal::isal)
+  add_library(isal::isal UNKNOWN IMPORTED)
+  set_target_properties(isal::isal PROPERTIES
+    IMPORTED_LOCATION "${ISAL_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${ISAL_INCLUDE_DIR}")
+endif()
 find_package(mimalloc 2.0 REQUIRED CONFIG)              # the programs' heap (tools/heap.hpp)
 find_package(Catch2 2 REQUIRED CONFIG)

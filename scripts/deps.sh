@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev librocksdb-dev libboost1.81-dev libyaml-cpp-dev catch2 libpugixml-dev
-  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libssl-dev zlib1g-dev libmimalloc-dev
+  libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libssl-dev libisal-dev libmimalloc-dev
   boinc-client curl procps time chromium
 )
 missing=()
