@@ -46,6 +46,13 @@ std::unique_ptr<event_store> open_store(const std::filesystem::path& dir,
   return std::move(*st);
 }
 
+/// The store as `cobble log` opens it beside a running server.
+std::unique_ptr<event_store> open_read_only(const std::filesystem::path& dir) {
+  store_options ro;
+  ro.read_only = true;
+  return open_store(dir, ro);
+}
+
 std::vector<event_record> scan_all(const event_store& st, std::uint64_t from = 0,
                                    std::uint64_t to = UINT64_MAX) {
   std::vector<event_record> out;
@@ -547,9 +554,7 @@ TEST_CASE("read-only open sees the data while the writer is open", "[storage][ev
   REQUIRE_FALSE(writer->append(batch));
   REQUIRE_FALSE(writer->write_snapshot(4, "snap"));
 
-  store_options ro;
-  ro.read_only = true;
-  auto reader = open_store(dir.path(), ro);
+  auto reader = open_read_only(dir.path());
   CHECK(reader->last_seq() == 4);
   CHECK(scan_all(*reader) == batch);
   auto latest = reader->latest_snapshot();
@@ -577,13 +582,13 @@ TEST_CASE("read-only open works after the writer closed, and fails on a missing 
     auto batch = make_batch(3);
     REQUIRE_FALSE(writer->append(batch));
   }
-  store_options ro;
-  ro.read_only = true;
-  auto reader = open_store(dir.path(), ro);
+  auto reader = open_read_only(dir.path());
   CHECK(scan_all(*reader).size() == 3);
 
   temp_dir parent;
   auto nowhere = parent.path() / "absent";
+  store_options ro;
+  ro.read_only = true;
   auto none = event_store::open(nowhere, ro);
   REQUIRE_FALSE(none);
   CHECK_THAT(describe(none.error()), Catch::Contains(nowhere.string()));
@@ -731,9 +736,7 @@ TEST_CASE("a snapshot file without a manifest is no snapshot and is removed",
   }
   // A read-only store removes nothing.
   write_file(snapshot_file(dir.path(), 100), "state at 100");
-  store_options ro;
-  ro.read_only = true;
-  auto reader = open_store(dir.path(), ro);
+  auto reader = open_read_only(dir.path());
   CHECK(reader->snapshots().size() == 1);
   CHECK(std::filesystem::exists(snapshot_file(dir.path(), 100)));
 }
@@ -902,9 +905,7 @@ TEST_CASE("a read-only store keeps reading the snapshot files of its view",
   auto batch = make_batch(4);
   REQUIRE_FALSE(writer->append(batch));
   REQUIRE_FALSE(writer->write_snapshot(4, "state at 4"));
-  store_options ro;
-  ro.read_only = true;
-  auto reader = open_store(dir.path(), ro);
+  auto reader = open_read_only(dir.path());
   // The server moves on: a newer snapshot, and the one the reader sees pruned.
   REQUIRE_FALSE(writer->write_snapshot(8, "state at 8"));
   REQUIRE_FALSE(writer->prune_snapshots(1));
