@@ -104,8 +104,7 @@ using project_actor = subscriber_actor::extend<
   // One workunit by name or numeric id.
   caf::replies_to<atom::workunit, std::string>::with<workunit_view_ptr>,
   // Workunits by id, from offset, at most limit.
-  caf::replies_to<atom::list, atom::workunit, std::uint64_t, std::uint64_t>::with<
-    workunit_list_ptr>,
+  caf::replies_to<atom::list, atom::workunit, std::uint64_t, std::uint64_t>::with<workunit_list_ptr>,
   // One host with its state.
   caf::replies_to<atom::host, id_type>::with<host_view_ptr>,
   // Hosts by id, from offset, at most limit.
@@ -127,8 +126,7 @@ using project_actor = subscriber_actor::extend<
   // One work sequence by name or numeric id.
   caf::replies_to<atom::sequence, std::string>::with<sequence_view_ptr>,
   // Work sequences by id, from offset, at most limit.
-  caf::replies_to<atom::list, atom::sequence, std::uint64_t, std::uint64_t>::with<
-    sequence_list_ptr>,
+  caf::replies_to<atom::list, atom::sequence, std::uint64_t, std::uint64_t>::with<sequence_list_ptr>,
   // Extends, ends, reassigns or unassigns a sequence (by name or id); answers with it when
   // the events are durable.
   caf::replies_to<atom::command, std::string, seq_command_ptr>::with<sequence_view_ptr>,

@@ -4,6 +4,7 @@
 #include "actors/project.hpp"
 
 #include <caf/all.hpp>
+
 #include <spdlog/spdlog.h>
 
 namespace cobble {

@@ -16,8 +16,7 @@ struct app_version_actor_state {
 } // namespace
 
 app_version_actor spawn_app_version(caf::actor_system& sys, app_version_state initial,
-                                    std::uint16_t project, log_actor log,
-                                    credit_settings credit) {
+                                    std::uint16_t project, log_actor log, credit_settings credit) {
   auto fn = [](app_version_actor::stateful_pointer<app_version_actor_state> self,
                app_version_state init, std::uint16_t proj, log_actor lg,
                credit_settings cs) -> app_version_actor::behavior_type {
@@ -25,8 +24,7 @@ app_version_actor spawn_app_version(caf::actor_system& sys, app_version_state in
     self->state.project = proj;
     self->state.credit = cs;
     self->send(lg, atom::subscribe_v,
-               std::vector<std::uint16_t>{ev::workunit_validated::kind,
-                                          ev::credit_normalized::kind,
+               std::vector<std::uint16_t>{ev::workunit_validated::kind, ev::credit_normalized::kind,
                                           ev::project_configured::kind},
                subscriber_actor{self});
     return {

@@ -1,6 +1,7 @@
 #include "actors/assimilator.hpp"
 
 #include <caf/all.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -46,8 +47,8 @@ void stage_state(storage::file_store& files, const wu_files& w) {
     try {
       files.stage_file(w.project, files.output_path(w.project, stored), staged.md5);
     } catch (const std::exception& e) {
-      spdlog::error("state files of {}: cannot stage {} as {}: {}", w.wu_name, stored,
-                    staged.name, e.what());
+      spdlog::error("state files of {}: cannot stage {} as {}: {}", w.wu_name, stored, staged.name,
+                    e.what());
     }
   }
 }
@@ -79,9 +80,9 @@ std::vector<std::string> delete_files(storage::file_store& files, const wu_files
 
 } // namespace
 
-assimilator_actor spawn_assimilator(caf::actor_system& sys,
-                                    std::shared_ptr<storage::file_store> files, clock_ptr clk,
-                                    bool detached) {
+assimilator_actor
+spawn_assimilator(caf::actor_system& sys, std::shared_ptr<storage::file_store> files, clock_ptr clk,
+                  bool detached) {
   auto fn = [](assimilator_actor::stateful_pointer<assimilator_state> self,
                std::shared_ptr<storage::file_store> fs_,
                clock_ptr c) -> assimilator_actor::behavior_type {

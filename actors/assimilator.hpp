@@ -27,22 +27,22 @@ struct wu_files {
   bool assimilated = false;
   /// (stored output name, open name) of the canonical result.
   std::vector<std::pair<std::string, std::string>> canonical_outputs;
-  std::vector<std::string> outputs;          ///< Every result's outputs.
-  std::vector<std::string> inputs;           ///< Inputs no other unfinished workunit uses.
+  std::vector<std::string> outputs; ///< Every result's outputs.
+  std::vector<std::string> inputs;  ///< Inputs no other unfinished workunit uses.
   /// A sequence element's state files: staged at once from these canonical outputs as
   /// content-addressed inputs "in_<md5>" (uploaded output, staged file with md5 and size).
   std::vector<std::pair<std::string, file_rec>> state_files;
   /// Staged state files to delete with the workunit (released and used by nothing else).
   std::vector<std::string> staged;
-  bool keep = false;                         ///< Delete nothing yet (a kept restart point).
-  double delete_after_seconds = 86400;       ///< From now.
-  double input_quiet_seconds = 86400;        ///< Inputs staged again within this are kept.
+  bool keep = false;                   ///< Delete nothing yet (a kept restart point).
+  double delete_after_seconds = 86400; ///< From now.
+  double input_quiet_seconds = 86400;  ///< Inputs staged again within this are kept.
 };
 
 /// Spawns the assimilator (detached) over the data directory's files; grace periods run on
 /// `clk`.
-assimilator_actor spawn_assimilator(caf::actor_system& sys,
-                                    std::shared_ptr<storage::file_store> files, clock_ptr clk,
-                                    bool detached = true);
+assimilator_actor
+spawn_assimilator(caf::actor_system& sys, std::shared_ptr<storage::file_store> files, clock_ptr clk,
+                  bool detached = true);
 
 } // namespace cobble

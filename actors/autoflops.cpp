@@ -18,7 +18,9 @@ double running_stats::variance() const {
   return n < 2 ? 0.0 : std::max(m2, 0.0) / static_cast<double>(n - 1);
 }
 
-double running_stats::stdev() const { return std::sqrt(variance()); }
+double running_stats::stdev() const {
+  return std::sqrt(variance());
+}
 
 void spread_stats::add(double x, std::uint64_t straight, double alpha) {
   if (!std::isfinite(x))
@@ -42,10 +44,11 @@ double spread_stats::variance() const {
   return std::max(var, 0.0) * static_cast<double>(n) / static_cast<double>(n - 1);
 }
 
-double spread_stats::stdev() const { return std::sqrt(variance()); }
+double spread_stats::stdev() const {
+  return std::sqrt(variance());
+}
 
-void spau_spread::add(double sample, bool reported_units, std::uint64_t straight,
-                      double alpha) {
+void spau_spread::add(double sample, bool reported_units, std::uint64_t straight, double alpha) {
   if (!std::isfinite(sample) || !(sample > 0))
     return;
   if (reported_units)
@@ -60,8 +63,7 @@ double percentile(std::vector<double> values, double p) {
   p = std::clamp(p, 0.0, 1.0);
   auto rank = static_cast<std::size_t>(std::ceil(p * static_cast<double>(values.size())));
   auto k = rank == 0 ? 0 : rank - 1;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k),
-                   values.end());
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(k), values.end());
   return values[k];
 }
 
@@ -102,9 +104,8 @@ void add_app_units(app_units_stats& st, double actual, double predicted) {
 
 double prediction_factor(const app_units_stats& st, const autoflops_settings& s, bool bound) {
   double x = bound ? s.bound_x : s.est_x;
-  double scale = st.predicted.n > 0 && st.predicted.mean > 0
-                   ? st.actual.mean / st.predicted.mean
-                   : 1.0;
+  double scale = st.predicted.n > 0 && st.predicted.mean > 0 ? st.actual.mean / st.predicted.mean
+                                                             : 1.0;
   if (!(scale > 0) || !std::isfinite(scale))
     scale = 1;
   if (st.ratio.n < std::max<std::uint32_t>(s.min_samples, 2))
@@ -152,8 +153,7 @@ completion_time host_completion_times(double seconds_per_app_unit, double predic
   return t;
 }
 
-std::optional<double> raw_flops_per_au(double elapsed, double raw_flops_per_sec,
-                                       double app_units) {
+std::optional<double> raw_flops_per_au(double elapsed, double raw_flops_per_sec, double app_units) {
   double v = elapsed * raw_flops_per_sec / app_units;
   if (!std::isfinite(v) || !(v > 0) || !(app_units > 0))
     return std::nullopt;

@@ -31,12 +31,12 @@ enum class estimate_mode : std::uint8_t {
 /// The numbers AutoFlops leaves open, per app (`autoflops:` of an app in the configuration).
 struct autoflops_settings {
   estimate_mode estimates = estimate_mode::client;
-  double est_x = 2;                  ///< X of the completion time estimate.
-  double bound_x = 4;                ///< X of the completion time bound.
+  double est_x = 2;   ///< X of the completion time estimate.
+  double bound_x = 4; ///< X of the completion time bound.
   /// App-unit samples before the estimate uses the statistics' spread; before that the
   /// bound is the estimate × warmup_bound_factor.
   std::uint32_t min_samples = 30;
-  double warmup_bound_factor = 10;   ///< Bound = estimate × this while warming up.
+  double warmup_bound_factor = 10; ///< Bound = estimate × this while warming up.
   /// Statistics of actual/predicted in log space (the ratio's logarithm: mean and variance),
   /// for multiplicative noise; false: of the ratio itself, as the design writes it.
   bool log_ratio = true;
@@ -64,9 +64,9 @@ struct autoflops_settings {
 /// Fields by payload version of project_configured (3: all but host_min_spread; 4: it too).
 template <class F>
 void inspect_fields(F& f, autoflops_settings& x) {
-  f(x.estimates, x.est_x, x.bound_x, x.min_samples, x.warmup_bound_factor, x.log_ratio, x.flops_samples,
-    x.flops_percentile, x.flops_alpha, x.reference_job, x.policy, x.abort_quota_factor,
-    x.resend_probability, x.suspicion_error_rate);
+  f(x.estimates, x.est_x, x.bound_x, x.min_samples, x.warmup_bound_factor, x.log_ratio,
+    x.flops_samples, x.flops_percentile, x.flops_alpha, x.reference_job, x.policy,
+    x.abort_quota_factor, x.resend_probability, x.suspicion_error_rate);
   if (f.version >= 4)
     f(x.host_min_spread);
 }
@@ -143,12 +143,12 @@ void inspect_fields(F& f, flops_array& x) {
 
 /// Everything AutoFlops keeps for one app (owned by the project; snapshotted).
 struct app_units_stats {
-  running_stats actual;     ///< Actual app units of validated jobs.
-  running_stats predicted;  ///< Their predicted app units.
-  running_stats ratio;      ///< actual/predicted (au_variance is ratio's variance).
-  running_stats log_ratio;  ///< log(actual/predicted).
-  flops_array cpu;          ///< raw_flops_per_au of CPU versions.
-  flops_array gpu;          ///< ... of GPU versions.
+  running_stats actual;        ///< Actual app units of validated jobs.
+  running_stats predicted;     ///< Their predicted app units.
+  running_stats ratio;         ///< actual/predicted (au_variance is ratio's variance).
+  running_stats log_ratio;     ///< log(actual/predicted).
+  flops_array cpu;             ///< raw_flops_per_au of CPU versions.
+  flops_array gpu;             ///< ... of GPU versions.
   double est_flops_per_au = 0; ///< min of the classes' estimates that exist (0: none yet).
   friend bool operator==(const app_units_stats&, const app_units_stats&) = default;
 };
@@ -200,8 +200,7 @@ completion_time host_completion_times(double seconds_per_app_unit, double predic
                                       const spau_spread& h, const autoflops_settings& s);
 
 /// raw_flops_per_au(J) = T × raw_flops_per_sec(J) / A; nullopt when a figure is unusable.
-std::optional<double> raw_flops_per_au(double elapsed, double raw_flops_per_sec,
-                                       double app_units);
+std::optional<double> raw_flops_per_au(double elapsed, double raw_flops_per_sec, double app_units);
 
 /// GPU-only propagation (note 2 of the design), client side: for a version of an app that
 /// has only GPU versions, raw_flops_per_au(J) is the average est_flops_per_au of the host's

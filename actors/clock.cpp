@@ -17,8 +17,7 @@ time_us wall_now() {
 
 // -- system_clock ---------------------------------------------------------------
 
-system_clock::system_clock() : thread_([this] { run(); }) {
-}
+system_clock::system_clock() : thread_([this] { run(); }) {}
 
 system_clock::~system_clock() {
   {

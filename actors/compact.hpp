@@ -30,7 +30,7 @@ namespace cobble {
 class shared_str {
 public:
   shared_str() = default;
-  shared_str(std::string_view s) : p_(intern(s)) {} // NOLINT: implicit on purpose
+  shared_str(std::string_view s) : p_(intern(s)) {}   // NOLINT: implicit on purpose
   shared_str(const std::string& s) : p_(intern(s)) {} // NOLINT
   shared_str(const char* s) : p_(intern(s)) {}        // NOLINT
 
@@ -123,7 +123,7 @@ template <class T>
 class shared_value {
 public:
   shared_value() = default;
-  shared_value(const T& x) : p_(std::make_shared<const T>(x)) {} // NOLINT: implicit
+  shared_value(const T& x) : p_(std::make_shared<const T>(x)) {}       // NOLINT: implicit
   shared_value(T&& x) : p_(std::make_shared<const T>(std::move(x))) {} // NOLINT
 
   const T& get() const { return p_ ? *p_ : empty_value(); }

@@ -34,16 +34,16 @@ double credit_totals::expavg_at(time_us now, double half_life) const {
   return expavg * std::exp(-dt * std::log(2.0) / half_life);
 }
 
-double job_peak_flops(double p_fpops, double avg_ncpus, double gpu_peak_flops,
-                      double coproc_count) {
+double
+job_peak_flops(double p_fpops, double avg_ncpus, double gpu_peak_flops, double coproc_count) {
   double cpu = std::max(p_fpops, 0.0) * std::max(avg_ncpus, 0.0);
   double gpu = std::max(gpu_peak_flops, 0.0) * std::max(coproc_count, 0.0);
   return cpu + gpu;
 }
 
-app_normalization normalize_versions(const std::vector<version_credit_input>& versions,
-                                     const credit_settings& s,
-                                     const std::map<std::uint32_t, double>& gpu_only_scales) {
+app_normalization
+normalize_versions(const std::vector<version_credit_input>& versions, const credit_settings& s,
+                   const std::map<std::uint32_t, double>& gpu_only_scales) {
   app_normalization out;
   double sum[2] = {0, 0};
   double weight[2] = {0, 0};
@@ -115,11 +115,10 @@ credit_rec claim_credit(const replica_credit_input& in, double est, double bound
     return rec;
   }
   double pfc = in.elapsed * in.peak_flops;
-  bool cheat = est > 0 && in.version_pfc.n >= s.version_sample_threshold
-               && in.version_pfc.avg > 0
+  bool cheat = est > 0 && in.version_pfc.n >= s.version_sample_threshold && in.version_pfc.avg > 0
                && !(pfc / est <= s.cheat_factor * in.version_pfc.avg);
-  if (!in.elapsed_plausible || !std::isfinite(pfc) || !(pfc > 0) || !(pfc <= bound)
-      || !(est > 0) || cheat) {
+  if (!in.elapsed_plausible || !std::isfinite(pfc) || !(pfc > 0) || !(pfc <= bound) || !(est > 0)
+      || cheat) {
     rec.pfc = default_pfc;
     rec.flags |= credit_default_pfc;
     if (cheat)

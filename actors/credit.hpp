@@ -22,20 +22,20 @@ namespace cobble {
 /// The numbers the design leaves open (docs/configuration.md, `credit:` of a project). They
 /// travel in the project_configured event, so replay uses the values the server used.
 struct credit_settings {
-  double normalization_interval = 600;   ///< Seconds between Scale(V) recomputations.
+  double normalization_interval = 600;         ///< Seconds between Scale(V) recomputations.
   std::uint64_t version_average_samples = 100; ///< Straight mean for this many, then exponential.
   std::uint64_t host_average_samples = 10;
-  double version_alpha = 0.01;           ///< Weight of a new sample once exponential.
+  double version_alpha = 0.01; ///< Weight of a new sample once exponential.
   double host_alpha = 0.1;
   std::uint64_t version_sample_threshold = 100; ///< Samples before a version is normalized.
   std::uint64_t host_sample_threshold = 10;     ///< Samples before Scale(H) and R(J,H) apply.
-  double sample_cap = 10;                ///< A non-first sample is capped at this × average.
-  double host_scale_cap = 10;            ///< Scale(H) is at most this.
-  double cheat_factor = 20;              ///< PFC/E over this × PFCmean(V) is a one-time cheat.
-  double flops_per_cobblestone = 864e9;  ///< C = F / this (the design's F × 100 / 86400e9).
-  double credit_half_life = 7 * 86400;   ///< Seconds; of recent average credit.
-  double error_rate_initial = 0.1;       ///< Error rate of a new (host, version) and after a cheat.
-  double error_rate_alpha = 0.05;        ///< Weight of one outcome in the error rate.
+  double sample_cap = 10;               ///< A non-first sample is capped at this × average.
+  double host_scale_cap = 10;           ///< Scale(H) is at most this.
+  double cheat_factor = 20;             ///< PFC/E over this × PFCmean(V) is a one-time cheat.
+  double flops_per_cobblestone = 864e9; ///< C = F / this (the design's F × 100 / 86400e9).
+  double credit_half_life = 7 * 86400;  ///< Seconds; of recent average credit.
+  double error_rate_initial = 0.1;      ///< Error rate of a new (host, version) and after a cheat.
+  double error_rate_alpha = 0.05;       ///< Weight of one outcome in the error rate.
   /// PFCmean(V) for normalization and Scale(H): false, the mean of all samples (the design's
   /// first formulation); true (the default), the median of the hosts' PFCmean(H,V), the
   /// design's remedy against cheaters who would otherwise raise PFCmean(V) and so everyone's
@@ -53,9 +53,9 @@ inline constexpr std::size_t median_min_hosts = 3;
 
 template <class F>
 void inspect_fields(F& f, credit_settings& x) {
-  f(x.normalization_interval, x.version_average_samples, x.host_average_samples,
-    x.version_alpha, x.host_alpha, x.version_sample_threshold, x.host_sample_threshold,
-    x.sample_cap, x.host_scale_cap, x.cheat_factor, x.flops_per_cobblestone, x.credit_half_life,
+  f(x.normalization_interval, x.version_average_samples, x.host_average_samples, x.version_alpha,
+    x.host_alpha, x.version_sample_threshold, x.host_sample_threshold, x.sample_cap,
+    x.host_scale_cap, x.cheat_factor, x.flops_per_cobblestone, x.credit_half_life,
     x.error_rate_initial, x.error_rate_alpha, x.version_pfc_median);
 }
 
@@ -99,8 +99,7 @@ inline double cobblestones(double flops, const credit_settings& s) {
 
 /// peak_flops(J): the peak speed of what the job's version uses on that host: avg_ncpus CPUs
 /// at the CPU's benchmark plus coproc_count GPUs at their peak.
-double job_peak_flops(double p_fpops, double avg_ncpus, double gpu_peak_flops,
-                      double coproc_count);
+double job_peak_flops(double p_fpops, double avg_ncpus, double gpu_peak_flops, double coproc_count);
 
 // -- cross-version normalization ----------------------------------------------
 
@@ -108,7 +107,7 @@ double job_peak_flops(double p_fpops, double avg_ncpus, double gpu_peak_flops,
 struct version_credit_input {
   std::uint32_t id = 0;
   bool gpu = false;
-  average_var pfc{};            ///< PFCmean(V): PFC(J)/E(J) over validated jobs.
+  average_var pfc{}; ///< PFCmean(V): PFC(J)/E(J) over validated jobs.
 };
 
 /// The outcome for one app: min_avg_pfc(A) (nullopt: X undefined) and Scale(V) per version
@@ -126,32 +125,32 @@ struct app_normalization {
 /// An app with only GPU versions has no CPU version to check it: when `gpu_only_scale` (the
 /// cross-project factor of its resource/plan class) is given, its versions get that scale
 /// instead, and min_avg_pfc(A) = scale × PFCmean(GPU).
-app_normalization normalize_versions(const std::vector<version_credit_input>& versions,
-                                     const credit_settings& s,
-                                     const std::map<std::uint32_t, double>& gpu_only_scales = {});
+app_normalization
+normalize_versions(const std::vector<version_credit_input>& versions, const credit_settings& s,
+                   const std::map<std::uint32_t, double>& gpu_only_scales = {});
 
 // -- claimed and granted credit -------------------------------------------------
 
 /// Flags of one result's credit (credit_rec::flags).
 enum credit_flags : std::uint8_t {
-  credit_default_pfc = 1,  ///< PFC failed the sanity check (or was not estimated): default PFC.
+  credit_default_pfc = 1,    ///< PFC failed the sanity check (or was not estimated): default PFC.
   credit_one_time_cheat = 2, ///< PFC/E over cheat_factor × PFCmean(V).
-  credit_anonymous = 4,    ///< Anonymous platform: claimed from min_avg_pfc(A).
-  credit_probation = 8,    ///< The host was on scale probation (its Scale(H) not trusted).
-  credit_fallback = 16,    ///< Granted by the fallback (no replica to average).
-  credit_app_units = 32,   ///< AutoFlops app_units policy: mean app units × est_flops_per_au.
+  credit_anonymous = 4,      ///< Anonymous platform: claimed from min_avg_pfc(A).
+  credit_probation = 8,      ///< The host was on scale probation (its Scale(H) not trusted).
+  credit_fallback = 16,      ///< Granted by the fallback (no replica to average).
+  credit_app_units = 32,     ///< AutoFlops app_units policy: mean app units × est_flops_per_au.
 };
 
 /// What the validator knows of one valid replica.
 struct replica_credit_input {
   double elapsed = 0;
   bool elapsed_plausible = true;
-  double peak_flops = 0;      ///< peak_flops(J) at dispatch (0: unknown).
+  double peak_flops = 0; ///< peak_flops(J) at dispatch (0: unknown).
   bool anonymous = false;
-  average_var version_pfc{};    ///< PFCmean(V) as of the last normalization.
-  double version_scale = 1;   ///< Scale(V).
-  average_var host_pfc{};       ///< PFCmean(H,V) when the host reported.
-  bool probation = false;     ///< Scale probation applies (the app checks, and the host is on it).
+  average_var version_pfc{}; ///< PFCmean(V) as of the last normalization.
+  double version_scale = 1;  ///< Scale(V).
+  average_var host_pfc{};    ///< PFCmean(H,V) when the host reported.
+  bool probation = false;    ///< Scale probation applies (the app checks, and the host is on it).
 };
 
 /// The credit decided for one replica.
@@ -160,8 +159,8 @@ struct credit_rec {
   double pfc_sample = 0; ///< PFC(J)/E(J) when it is a normalization sample; else 0.
   double scale_v = 1;
   double scale_h = 1;
-  double claimed = 0;    ///< Cobblestones.
-  double granted = 0;    ///< Cobblestones.
+  double claimed = 0;     ///< Cobblestones.
+  double granted = 0;     ///< Cobblestones.
   std::uint8_t flags = 0; ///< credit_flags
   friend bool operator==(const credit_rec&, const credit_rec&) = default;
 };
@@ -196,6 +195,8 @@ double host_scale(const average_var& version_pfc, const average_var& host_pfc, b
 int initial_jobs_per_day(int per_instance, int instances);
 
 /// The UTC day number of a time (for n_jobs_today).
-inline std::int64_t day_of(time_us t) { return t / (86400LL * us_per_second); }
+inline std::int64_t day_of(time_us t) {
+  return t / (86400LL * us_per_second);
+}
 
 } // namespace cobble

@@ -2,9 +2,9 @@
 
 /// The one error enum of Cobble's actors (storage has its own, see storage/error.hpp).
 
+#include <caf/atom.hpp>
 #include <caf/error.hpp>
 #include <caf/make_message.hpp>
-#include <caf/atom.hpp>
 
 #include <cstdint>
 #include <string>
@@ -13,18 +13,18 @@ namespace cobble {
 
 enum class ec : std::uint8_t {
   unspecified = 1,
-  unknown_project,     ///< No project with that name.
-  unknown_account,     ///< Authenticator matches no user.
-  unknown_host,        ///< Host id not registered (or registered to another user).
-  unknown_app,         ///< App name not in the project.
+  unknown_project, ///< No project with that name.
+  unknown_account, ///< Authenticator matches no user.
+  unknown_host,    ///< Host id not registered (or registered to another user).
+  unknown_app,     ///< App name not in the project.
   unknown_workunit,
-  invalid_argument,    ///< A request field is missing or out of range.
-  duplicate,           ///< A name that must be unique is taken.
-  storage_failure,     ///< The event log failed; the process stops (fail-stop).
-  corrupt_log,         ///< An event or snapshot cannot be decoded.
+  invalid_argument, ///< A request field is missing or out of range.
+  duplicate,        ///< A name that must be unique is taken.
+  storage_failure,  ///< The event log failed; the process stops (fail-stop).
+  corrupt_log,      ///< An event or snapshot cannot be decoded.
   unauthorized,
-  unknown_sequence,    ///< No work sequence with that name or id.
-  conflict,            ///< The entity's state forbids it (e.g. extending an ended sequence).
+  unknown_sequence, ///< No work sequence with that name or id.
+  conflict,         ///< The entity's state forbids it (e.g. extending an ended sequence).
 };
 
 /// A short name of the code.

@@ -32,14 +32,15 @@ bool decode_payload(std::uint16_t kind, storage::decoder& dec, payload& out) {
 
 template <std::size_t I = 0>
 const char* name_of_kind(std::uint16_t kind) {
-  static constexpr const char* names[] = {
-    "project_configured", "user_created",      "host_registered",  "host_described",
-    "workunit_created",   "results_created",   "result_dispatched", "result_reported",
-    "result_timed_out",   "workunit_validated", "workunit_assimilated", "workunit_failed",
-    "workunit_files_deleted", "sequence_created", "sequence_extended", "sequence_ended",
-    "sequence_assigned", "sequence_deassigned", "sequence_element_checked",
-    "sequence_restart_saved", "host_result_validated", "credit_normalized",
-    "credit_imported",    "autoflops_sampled"};
+  static constexpr const char* names[]
+    = {"project_configured",       "user_created",           "host_registered",
+       "host_described",           "workunit_created",       "results_created",
+       "result_dispatched",        "result_reported",        "result_timed_out",
+       "workunit_validated",       "workunit_assimilated",   "workunit_failed",
+       "workunit_files_deleted",   "sequence_created",       "sequence_extended",
+       "sequence_ended",           "sequence_assigned",      "sequence_deassigned",
+       "sequence_element_checked", "sequence_restart_saved", "host_result_validated",
+       "credit_normalized",        "credit_imported",        "autoflops_sampled"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];
@@ -138,34 +139,81 @@ const char* kind_name(std::uint16_t kind) {
 
 std::pair<entity_kind, id_type> entity_of(const payload& p) {
   using ek = entity_kind;
-  return std::visit(
-    overload{
-      [](const ev::project_configured&) { return std::pair{ek::project, id_type{0}}; },
-      [](const ev::user_created& x) { return std::pair{ek::user, x.id}; },
-      [](const ev::host_registered& x) { return std::pair{ek::host, x.id}; },
-      [](const ev::host_described& x) { return std::pair{ek::host, x.id}; },
-      [](const ev::workunit_created& x) { return std::pair{ek::workunit, x.id}; },
-      [](const ev::results_created& x) { return std::pair{ek::workunit, x.wu}; },
-      [](const ev::result_dispatched& x) { return std::pair{ek::workunit, x.result.wu}; },
-      [](const ev::result_reported& x) { return std::pair{ek::workunit, x.result.wu}; },
-      [](const ev::result_timed_out& x) { return std::pair{ek::workunit, x.result.wu}; },
-      [](const ev::workunit_validated& x) { return std::pair{ek::workunit, x.wu}; },
-      [](const ev::workunit_assimilated& x) { return std::pair{ek::workunit, x.wu}; },
-      [](const ev::workunit_failed& x) { return std::pair{ek::workunit, x.wu}; },
-      [](const ev::workunit_files_deleted& x) { return std::pair{ek::workunit, x.wu}; },
-      [](const ev::sequence_created& x) { return std::pair{ek::sequence, x.id}; },
-      [](const ev::sequence_extended& x) { return std::pair{ek::sequence, x.seq}; },
-      [](const ev::sequence_ended& x) { return std::pair{ek::sequence, x.seq}; },
-      [](const ev::sequence_assigned& x) { return std::pair{ek::sequence, x.seq}; },
-      [](const ev::sequence_deassigned& x) { return std::pair{ek::sequence, x.seq}; },
-      [](const ev::sequence_element_checked& x) { return std::pair{ek::sequence, x.seq}; },
-      [](const ev::sequence_restart_saved& x) { return std::pair{ek::sequence, x.seq}; },
-      [](const ev::host_result_validated& x) { return std::pair{ek::host, x.host}; },
-      [](const ev::credit_normalized&) { return std::pair{ek::project, id_type{0}}; },
-      [](const ev::credit_imported&) { return std::pair{ek::project, id_type{0}}; },
-      [](const ev::autoflops_sampled& x) { return std::pair{ek::workunit, x.wu}; },
-    },
-    p);
+  return std::visit(overload{
+                      [](const ev::project_configured&) {
+                        return std::pair{ek::project, id_type{0}};
+                      },
+                      [](const ev::user_created& x) {
+                        return std::pair{ek::user, x.id};
+                      },
+                      [](const ev::host_registered& x) {
+                        return std::pair{ek::host, x.id};
+                      },
+                      [](const ev::host_described& x) {
+                        return std::pair{ek::host, x.id};
+                      },
+                      [](const ev::workunit_created& x) {
+                        return std::pair{ek::workunit, x.id};
+                      },
+                      [](const ev::results_created& x) {
+                        return std::pair{ek::workunit, x.wu};
+                      },
+                      [](const ev::result_dispatched& x) {
+                        return std::pair{ek::workunit, x.result.wu};
+                      },
+                      [](const ev::result_reported& x) {
+                        return std::pair{ek::workunit, x.result.wu};
+                      },
+                      [](const ev::result_timed_out& x) {
+                        return std::pair{ek::workunit, x.result.wu};
+                      },
+                      [](const ev::workunit_validated& x) {
+                        return std::pair{ek::workunit, x.wu};
+                      },
+                      [](const ev::workunit_assimilated& x) {
+                        return std::pair{ek::workunit, x.wu};
+                      },
+                      [](const ev::workunit_failed& x) {
+                        return std::pair{ek::workunit, x.wu};
+                      },
+                      [](const ev::workunit_files_deleted& x) {
+                        return std::pair{ek::workunit, x.wu};
+                      },
+                      [](const ev::sequence_created& x) {
+                        return std::pair{ek::sequence, x.id};
+                      },
+                      [](const ev::sequence_extended& x) {
+                        return std::pair{ek::sequence, x.seq};
+                      },
+                      [](const ev::sequence_ended& x) {
+                        return std::pair{ek::sequence, x.seq};
+                      },
+                      [](const ev::sequence_assigned& x) {
+                        return std::pair{ek::sequence, x.seq};
+                      },
+                      [](const ev::sequence_deassigned& x) {
+                        return std::pair{ek::sequence, x.seq};
+                      },
+                      [](const ev::sequence_element_checked& x) {
+                        return std::pair{ek::sequence, x.seq};
+                      },
+                      [](const ev::sequence_restart_saved& x) {
+                        return std::pair{ek::sequence, x.seq};
+                      },
+                      [](const ev::host_result_validated& x) {
+                        return std::pair{ek::host, x.host};
+                      },
+                      [](const ev::credit_normalized&) {
+                        return std::pair{ek::project, id_type{0}};
+                      },
+                      [](const ev::credit_imported&) {
+                        return std::pair{ek::project, id_type{0}};
+                      },
+                      [](const ev::autoflops_sampled& x) {
+                        return std::pair{ek::workunit, x.wu};
+                      },
+                    },
+                    p);
 }
 
 std::vector<id_type> hosts_of_sequence_event(const payload& p) {
@@ -278,8 +326,8 @@ std::optional<event> from_record(const storage::event_record& r) {
 
 std::string describe(const event& e) {
   auto [k, id] = entity_of(e.data);
-  std::string head = fmt::format("#{} {:.3f} p{} {} {}:{}", e.seq, us_to_seconds(e.time),
-                                 e.project, kind_name(kind_of(e.data)), to_string(k), id);
+  std::string head = fmt::format("#{} {:.3f} p{} {} {}:{}", e.seq, us_to_seconds(e.time), e.project,
+                                 kind_name(kind_of(e.data)), to_string(k), id);
   std::string detail = std::visit(
     overload{
       [](const ev::project_configured& x) {
@@ -287,8 +335,7 @@ std::string describe(const event& e) {
       },
       [](const ev::user_created& x) { return fmt::format("name={}", x.name); },
       [](const ev::host_registered& x) {
-        return fmt::format("user={} ncpus={} fpops={:g}", x.user, x.info.p_ncpus,
-                           x.info.p_fpops);
+        return fmt::format("user={} ncpus={} fpops={:g}", x.user, x.info.p_ncpus, x.info.p_fpops);
       },
       [](const ev::host_described& x) {
         return fmt::format("ncpus={} fpops={:g}", x.info.p_ncpus, x.info.p_fpops);
@@ -301,8 +348,8 @@ std::string describe(const event& e) {
         return fmt::format("count={} reason={}{}", x.count, x.reason, x.check ? " CHECK" : "");
       },
       [](const ev::result_dispatched& x) {
-        return fmt::format("result={} host={} deadline={:.0f} version={}", x.result.index,
-                           x.host, us_to_seconds(x.deadline), x.version.app_version_id);
+        return fmt::format("result={} host={} deadline={:.0f} version={}", x.result.index, x.host,
+                           us_to_seconds(x.deadline), x.version.app_version_id);
       },
       [](const ev::result_reported& x) {
         return fmt::format("result={} host={} success={} exit={} elapsed={:g} aus={:g}{}{}",
@@ -333,8 +380,7 @@ std::string describe(const event& e) {
       },
       [](const ev::sequence_created& x) {
         return fmt::format("name={} app={} elements={} replicas={} max_result_time={:g} by={}",
-                           x.name, x.app, x.elements.size(), x.replicas, x.max_result_time,
-                           x.by);
+                           x.name, x.app, x.elements.size(), x.replicas, x.max_result_time, x.by);
       },
       [](const ev::sequence_extended& x) {
         return fmt::format("elements={} by={}", x.elements.size(), x.by);
@@ -363,9 +409,8 @@ std::string describe(const event& e) {
       },
       [](const ev::host_result_validated& x) {
         return fmt::format("result={}_{} version={} valid={} pfc/E={:g} et/E={:g}{} granted={:g}",
-                           x.result.wu, x.result.index, version_label(x.app_version_id),
-                           x.valid, x.pfc_sample, x.et_sample, x.cheat ? " CHEAT" : "",
-                           x.granted);
+                           x.result.wu, x.result.index, version_label(x.app_version_id), x.valid,
+                           x.pfc_sample, x.et_sample, x.cheat ? " CHEAT" : "", x.granted);
       },
       [](const ev::credit_normalized& x) {
         std::string v;

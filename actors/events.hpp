@@ -47,12 +47,12 @@ const char* to_string(entity_kind x);
 
 /// An app version a project offers (from the configuration).
 struct app_version_rec {
-  std::uint32_t id = 0;          ///< Project-wide app version id, from 1.
+  std::uint32_t id = 0; ///< Project-wide app version id, from 1.
   std::string platform;
   int version_num = 0;
   std::string plan_class;
   double avg_ncpus = 1;
-  std::uint8_t resource = 0;     ///< resource_type: 0 CPU, 1 NVIDIA, 2 ATI, 3 intel_gpu.
+  std::uint8_t resource = 0; ///< resource_type: 0 CPU, 1 NVIDIA, 2 ATI, 3 intel_gpu.
   double coproc_count = 0;
   friend bool operator==(const app_version_rec&, const app_version_rec&) = default;
 };
@@ -64,7 +64,7 @@ void inspect_fields(F& f, app_version_rec& x) {
 
 /// An app and its replication policy (from the configuration).
 struct app_rec {
-  std::uint32_t id = 0;          ///< Index + 1 in the project's app list.
+  std::uint32_t id = 0; ///< Index + 1 in the project's app list.
   std::string name;
   std::string user_friendly_name;
   int min_quorum = 2;
@@ -72,9 +72,9 @@ struct app_rec {
   int max_error_results = 3;
   int max_total_results = 10;
   int max_success_results = 6;
-  double delay_bound = 604800;   ///< Seconds.
+  double delay_bound = 604800; ///< Seconds.
   int max_jobs_per_rpc = 10;
-  std::uint8_t validator = 0;    ///< 0 bitwise, 1 accept_all.
+  std::uint8_t validator = 0; ///< 0 bitwise, 1 accept_all.
   double rsc_fpops_est = 0;
   double rsc_fpops_bound = 0;
   double rsc_memory_bound = 0;
@@ -82,8 +82,8 @@ struct app_rec {
   double max_output_nbytes = 0;
   std::vector<std::string> output_names;
   std::vector<app_version_rec> versions;
-  bool host_scale_check = false; ///< Cherry-picking protection (scale probation); v2.
-  int max_jobs_per_day = 200;    ///< Initial daily quota per CPU or GPU; v2.
+  bool host_scale_check = false;  ///< Cherry-picking protection (scale probation); v2.
+  int max_jobs_per_day = 200;     ///< Initial daily quota per CPU or GPU; v2.
   autoflops_settings autoflops{}; ///< AutoFlops and the credit policy; v3.
   friend bool operator==(const app_rec&, const app_rec&) = default;
 };
@@ -92,8 +92,8 @@ template <class F>
 void inspect_fields(F& f, app_rec& x) {
   f(x.id, x.name, x.user_friendly_name, x.min_quorum, x.target_nresults, x.max_error_results,
     x.max_total_results, x.max_success_results, x.delay_bound, x.max_jobs_per_rpc, x.validator,
-    x.rsc_fpops_est, x.rsc_fpops_bound, x.rsc_memory_bound, x.rsc_disk_bound,
-    x.max_output_nbytes, x.output_names, x.versions);
+    x.rsc_fpops_est, x.rsc_fpops_bound, x.rsc_memory_bound, x.rsc_disk_bound, x.max_output_nbytes,
+    x.output_names, x.versions);
   if (f.version >= 2)
     f(x.host_scale_check, x.max_jobs_per_day);
   if (f.version >= 3)
@@ -114,14 +114,14 @@ struct host_info_rec {
   std::string os_name;
   std::string os_version;
   std::vector<std::pair<std::uint8_t, int>> coprocs; ///< (resource type, count)
-  std::vector<double> coproc_peak_flops;              ///< Parallel to coprocs.
+  std::vector<double> coproc_peak_flops;             ///< Parallel to coprocs.
   friend bool operator==(const host_info_rec&, const host_info_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, host_info_rec& x) {
-  f(x.host_cpid, x.domain_name, x.p_ncpus, x.p_vendor, x.p_model, x.p_fpops, x.p_iops,
-    x.m_nbytes, x.d_free, x.os_name, x.os_version, x.coprocs, x.coproc_peak_flops);
+  f(x.host_cpid, x.domain_name, x.p_ncpus, x.p_vendor, x.p_model, x.p_fpops, x.p_iops, x.m_nbytes,
+    x.d_free, x.os_name, x.os_version, x.coprocs, x.coproc_peak_flops);
 }
 
 /// The parameters of a workunit.
@@ -131,7 +131,7 @@ struct wu_params {
   double rsc_fpops_bound = 0;
   double rsc_memory_bound = 0;
   double rsc_disk_bound = 0;
-  double delay_bound = 0;       ///< Seconds.
+  double delay_bound = 0; ///< Seconds.
   int min_quorum = 0;
   int target_nresults = 0;
   int max_error_results = 0;
@@ -161,7 +161,9 @@ void inspect_fields(F& f, wu_params& x) {
 std::uint32_t anonymous_version_id(std::uint32_t app, std::uint8_t resource);
 
 /// True for ids made by anonymous_version_id.
-inline bool is_anonymous_version(std::uint32_t id) { return (id & 0x80000000u) != 0; }
+inline bool is_anonymous_version(std::uint32_t id) {
+  return (id & 0x80000000u) != 0;
+}
 
 /// "-2", "-3", ... for anonymous ids, the number otherwise.
 std::string version_label(std::uint32_t id);
@@ -173,7 +175,7 @@ std::string version_label(std::uint32_t id);
 struct version_echo {
   std::uint32_t app_version_id = 0; ///< The project's version it maps to.
   int version_num = 0;
-  shared_str platform;   ///< Shared: a handful of values across millions of results.
+  shared_str platform; ///< Shared: a handful of values across millions of results.
   shared_str plan_class;
   version_echo() = default;
   version_echo(std::uint32_t id, shared_str platform_, int num, shared_str plan)
@@ -198,12 +200,12 @@ enum report_flags : std::uint8_t {
 
 /// What a host reported about one result.
 struct report_rec {
-  bool success = false;         ///< Client state 5 and outputs uploaded.
+  bool success = false; ///< Client state 5 and outputs uploaded.
   int client_state = 0;
   int exit_status = 0;
   double elapsed = 0;
   double cpu = 0;
-  std::uint8_t flags = 0;       ///< report_flags
+  std::uint8_t flags = 0; ///< report_flags
   std::vector<file_rec> outputs;
   /// AutoFlops (result_reported v3): the app units the job reported (0: none, counts as 1)
   /// and its raw_flops_per_au when the client sent it or a raw_flops_per_sec (0: none; the
@@ -249,10 +251,10 @@ const char* to_string(seq_element_kind x);
 
 /// One workunit of a sequence chain, as the event that creates it names it.
 struct seq_element_rec {
-  id_type wu = 0;              ///< In the sequence's id range (sequence_wu_id).
-  std::string name;            ///< "<sequence>@<position>[r<replica>][b<branch>]".
-  std::uint32_t position = 0;  ///< 1-based place in the sequence.
-  std::uint8_t replica = 0;    ///< Which parallel chain (0 unless replicated).
+  id_type wu = 0;             ///< In the sequence's id range (sequence_wu_id).
+  std::string name;           ///< "<sequence>@<position>[r<replica>][b<branch>]".
+  std::uint32_t position = 0; ///< 1-based place in the sequence.
+  std::uint8_t replica = 0;   ///< Which parallel chain (0 unless replicated).
   seq_element_kind kind = seq_element_kind::heartbeat;
   friend bool operator==(const seq_element_rec&, const seq_element_rec&) = default;
 };
@@ -284,7 +286,7 @@ struct user_created {
   std::string name;
   std::string email;
   std::string authenticator;
-  std::string team{};        ///< Empty: none.
+  std::string team{}; ///< Empty: none.
 };
 
 /// A host's first scheduler RPC gave it an id.
@@ -311,7 +313,7 @@ struct workunit_created {
   std::uint32_t app = 0;
   wu_params params;
   std::uint32_t n_results = 0;
-  std::string submitter;        ///< Who created it (admin API caller).
+  std::string submitter; ///< Who created it (admin API caller).
 };
 
 /// More replicas of a workunit (after errors, timeouts or an inconclusive validation).
@@ -335,8 +337,8 @@ struct result_dispatched {
   id_type host = 0;
   time_us deadline = 0;
   version_echo version;
-  double peak_flops = 0;  ///< peak_flops(J): peak speed of what the job uses on that host.
-  int jobs_per_day = 0;   ///< Initial daily quota of the (host, version) (0: unlimited).
+  double peak_flops = 0; ///< peak_flops(J): peak speed of what the job uses on that host.
+  int jobs_per_day = 0;  ///< Initial daily quota of the (host, version) (0: unlimited).
   /// The job's predicted app units (AutoFlops; 1 in older payloads): the host counts them
   /// for a report that carries no app units.
   double predicted_app_units = 1;
@@ -350,9 +352,9 @@ struct result_reported {
   result_ref result;
   id_type host = 0;
   report_rec report;
-  average_var host_pfc{};     ///< PFCmean(H,V) when the host reported.
-  bool probation = true;    ///< The (host, version) was on scale probation.
-  time_us scale_time = 0;   ///< Its host_scale_time.
+  average_var host_pfc{}; ///< PFCmean(H,V) when the host reported.
+  bool probation = true;  ///< The (host, version) was on scale probation.
+  time_us scale_time = 0; ///< Its host_scale_time.
   /// Cherry-picking countermeasure (app_units policy): an abort multiplies the (host,
   /// version)'s max_jobs_per_day by this (1: no change). Decided by the host actor.
   double quota_factor = 1;
@@ -364,7 +366,7 @@ struct result_timed_out {
   static constexpr std::uint8_t payload_version = 2; ///< 2: quota_factor.
   result_ref result;
   id_type host = 0;
-  double quota_factor = 1;  ///< As in result_reported, for the timeout.
+  double quota_factor = 1; ///< As in result_reported, for the timeout.
 };
 
 /// The validator compared replicas: verdicts, and the canonical result once there is one.
@@ -374,7 +376,7 @@ struct workunit_validated {
   id_type wu = 0;
   std::optional<std::uint32_t> canonical; ///< Set when this validation chose it.
   std::vector<verdict> verdicts;
-  std::vector<credit_rec> credit{};         ///< Parallel to verdicts (zero for invalid ones).
+  std::vector<credit_rec> credit{}; ///< Parallel to verdicts (zero for invalid ones).
 };
 
 /// The assimilation hook took the canonical result.
@@ -411,12 +413,12 @@ struct sequence_created {
   id_type id = 0;
   std::string name;
   std::uint32_t app = 0;
-  double max_result_time = 0;  ///< Seconds a host may need for one element.
-  std::uint8_t replicas = 1;   ///< Parallel chains on different hosts (1 or 2).
-  bool accept_all = false;     ///< The app's validator accepts every success.
-  wu_params params;            ///< Of every element (min_quorum = target_nresults = 1).
+  double max_result_time = 0; ///< Seconds a host may need for one element.
+  std::uint8_t replicas = 1;  ///< Parallel chains on different hosts (1 or 2).
+  bool accept_all = false;    ///< The app's validator accepts every success.
+  wu_params params;           ///< Of every element (min_quorum = target_nresults = 1).
   std::vector<seq_element_rec> elements;
-  std::string by;              ///< Who created it.
+  std::string by; ///< Who created it.
 };
 
 /// More elements at the end of every replica chain (the result handler or an operator).
@@ -433,7 +435,7 @@ struct sequence_ended {
   static constexpr std::uint16_t kind = 16;
   id_type seq = 0;
   std::string reason;
-  std::vector<id_type> cancelled;           ///< Workunits not yet reported.
+  std::vector<id_type> cancelled;                       ///< Workunits not yet reported.
   std::vector<std::pair<id_type, std::string>> aborted; ///< (host, result) taken back.
   std::string by;
 };
@@ -444,7 +446,7 @@ struct sequence_assigned {
   id_type seq = 0;
   std::uint8_t replica = 0;
   id_type host = 0;
-  std::string by;              ///< "scheduler" or the operator.
+  std::string by; ///< "scheduler" or the operator.
 };
 
 /// A replica chain was taken from its host (relocation check or operator). The elements after
@@ -455,16 +457,16 @@ struct sequence_deassigned {
   std::uint8_t replica = 0;
   id_type host = 0;
   std::string reason;
-  std::uint32_t restart = 0;   ///< Position of the last full state upload kept (0: none).
-  std::vector<id_type> dead;   ///< Workunits of the dead branch.
+  std::uint32_t restart = 0;        ///< Position of the last full state upload kept (0: none).
+  std::vector<id_type> dead;        ///< Workunits of the dead branch.
   std::vector<std::string> aborted; ///< Results of the dead branch the host still held.
   std::vector<seq_element_rec> replacements; ///< Copies of the dead positions.
-  std::string by;              ///< "relocation check" or the operator.
+  std::string by;                            ///< "relocation check" or the operator.
   /// Since payload version 2: the restart point's state files (staged as "in_<md5>", with md5
   /// and size) and their open names. The first replacement gets them as inputs: each replaces
   /// the sequence's input of the same open name, or is added. Empty: the original inputs.
   std::vector<file_rec> restart_inputs;
-  std::vector<std::string> restart_open_names; ///< Parallel to restart_inputs.
+  std::vector<std::string> restart_open_names;       ///< Parallel to restart_inputs.
   static constexpr std::uint8_t payload_version = 2; ///< 2: restart_inputs, restart_open_names.
 };
 
@@ -474,7 +476,7 @@ struct sequence_element_checked {
   id_type seq = 0;
   std::uint32_t position = 0;
   bool agree = false;
-  std::vector<id_type> wus;    ///< One per replica, in replica order.
+  std::vector<id_type> wus; ///< One per replica, in replica order.
 };
 
 /// A replica chain's restart point moved to a later validated full state upload: its state
@@ -498,8 +500,7 @@ void inspect_fields(F& f, sequence_restart_saved& x) {
 
 template <class F>
 void inspect_fields(F& f, sequence_created& x) {
-  f(x.id, x.name, x.app, x.max_result_time, x.replicas, x.accept_all, x.params, x.elements,
-    x.by);
+  f(x.id, x.name, x.app, x.max_result_time, x.replicas, x.accept_all, x.params, x.elements, x.by);
 }
 template <class F>
 void inspect_fields(F& f, sequence_extended& x) {
@@ -532,10 +533,10 @@ struct host_result_validated {
   result_ref result;
   std::uint32_t app_version_id = 0;
   bool valid = false;
-  double pfc_sample = 0;   ///< PFC(J)/E(J) for PFCmean(H,V); 0: none.
-  double et_sample = 0;    ///< elapsed/E(J) for ETmean(H,V); 0: none.
-  bool cheat = false;      ///< One-time cheat: error rate reset, scale probation.
-  double granted = 0;      ///< Cobblestones granted.
+  double pfc_sample = 0; ///< PFC(J)/E(J) for PFCmean(H,V); 0: none.
+  double et_sample = 0;  ///< elapsed/E(J) for ETmean(H,V); 0: none.
+  bool cheat = false;    ///< One-time cheat: error rate reset, scale probation.
+  double granted = 0;    ///< Cobblestones granted.
 };
 
 template <class F>
@@ -564,7 +565,7 @@ namespace ev {
 struct credit_normalized {
   static constexpr std::uint16_t kind = 22;
   std::uint32_t app = 0;
-  double min_avg_pfc = 0;  ///< 0: X undefined.
+  double min_avg_pfc = 0; ///< 0: X undefined.
   std::vector<version_scale> versions{};
 };
 
@@ -581,17 +582,17 @@ struct credit_export_rec {
   std::string app;
   std::string platform;
   std::string plan_class;
-  std::uint8_t resource = 0;  ///< resource_type of the version.
+  std::uint8_t resource = 0; ///< resource_type of the version.
   bool app_has_cpu_and_gpu = false;
-  double expavg_credit = 0;   ///< Recent average granted credit.
-  double scale = 1;           ///< Scale(V).
+  double expavg_credit = 0; ///< Recent average granted credit.
+  double scale = 1;         ///< Scale(V).
   friend bool operator==(const credit_export_rec&, const credit_export_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, credit_export_rec& x) {
-  f(x.project, x.app, x.platform, x.plan_class, x.resource, x.app_has_cpu_and_gpu,
-    x.expavg_credit, x.scale);
+  f(x.project, x.app, x.platform, x.plan_class, x.resource, x.app_has_cpu_and_gpu, x.expavg_credit,
+    x.scale);
 }
 
 namespace ev {
@@ -696,7 +697,7 @@ struct autoflops_sampled {
   static constexpr std::uint16_t kind = 24;
   std::uint32_t app = 0;
   id_type wu = 0;
-  double predicted = 0;   ///< 0: no app-unit sample (e.g. a late replica).
+  double predicted = 0; ///< 0: no app-unit sample (e.g. a late replica).
   double actual = 0;
   std::vector<flops_sample> samples{};
 };
@@ -709,16 +710,14 @@ void inspect_fields(F& f, autoflops_sampled& x) {
 } // namespace ev
 
 /// Any event payload.
-using payload = std::variant<ev::project_configured, ev::user_created, ev::host_registered,
-                             ev::host_described, ev::workunit_created, ev::results_created,
-                             ev::result_dispatched, ev::result_reported, ev::result_timed_out,
-                             ev::workunit_validated, ev::workunit_assimilated,
-                             ev::workunit_failed, ev::workunit_files_deleted,
-                             ev::sequence_created, ev::sequence_extended, ev::sequence_ended,
-                             ev::sequence_assigned, ev::sequence_deassigned,
-                             ev::sequence_element_checked, ev::sequence_restart_saved,
-                             ev::host_result_validated, ev::credit_normalized,
-                             ev::credit_imported, ev::autoflops_sampled>;
+using payload = std::variant<
+  ev::project_configured, ev::user_created, ev::host_registered, ev::host_described,
+  ev::workunit_created, ev::results_created, ev::result_dispatched, ev::result_reported,
+  ev::result_timed_out, ev::workunit_validated, ev::workunit_assimilated, ev::workunit_failed,
+  ev::workunit_files_deleted, ev::sequence_created, ev::sequence_extended, ev::sequence_ended,
+  ev::sequence_assigned, ev::sequence_deassigned, ev::sequence_element_checked,
+  ev::sequence_restart_saved, ev::host_result_validated, ev::credit_normalized, ev::credit_imported,
+  ev::autoflops_sampled>;
 
 /// A decoded event.
 struct event {

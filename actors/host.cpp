@@ -3,6 +3,7 @@
 #include "actors/autoflops.hpp"
 
 #include <caf/all.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -49,8 +50,7 @@ report_rec report_from(const reported_result& r) {
   return rep;
 }
 
-std::map<std::uint32_t, autoflops_settings>
-autoflops_by_version(const std::vector<app_rec>& apps) {
+std::map<std::uint32_t, autoflops_settings> autoflops_by_version(const std::vector<app_rec>& apps) {
   std::map<std::uint32_t, autoflops_settings> out;
   for (const auto& a : apps) {
     for (const auto& v : a.versions)
@@ -122,8 +122,8 @@ void add_grant(sched_reply& reply, const job_grant& grant) {
 }
 
 host_actor spawn_host(caf::actor_system& sys, host_init init) {
-  auto fn = [](host_ptr self, host_init in, std::uint16_t project_index)
-    -> host_actor::behavior_type {
+  auto fn = [](host_ptr self, host_init in,
+               std::uint16_t project_index) -> host_actor::behavior_type {
     self->state.host = std::move(in.state);
     self->state.log = in.log;
     self->state.project = in.project;
@@ -142,154 +142,151 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
     // events are appended then, not yet durable). With a sink, when the project has a part,
     // the project finishes the RPC instead (`done` is not called): the host's events travel
     // with the job request, and the project appends them before its dispatches.
-    auto serve = [self, append, project_index](const rpc_context_ptr& ctx,
-                                              const sched_request_ptr& req,
-                                              const rpc_sink_ptr& sink,
-                                              std::function<void(std::shared_ptr<sched_reply>)>
-                                                done) {
-        auto& st = self->state;
-        auto reply = std::make_shared<sched_reply>();
-        reply->project_name = ctx->project_name;
-        reply->request_delay = ctx->request_delay;
-        reply->next_rpc_delay = ctx->next_rpc_delay;
-        reply->host = st.host.id;
-        if (ctx->new_host)
-          reply->hostid = st.host.id;
-        reply->user_name = ctx->user.name;
-        reply->userid = ctx->user.id;
-        auto now = st.clk->now();
-        reply->user_total_credit = ctx->user.credit.total;
-        reply->user_expavg_credit = ctx->user.credit.expavg_at(now, ctx->credit_half_life);
-        reply->host_total_credit = ctx->host_credit.total;
-        reply->host_expavg_credit = ctx->host_credit.expavg_at(now, ctx->credit_half_life);
-        std::vector<event> events;
-        auto info = host_info_from(*req);
-        if (!ctx->new_host && !(info == st.host.info)) {
-          auto e = make_event(self, ev::host_described{st.host.id, info});
-          e.project = project_index;
-          apply(st.host, e, {}, st.credit);
-          events.push_back(std::move(e));
+    auto serve = [self, append,
+                  project_index](const rpc_context_ptr& ctx, const sched_request_ptr& req,
+                                 const rpc_sink_ptr& sink,
+                                 std::function<void(std::shared_ptr<sched_reply>)> done) {
+      auto& st = self->state;
+      auto reply = std::make_shared<sched_reply>();
+      reply->project_name = ctx->project_name;
+      reply->request_delay = ctx->request_delay;
+      reply->next_rpc_delay = ctx->next_rpc_delay;
+      reply->host = st.host.id;
+      if (ctx->new_host)
+        reply->hostid = st.host.id;
+      reply->user_name = ctx->user.name;
+      reply->userid = ctx->user.id;
+      auto now = st.clk->now();
+      reply->user_total_credit = ctx->user.credit.total;
+      reply->user_expavg_credit = ctx->user.credit.expavg_at(now, ctx->credit_half_life);
+      reply->host_total_credit = ctx->host_credit.total;
+      reply->host_expavg_credit = ctx->host_credit.expavg_at(now, ctx->credit_half_life);
+      std::vector<event> events;
+      auto info = host_info_from(*req);
+      if (!ctx->new_host && !(info == st.host.info)) {
+        auto e = make_event(self, ev::host_described{st.host.id, info});
+        e.project = project_index;
+        apply(st.host, e, {}, st.credit);
+        events.push_back(std::move(e));
+      }
+      std::vector<id_type> reported;
+      for (const auto& r : req->results) {
+        reply->result_acks.push_back(r.name);
+        auto held = st.host.in_progress.find(r.name);
+        if (held == st.host.in_progress.end()) {
+          spdlog::info("host {} reported result '{}' it does not hold (not sent to it, "
+                       "already reported or timed out): acknowledged, not applied",
+                       st.host.id, r.name);
+          if (is_sequence_name(r.name))
+            reply->messages.push_back({"Result " + r.name
+                                         + " was not accepted: this host no longer holds it (its "
+                                           "work sequence was taken from the host, or ended).",
+                                       false});
+          continue;
         }
-        std::vector<id_type> reported;
-        for (const auto& r : req->results) {
-          reply->result_acks.push_back(r.name);
-          auto held = st.host.in_progress.find(r.name);
-          if (held == st.host.in_progress.end()) {
-            spdlog::info("host {} reported result '{}' it does not hold (not sent to it, "
-                         "already reported or timed out): acknowledged, not applied",
-                         st.host.id, r.name);
-            if (is_sequence_name(r.name))
-              reply->messages.push_back(
-                {"Result " + r.name + " was not accepted: this host no longer holds it (its "
-                 "work sequence was taken from the host, or ended).",
-                 false});
-            continue;
-          }
-          auto rep = report_from(r);
-          if ((rep.flags & (flag_bad_elapsed | flag_bad_cpu)) != 0)
-            spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, "
-                         "cpu {}): stored as reported, flagged",
-                         st.host.id, r.name, r.final_elapsed_time, r.final_cpu_time);
-          reported.push_back(held->second.result.wu);
-          // AutoFlops: the job's app units, and its raw_flops_per_au when the client says
-          // what its raw FLOPS were (its own figure, or T × raw_flops_per_sec / A).
-          if (std::isfinite(r.app_units) && r.app_units > 0)
-            rep.app_units = r.app_units;
-          if (std::isfinite(r.raw_flops_per_au) && r.raw_flops_per_au > 0) {
-            rep.raw_flops_per_au = r.raw_flops_per_au;
-          } else {
-            const app_unit_version* match = nullptr;
-            int matches = 0;
-            for (const auto& u : req->app_unit_versions)
-              if (u.version_num == r.version_num && u.plan_class == r.plan_class
-                  && u.raw_flops_per_sec > 0) {
-                match = &u;
-                ++matches;
-              }
-            if (matches == 1)
-              rep.raw_flops_per_au =
-                raw_flops_per_au(rep.elapsed, match->raw_flops_per_sec,
-                                 reported_app_units(rep))
-                  .value_or(0);
-          }
-          // The report carries what the host knows of its scale for that version, so the
-          // validator can compute Scale(H) without asking.
-          ev::result_reported x{held->second.result, st.host.id, rep, {}, true, 0};
-          auto policy = st.app_units_policy(held->second.app_version_id);
-          if (auto hav = st.host.app_versions.find(held->second.app_version_id);
-              hav != st.host.app_versions.end()) {
-            x.host_pfc = hav->second.pfc;
-            x.probation = hav->second.scale_probation;
-            x.scale_time = hav->second.host_scale_time;
-            // Cherry picking: a host whose error rate (aborts, timeouts, errors) is high is
-            // under suspicion; its jobs validated alone are checked.
-            if (policy && hav->second.error_rate > policy->suspicion_error_rate)
-              x.report.flags |= flag_suspect;
-          }
-          if (policy && rep.client_state == client_state_aborted)
-            x.quota_factor = policy->abort_quota_factor;
-          auto e = make_event(self, std::move(x));
-          e.project = project_index;
-          apply(st.host, e, r.name, st.credit);
-          events.push_back(std::move(e));
+        auto rep = report_from(r);
+        if ((rep.flags & (flag_bad_elapsed | flag_bad_cpu)) != 0)
+          spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, "
+                       "cpu {}): stored as reported, flagged",
+                       st.host.id, r.name, r.final_elapsed_time, r.final_cpu_time);
+        reported.push_back(held->second.result.wu);
+        // AutoFlops: the job's app units, and its raw_flops_per_au when the client says
+        // what its raw FLOPS were (its own figure, or T × raw_flops_per_sec / A).
+        if (std::isfinite(r.app_units) && r.app_units > 0)
+          rep.app_units = r.app_units;
+        if (std::isfinite(r.raw_flops_per_au) && r.raw_flops_per_au > 0) {
+          rep.raw_flops_per_au = r.raw_flops_per_au;
+        } else {
+          const app_unit_version* match = nullptr;
+          int matches = 0;
+          for (const auto& u : req->app_unit_versions)
+            if (u.version_num == r.version_num && u.plan_class == r.plan_class
+                && u.raw_flops_per_sec > 0) {
+              match = &u;
+              ++matches;
+            }
+          if (matches == 1)
+            rep.raw_flops_per_au = raw_flops_per_au(rep.elapsed, match->raw_flops_per_sec,
+                                                    reported_app_units(rep))
+                                     .value_or(0);
         }
-        auto finish = [reply, done = std::move(done)]() { done(reply); };
-        bool wants = false;
-        auto jr = std::make_shared<job_request>();
-        jr->host = st.host.id;
-        jr->info = info;
-        for (int t = 0; t < n_resource_types; ++t) {
-          jr->requests.push_back(req->request_for(static_cast<resource_type>(t)));
-          wants = wants || jr->requests.back().wants_work();
+        // The report carries what the host knows of its scale for that version, so the
+        // validator can compute Scale(H) without asking.
+        ev::result_reported x{held->second.result, st.host.id, rep, {}, true, 0};
+        auto policy = st.app_units_policy(held->second.app_version_id);
+        if (auto hav = st.host.app_versions.find(held->second.app_version_id);
+            hav != st.host.app_versions.end()) {
+          x.host_pfc = hav->second.pfc;
+          x.probation = hav->second.scale_probation;
+          x.scale_time = hav->second.host_scale_time;
+          // Cherry picking: a host whose error rate (aborts, timeouts, errors) is high is
+          // under suspicion; its jobs validated alone are checked.
+          if (policy && hav->second.error_rate > policy->suspicion_error_rate)
+            x.report.flags |= flag_suspect;
         }
-        jr->send_work = wants && !req->dont_send_work;
-        jr->sequences_held = req->sequences_held;
-        jr->reported = std::move(reported);
-        for (const auto& o : req->other_results)
-          jr->other_results.push_back(o.name);
-        // Without work to send, the project is asked only about listed sequences and
-        // results a sequence may have taken back.
-        bool seq_news = !req->sequences_held.empty()
-                        || std::any_of(jr->other_results.begin(), jr->other_results.end(),
-                                       [](const std::string& n) { return is_sequence_name(n); });
-        if (!jr->send_work && !seq_news) {
-          append(std::move(events));
-          finish();
-          return;
-        }
-        for (const auto& [id, hav] : st.host.app_versions)
-          if (hav.elapsed_n > 0)
-            jr->avg_elapsed[id] = hav.elapsed_sum / static_cast<double>(hav.elapsed_n);
-        jr->anonymous = req->platform_name == "anonymous" || !req->app_versions.empty();
-        jr->offered = req->app_versions;
-        jr->platform = req->platform_name;
-        for (const auto& [id, hav] : st.host.app_versions)
-          jr->hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
-        jr->unit_versions = req->app_unit_versions;
-        if (sink) {
-          // One message, no answer: the project appends these events with its dispatches,
-          // finishes the reply and hands it over (one actor hand-off and one append fewer
-          // per RPC than asking and finishing here).
-          jr->events = std::make_shared<std::vector<event>>(std::move(events));
-          jr->reply = std::move(reply);
-          self->send(st.project, atom::get_jobs_v, job_request_ptr{std::move(jr)}, sink);
-          return;
-        }
+        if (policy && rep.client_state == client_state_aborted)
+          x.quota_factor = policy->abort_quota_factor;
+        auto e = make_event(self, std::move(x));
+        e.project = project_index;
+        apply(st.host, e, r.name, st.credit);
+        events.push_back(std::move(e));
+      }
+      auto finish = [reply, done = std::move(done)]() { done(reply); };
+      bool wants = false;
+      auto jr = std::make_shared<job_request>();
+      jr->host = st.host.id;
+      jr->info = info;
+      for (int t = 0; t < n_resource_types; ++t) {
+        jr->requests.push_back(req->request_for(static_cast<resource_type>(t)));
+        wants = wants || jr->requests.back().wants_work();
+      }
+      jr->send_work = wants && !req->dont_send_work;
+      jr->sequences_held = req->sequences_held;
+      jr->reported = std::move(reported);
+      for (const auto& o : req->other_results)
+        jr->other_results.push_back(o.name);
+      // Without work to send, the project is asked only about listed sequences and
+      // results a sequence may have taken back.
+      bool seq_news = !req->sequences_held.empty()
+                      || std::any_of(jr->other_results.begin(), jr->other_results.end(),
+                                     [](const std::string& n) { return is_sequence_name(n); });
+      if (!jr->send_work && !seq_news) {
         append(std::move(events));
-        self->request(st.project, std::chrono::seconds(30), atom::get_jobs_v, job_request_ptr{jr})
-          .then(
-            [self, reply, finish, project_index](const job_grant_ptr& grant) mutable {
-              record_grant(self, *grant, project_index);
-              add_grant(*reply, *grant);
-              finish();
-            },
-            [self, reply, finish](caf::error& err) mutable {
-              spdlog::error("host {}: job request failed: {}", self->state.host.id,
-                            caf::to_string(err));
-              reply->messages.push_back({"The server could not select jobs; retrying later.",
-                                         false});
-              finish();
-            });
+        finish();
+        return;
+      }
+      for (const auto& [id, hav] : st.host.app_versions)
+        if (hav.elapsed_n > 0)
+          jr->avg_elapsed[id] = hav.elapsed_sum / static_cast<double>(hav.elapsed_n);
+      jr->anonymous = req->platform_name == "anonymous" || !req->app_versions.empty();
+      jr->offered = req->app_versions;
+      jr->platform = req->platform_name;
+      for (const auto& [id, hav] : st.host.app_versions)
+        jr->hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
+      jr->unit_versions = req->app_unit_versions;
+      if (sink) {
+        // One message, no answer: the project appends these events with its dispatches,
+        // finishes the reply and hands it over (one actor hand-off and one append fewer
+        // per RPC than asking and finishing here).
+        jr->events = std::make_shared<std::vector<event>>(std::move(events));
+        jr->reply = std::move(reply);
+        self->send(st.project, atom::get_jobs_v, job_request_ptr{std::move(jr)}, sink);
+        return;
+      }
+      append(std::move(events));
+      self->request(st.project, std::chrono::seconds(30), atom::get_jobs_v, job_request_ptr{jr})
+        .then(
+          [self, reply, finish, project_index](const job_grant_ptr& grant) mutable {
+            record_grant(self, *grant, project_index);
+            add_grant(*reply, *grant);
+            finish();
+          },
+          [self, reply, finish](caf::error& err) mutable {
+            spdlog::error("host {}: job request failed: {}", self->state.host.id,
+                          caf::to_string(err));
+            reply->messages.push_back({"The server could not select jobs; retrying later.", false});
+            finish();
+          });
     };
     return {
       [self, serve](atom::rpc, const rpc_context_ptr& ctx,
@@ -308,8 +305,8 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
           // the commit that makes its events durable (no message back to this actor).
           auto then = sink->ready(sched_reply_ptr{std::move(reply)});
           self->send(self->state.log, atom::sync_v,
-                     durable_callback_ptr{std::make_shared<const std::function<void()>>(
-                       std::move(then))});
+                     durable_callback_ptr{
+                       std::make_shared<const std::function<void()>>(std::move(then))});
         });
       },
       [self, append, project_index](atom::timeout, const result_names_ptr& names) {

@@ -23,7 +23,7 @@ struct host_init {
   project_actor project;
   clock_ptr clk;
   std::uint16_t project_index = 0;
-  credit_settings credit;       ///< The project's credit settings (for apply).
+  credit_settings credit; ///< The project's credit settings (for apply).
   /// AutoFlops settings of each app version's app (cherry-picking countermeasures).
   std::map<std::uint32_t, autoflops_settings> autoflops{};
 };

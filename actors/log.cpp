@@ -5,20 +5,21 @@
 #include "actors/snapshot_load.hpp"
 
 #include <caf/all.hpp>
-#include <spdlog/spdlog.h>
 
-#include <malloc.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <set>
+
+#include <malloc.h>
 
 namespace cobble {
 
 namespace {
 
-using snapshotter_actor = caf::typed_actor<
-  caf::reacts_to<atom::deliver, event_batch_ptr>, caf::replies_to<atom::snapshot>::with<std::uint64_t>,
-  caf::reacts_to<atom::tick>>;
+using snapshotter_actor = caf::typed_actor<caf::reacts_to<atom::deliver, event_batch_ptr>,
+                                           caf::replies_to<atom::snapshot>::with<std::uint64_t>,
+                                           caf::reacts_to<atom::tick>>;
 
 /// The snapshotter keeps no state of its own: it only counts the durable events delivered to
 /// it. To take a snapshot at the last delivered seq it rebuilds that world from the store (the
@@ -62,8 +63,7 @@ struct snapshotter_state {
     if (auto err = store->prune_snapshots(opts.snapshots_kept))
       spdlog::warn("pruning snapshots failed: {}", describe(err));
     spdlog::info("snapshot at seq {} ({} bytes, {:.2f} s)", at, bytes,
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-                   .count());
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     events_since = 0;
     last = std::chrono::steady_clock::now();
     last_took = last - started;
@@ -201,9 +201,9 @@ void schedule_flush(log_actor::stateful_pointer<log_state> self) {
   }
 }
 
-log_actor::behavior_type log_impl(log_actor::stateful_pointer<log_state> self,
-                       std::shared_ptr<storage::event_store> store,
-                       std::uint64_t recovered_seq, log_options opts) {
+log_actor::behavior_type
+log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::event_store> store,
+         std::uint64_t recovered_seq, log_options opts) {
   self->state.store = store;
   auto snap_opts = opts;
   if (opts.detached)
@@ -277,9 +277,9 @@ log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store
   return sys.spawn(fn, std::move(store), recovered_seq, opts);
 }
 
-caf::expected<world> recover(const storage::event_store& store, bool from_scratch,
-                             std::uint64_t up_to,
-                             const std::function<void(std::uint64_t)>& progress) {
+caf::expected<world>
+recover(const storage::event_store& store, bool from_scratch, std::uint64_t up_to,
+        const std::function<void(std::uint64_t)>& progress) {
   world w;
   if (!from_scratch) {
     // The newest snapshot at or below up_to.
@@ -306,9 +306,8 @@ caf::expected<world> recover(const storage::event_store& store, bool from_scratc
   auto err = store.scan(w.seq + 1, last, [&](const storage::event_record& r) {
     auto e = from_record(r);
     if (!e) {
-      failure = caf::make_error(ec::corrupt_log,
-                                "event " + std::to_string(r.seq) + " (kind "
-                                  + std::to_string(r.kind) + ") does not decode");
+      failure = caf::make_error(ec::corrupt_log, "event " + std::to_string(r.seq) + " (kind "
+                                                   + std::to_string(r.kind) + ") does not decode");
       return false;
     }
     apply(w, *e);

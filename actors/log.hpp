@@ -45,8 +45,8 @@ log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store
 /// Rebuilds the world from the newest snapshot and the events after it. With `from_scratch`
 /// it ignores snapshots and folds every event. Fails on a corrupt event or snapshot, naming
 /// its seq. `progress` (optional) is called every 1M events with the seq reached.
-caf::expected<world> recover(const storage::event_store& store, bool from_scratch = false,
-                             std::uint64_t up_to = UINT64_MAX,
-                             const std::function<void(std::uint64_t)>& progress = {});
+caf::expected<world>
+recover(const storage::event_store& store, bool from_scratch = false,
+        std::uint64_t up_to = UINT64_MAX, const std::function<void(std::uint64_t)>& progress = {});
 
 } // namespace cobble

@@ -28,34 +28,34 @@ struct rpc_sink {
 /// What the project tells a host actor about the RPC it forwards.
 struct rpc_context {
   id_type host = 0;
-  bool new_host = false;      ///< The reply must carry the host id.
+  bool new_host = false; ///< The reply must carry the host id.
   user_rec user;
-  std::string project_name;   ///< Long name, for the reply.
+  std::string project_name; ///< Long name, for the reply.
   double request_delay = 5;
   std::optional<double> next_rpc_delay;
-  credit_totals host_credit{};  ///< The host's credit (the user's is in `user`).
+  credit_totals host_credit{};         ///< The host's credit (the user's is in `user`).
   double credit_half_life = 7 * 86400; ///< To decay recent averages to the reply's time.
 };
 
 /// What a host actor knows of one of its app versions that job selection needs.
 struct version_hint {
-  int jobs_left = -1;         ///< Jobs it may still get today; negative: no quota yet.
-  average_var et{};             ///< ETmean(H,V): elapsed/E(J).
-  average_var spau{};           ///< The server's seconds_per_app_unit(H,V).
-  spau_spread spau_var{};       ///< The spread of its samples.
+  int jobs_left = -1;     ///< Jobs it may still get today; negative: no quota yet.
+  average_var et{};       ///< ETmean(H,V): elapsed/E(J).
+  average_var spau{};     ///< The server's seconds_per_app_unit(H,V).
+  spau_spread spau_var{}; ///< The spread of its samples.
 };
 
 /// A host actor's request for jobs, per resource type.
 struct job_request {
   id_type host = 0;
   host_info_rec info;
-  std::vector<resource_request> requests; ///< Indexed by resource_type.
-  bool anonymous = false;                 ///< Client runs app_info.xml versions.
+  std::vector<resource_request> requests;  ///< Indexed by resource_type.
+  bool anonymous = false;                  ///< Client runs app_info.xml versions.
   std::vector<client_app_version> offered; ///< Its versions (anonymous platform).
-  std::string platform;                   ///< Its platform when not anonymous.
-  bool send_work = true;                  ///< False: only sequence notices, no jobs.
+  std::string platform;                    ///< Its platform when not anonymous.
+  bool send_work = true;                   ///< False: only sequence notices, no jobs.
   std::vector<std::string> sequences_held; ///< Sequences the client lists (by name).
-  std::vector<std::string> other_results; ///< Results the client holds, not reporting.
+  std::vector<std::string> other_results;  ///< Results the client holds, not reporting.
   /// Workunits whose results this RPC reported (their events may not have reached the
   /// project yet): sequences no longer count them as held.
   std::vector<id_type> reported;
@@ -78,7 +78,7 @@ struct granted_job {
   result_description result;
   std::vector<file_description> files;
   ev::result_dispatched dispatched;
-  time_us time = 0; ///< Time of the dispatch event.
+  time_us time = 0;            ///< Time of the dispatch event.
   double runtime_estimate = 0; ///< R(J,H), seconds: E(J) × ETmean(H,V), else E(J) / flops.
   std::uint32_t app = 0;       ///< The job's app id.
 };
@@ -100,8 +100,8 @@ struct plan_class_scales {
 /// A project's credit data for export and for the aggregator.
 struct credit_export {
   std::string project;
-  std::vector<credit_export_rec> versions; ///< Its own app versions.
-  std::vector<credit_export_rec> imported; ///< Imported from other servers.
+  std::vector<credit_export_rec> versions;   ///< Its own app versions.
+  std::vector<credit_export_rec> imported;   ///< Imported from other servers.
   std::map<std::string, double> min_avg_pfc; ///< By app name, where X is defined.
 };
 
@@ -111,13 +111,13 @@ struct job_grant {
   std::vector<std::string> sequences_revoked; ///< Listed sequences the host no longer holds.
   std::vector<std::string> aborts;            ///< Results the client should abort.
   std::vector<reply_message> messages;
-  std::vector<app_units_info> app_units{};    ///< AutoFlops figures of apps (the reply's).
+  std::vector<app_units_info> app_units{}; ///< AutoFlops figures of apps (the reply's).
 };
 
 /// An input file of new work, already staged into the data directory.
 struct input_spec {
-  std::string stored_name;  ///< Name in the download area (content-addressed).
-  std::string open_name;    ///< Name the app opens.
+  std::string stored_name; ///< Name in the download area (content-addressed).
+  std::string open_name;   ///< Name the app opens.
   double nbytes = 0;
   std::string md5;
 };
@@ -125,7 +125,7 @@ struct input_spec {
 /// One workunit to create. Unset fields take the app's defaults.
 struct work_spec {
   std::string app;
-  std::string name;         ///< Empty: generated.
+  std::string name; ///< Empty: generated.
   std::string command_line;
   std::optional<double> rsc_fpops_est;
   std::optional<double> rsc_fpops_bound;
@@ -210,36 +210,36 @@ struct log_status {
 struct sequence_spec {
   std::string name;
   std::string app;
-  std::uint32_t count = 0;          ///< Elements (workunits) created now.
-  std::uint32_t state_every = 0;    ///< Positions that are multiples upload full state; 0: none.
-  bool final_state = false;         ///< The last element created uploads full state.
-  double max_result_time = 0;       ///< Seconds; 0: the elements' delay_bound.
-  std::uint8_t replicas = 1;        ///< 1, or 2 for element-by-element validation.
+  std::uint32_t count = 0;       ///< Elements (workunits) created now.
+  std::uint32_t state_every = 0; ///< Positions that are multiples upload full state; 0: none.
+  bool final_state = false;      ///< The last element created uploads full state.
+  double max_result_time = 0;    ///< Seconds; 0: the elements' delay_bound.
+  std::uint8_t replicas = 1;     ///< 1, or 2 for element-by-element validation.
   std::string command_line;
   std::optional<double> rsc_fpops_est;
   std::optional<double> rsc_fpops_bound;
   std::optional<double> rsc_memory_bound;
   std::optional<double> rsc_disk_bound;
   std::optional<double> delay_bound;
-  std::vector<input_spec> inputs;   ///< Inputs of every element (e.g. the initial state).
-  std::string by;                   ///< Who creates it.
+  std::vector<input_spec> inputs; ///< Inputs of every element (e.g. the initial state).
+  std::string by;                 ///< Who creates it.
 };
 
 /// What the project asks a sequence during a host's RPC.
 struct seq_query {
   id_type host = 0;
-  double est_seconds = 0;         ///< Estimated runtime of one element on the host (0: unknown).
-  bool may_assign = false;        ///< Assign the sequence to the host if it has a free chain.
-  std::uint32_t high_water = 2;   ///< Elements the host may hold at once.
-  std::vector<id_type> reported;  ///< Workunits the host reported in this RPC.
+  double est_seconds = 0;        ///< Estimated runtime of one element on the host (0: unknown).
+  bool may_assign = false;       ///< Assign the sequence to the host if it has a free chain.
+  std::uint32_t high_water = 2;  ///< Elements the host may hold at once.
+  std::vector<id_type> reported; ///< Workunits the host reported in this RPC.
 };
 
 /// A sequence's answer to a query or a command.
 struct seq_answer {
   id_type seq = 0;
-  bool held = false;              ///< The host holds the sequence (after the query).
-  std::vector<id_type> send;      ///< Element workunits to dispatch to the host, in order.
-  std::vector<event> events;      ///< Decided (and appended) by the sequence; apply them.
+  bool held = false;         ///< The host holds the sequence (after the query).
+  std::vector<id_type> send; ///< Element workunits to dispatch to the host, in order.
+  std::vector<event> events; ///< Decided (and appended) by the sequence; apply them.
   std::shared_ptr<const sequence_state> state; ///< Commands: the state after the events.
 };
 
@@ -247,13 +247,13 @@ struct seq_answer {
 struct seq_command {
   enum class op : std::uint8_t { extend, end, reassign, unassign };
   op what = op::extend;
-  std::string by;                 ///< Who did it.
-  std::uint32_t count = 0;        ///< extend: elements per replica chain.
-  std::uint32_t state_every = 0;  ///< extend: positions that are multiples upload full state.
-  bool final_state = false;       ///< extend: the last new element uploads full state.
-  std::string reason;             ///< end
-  id_type to = 0;                 ///< reassign: the host.
-  std::uint8_t replica = 0;       ///< reassign, unassign: which chain.
+  std::string by;                ///< Who did it.
+  std::uint32_t count = 0;       ///< extend: elements per replica chain.
+  std::uint32_t state_every = 0; ///< extend: positions that are multiples upload full state.
+  bool final_state = false;      ///< extend: the last new element uploads full state.
+  std::string reason;            ///< end
+  id_type to = 0;                ///< reassign: the host.
+  std::uint8_t replica = 0;      ///< reassign, unassign: which chain.
 };
 
 /// A sequence as the admin API shows it.

@@ -9,18 +9,19 @@
 #include "actors/project.hpp"
 
 #include <caf/all.hpp>
-#include <malloc.h>
+
 #include <spdlog/spdlog.h>
+
+#include <malloc.h>
 
 namespace cobble {
 
 void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::cobble>();
-  cfg.add_error_category(caf::atom("cobble"),
-                         [](std::uint8_t code, caf::atom_value, const caf::message& ctx) {
-                           return std::string{"cobble::"} + to_string(static_cast<ec>(code)) + " "
-                                  + caf::to_string(ctx);
-                         });
+  cfg.add_error_category(caf::atom("cobble"), [](std::uint8_t code, caf::atom_value,
+                                                 const caf::message& ctx) {
+    return std::string{"cobble::"} + to_string(static_cast<ec>(code)) + " " + caf::to_string(ctx);
+  });
 }
 
 namespace {
@@ -35,9 +36,9 @@ struct node_state {
 
 } // namespace
 
-caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cobble_config& cfg,
-                                       std::shared_ptr<storage::event_store> store, clock_ptr clk,
-                                       node_options opts) {
+caf::expected<node_handles>
+start_node(caf::actor_system& sys, const config::cobble_config& cfg,
+           std::shared_ptr<storage::event_store> store, clock_ptr clk, node_options opts) {
   auto recovered = recover(*store);
   if (!recovered)
     return recovered.error();
@@ -49,16 +50,16 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   {
     auto snaps = store->snapshots();
     std::uint64_t base = snaps.empty() ? 0 : snaps.back().seq;
-    if (w.seq > base && w.seq - base >= std::max<std::uint64_t>(cfg.server.snapshot_every_events, 1)) {
+    if (w.seq > base
+        && w.seq - base >= std::max<std::uint64_t>(cfg.server.snapshot_every_events, 1)) {
       auto started = std::chrono::steady_clock::now();
       auto blob = encode_snapshot(w);
       if (auto err = store->write_snapshot(w.seq, blob))
         spdlog::warn("snapshot at seq {} after recovery failed: {}", w.seq, caf::to_string(err));
       else
-        spdlog::info("snapshot at seq {} after recovery ({} bytes, {:.2f} s)", w.seq,
-                     blob.size(),
-                     std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
-                       .count());
+        spdlog::info(
+          "snapshot at seq {} after recovery ({} bytes, {:.2f} s)", w.seq, blob.size(),
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     }
   }
   // Recovery's temporaries (decoded events, the snapshot blob) are freed; give that memory

@@ -30,8 +30,8 @@ struct node_handles {
   log_actor log;
   std::map<std::string, project_actor> projects; ///< By project name.
   std::map<std::string, std::uint16_t> project_index;
-  aggregator_actor aggregator;                   ///< Cross-project credit normalization.
-  std::uint64_t recovered_seq = 0;               ///< Last event applied at start.
+  aggregator_actor aggregator;     ///< Cross-project credit normalization.
+  std::uint64_t recovered_seq = 0; ///< Last event applied at start.
 };
 
 /// Options of a node.
@@ -43,9 +43,9 @@ struct node_options {
 
 /// Recovers state from `store` and starts every actor. Fails (changing nothing) when the log
 /// or a snapshot is corrupt.
-caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cobble_config& cfg,
-                                       std::shared_ptr<storage::event_store> store, clock_ptr clk,
-                                       node_options opts = {});
+caf::expected<node_handles>
+start_node(caf::actor_system& sys, const config::cobble_config& cfg,
+           std::shared_ptr<storage::event_store> store, clock_ptr clk, node_options opts = {});
 
 /// Registers Cobble's message types and error renderers with a CAF configuration.
 void register_types(caf::actor_system_config& cfg);

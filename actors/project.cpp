@@ -5,6 +5,7 @@
 #include "actors/work_sequence.hpp"
 
 #include <caf/all.hpp>
+
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
@@ -40,8 +41,8 @@ autoflops_settings autoflops_settings_from(const config::app_config& ac) {
   return s;
 }
 
-std::vector<app_rec> apps_from_config(const config::project_config& cfg,
-                                      const std::vector<app_rec>& current) {
+std::vector<app_rec>
+apps_from_config(const config::project_config& cfg, const std::vector<app_rec>& current) {
   std::vector<app_rec> apps = current;
   std::uint32_t next_version = 1;
   for (const auto& a : current)
@@ -206,10 +207,8 @@ std::vector<event> project_logic::configure(const config::project_config& cfg, t
   return out;
 }
 
-caf::expected<event> project_logic::create_user(const std::string& name,
-                                                const std::string& email,
-                                                const std::string& authenticator,
-                                                time_us now) {
+caf::expected<event> project_logic::create_user(const std::string& name, const std::string& email,
+                                                const std::string& authenticator, time_us now) {
   if (name.empty())
     return caf::make_error(ec::invalid_argument, "user name is empty");
   for (const auto& [id, u] : state.users)
@@ -248,8 +247,8 @@ caf::error positive(const char* what, const std::optional<T>& x) {
 
 } // namespace
 
-caf::expected<std::vector<event>> project_logic::create_work(const work_batch& batch, time_us now,
-                                                             work_created& out) {
+caf::expected<std::vector<event>>
+project_logic::create_work(const work_batch& batch, time_us now, work_created& out) {
   if (batch.items.empty())
     return caf::make_error(ec::invalid_argument, "no work in the batch");
   std::set<std::string> names;
@@ -270,11 +269,11 @@ caf::expected<std::vector<event>> project_logic::create_work(const work_batch& b
                                + "' must be 1-200 characters of letters, digits, _ - .");
     if (state.find_workunit(c.name) != nullptr || !names.insert(c.name).second)
       return caf::make_error(ec::duplicate, where + "a workunit named '" + c.name + "' exists");
-    for (auto err : {positive("rsc_fpops_est", w.rsc_fpops_est),
-                     positive("rsc_fpops_bound", w.rsc_fpops_bound),
-                     positive("rsc_memory_bound", w.rsc_memory_bound),
-                     positive("rsc_disk_bound", w.rsc_disk_bound),
-                     positive("delay_bound", w.delay_bound)})
+    for (auto err :
+         {positive("rsc_fpops_est", w.rsc_fpops_est),
+          positive("rsc_fpops_bound", w.rsc_fpops_bound),
+          positive("rsc_memory_bound", w.rsc_memory_bound),
+          positive("rsc_disk_bound", w.rsc_disk_bound), positive("delay_bound", w.delay_bound)})
       if (err)
         return caf::make_error(ec::invalid_argument, where + describe(err));
     if (w.predicted_app_units
@@ -288,8 +287,8 @@ caf::expected<std::vector<event>> project_logic::create_work(const work_batch& b
     p.predicted_app_units = w.predicted_app_units.value_or(1);
     p.command_line = w.command_line;
     p.rsc_fpops_est = w.rsc_fpops_est.value_or(app->rsc_fpops_est);
-    p.rsc_fpops_bound = w.rsc_fpops_bound.value_or(std::max(app->rsc_fpops_bound,
-                                                            p.rsc_fpops_est * 10));
+    p.rsc_fpops_bound = w.rsc_fpops_bound.value_or(
+      std::max(app->rsc_fpops_bound, p.rsc_fpops_est * 10));
     p.rsc_memory_bound = w.rsc_memory_bound.value_or(app->rsc_memory_bound);
     p.rsc_disk_bound = w.rsc_disk_bound.value_or(app->rsc_disk_bound);
     p.delay_bound = w.delay_bound.value_or(app->delay_bound);
@@ -304,10 +303,10 @@ caf::expected<std::vector<event>> project_logic::create_work(const work_batch& b
     if (p.min_quorum < 1 || p.target_nresults < p.min_quorum
         || p.max_total_results < p.target_nresults || p.max_total_results > 255
         || p.max_error_results < 0 || p.max_success_results < p.min_quorum)
-      return caf::make_error(ec::invalid_argument,
-                             where + "need 1 <= min_quorum <= target_nresults <= "
-                                     "max_total_results <= 255 and "
-                                     "max_success_results >= min_quorum");
+      return caf::make_error(ec::invalid_argument, where
+                                                     + "need 1 <= min_quorum <= target_nresults <= "
+                                                       "max_total_results <= 255 and "
+                                                       "max_success_results >= min_quorum");
     for (const auto& in : w.inputs) {
       if (in.stored_name.empty() || in.open_name.empty())
         return caf::make_error(ec::invalid_argument, where + "input without a name");
@@ -333,15 +332,15 @@ namespace {
 struct version_choice {
   const app_version_rec* version = nullptr;
   version_echo echo;
-  double flops = 0;      // the speed the client assumes (runtime = rsc_fpops_est / flops)
-  double peak_flops = 0; // peak_flops(J)
-  double instances = 1;  // CPUs or GPUs one job uses
-  int devices = 1;       // CPUs or GPUs of this type the host has (for the daily quota)
+  double flops = 0;       // the speed the client assumes (runtime = rsc_fpops_est / flops)
+  double peak_flops = 0;  // peak_flops(J)
+  double instances = 1;   // CPUs or GPUs one job uses
+  int devices = 1;        // CPUs or GPUs of this type the host has (for the daily quota)
   double client_spau = 0; // seconds_per_app_unit the client reported for it (0: none)
 };
 
-std::optional<version_choice> choose_version(const app_rec& app, const job_request& req,
-                                             resource_type t) {
+std::optional<version_choice>
+choose_version(const app_rec& app, const job_request& req, resource_type t) {
   auto res = static_cast<std::uint8_t>(t);
   // The newest version for this resource on the client's platform (any platform for
   // anonymous clients, whose own versions are matched below).
@@ -414,10 +413,9 @@ bool in_use(const std::vector<version_credit_input>& inputs) {
 /// The AutoFlops completion time estimate and bound of a job on the requesting host, when
 /// the app gives them to this client (see estimate_mode) and its seconds_per_app_unit(V)
 /// is known.
-std::optional<completion_time> autoflops_estimate(const project_state& st, const app_rec& app,
-                                                  const wu_params& p,
-                                                  const version_choice& c,
-                                                  const version_hint& hint) {
+std::optional<completion_time>
+autoflops_estimate(const project_state& st, const app_rec& app, const wu_params& p,
+                   const version_choice& c, const version_hint& hint) {
   auto mode = app.autoflops.estimates;
   double spau = 0;
   bool own_record = false;
@@ -443,8 +441,8 @@ std::optional<completion_time> autoflops_estimate(const project_state& st, const
   if (own_record && hint.spau_var.log.n < std::max<std::uint32_t>(app.autoflops.min_samples, 2)
       && c.flops > 0 && p.rsc_fpops_bound > 0) {
     bool use_et = hint.et.n >= st.credit.host_sample_threshold && hint.et.avg > 0;
-    ct.bound = std::max(ct.bound, use_et ? p.rsc_fpops_bound * hint.et.avg
-                                         : p.rsc_fpops_bound / c.flops);
+    ct.bound = std::max(ct.bound,
+                        use_et ? p.rsc_fpops_bound * hint.et.avg : p.rsc_fpops_bound / c.flops);
   }
   if (!(ct.estimate > 0) || !std::isfinite(ct.bound))
     return std::nullopt;
@@ -459,13 +457,18 @@ bool host_has_result_of(const workunit_rec& wu, id_type host) {
 
 } // namespace
 
-granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type host,
-                                    const version_echo& echo, time_us now,
-                                    std::vector<event>& events, const dispatch_credit& credit) {
+granted_job
+project_logic::dispatch(const app_rec& app, result_ref ref, id_type host, const version_echo& echo,
+                        time_us now, std::vector<event>& events, const dispatch_credit& credit) {
   const auto& wu = state.workunits.at(ref.wu);
   granted_job job;
   auto deadline = now + seconds_to_us(wu.params->delay_bound);
-  ev::result_dispatched d{ref, host, deadline, echo, credit.peak_flops, credit.jobs_per_day,
+  ev::result_dispatched d{ref,
+                          host,
+                          deadline,
+                          echo,
+                          credit.peak_flops,
+                          credit.jobs_per_day,
                           wu.params->predicted_app_units};
   job.dispatched = d;
   job.time = now;
@@ -515,8 +518,8 @@ granted_job project_logic::dispatch(const app_rec& app, result_ref ref, id_type 
   return job;
 }
 
-std::vector<granted_job> project_logic::select_jobs(const job_request& req, time_us now,
-                                                    std::vector<event>& events) {
+std::vector<granted_job>
+project_logic::select_jobs(const job_request& req, time_us now, std::vector<event>& events) {
   std::vector<granted_job> jobs;
   constexpr std::size_t scan_limit = 256; // candidates looked at per app and resource
   std::map<std::uint32_t, int> per_app;
@@ -548,12 +551,16 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
       // pair has enough samples, else E(J) / flops. Also whether the completion check applies.
       auto plan = [&](const workunit_rec& wu, dispatch_credit& dc) {
         auto af = autoflops_estimate(state, app, wu.params, *choice, hint);
-        double runtime = af ? af->estimate
-                            : use_et ? wu.params->rsc_fpops_est * hint.et.avg
-                                     : wu.params->rsc_fpops_est / choice->flops;
-        dc = dispatch_credit{choice->peak_flops, quota, runtime,
+        double runtime = af       ? af->estimate
+                         : use_et ? wu.params->rsc_fpops_est * hint.et.avg
+                                  : wu.params->rsc_fpops_est / choice->flops;
+        dc = dispatch_credit{choice->peak_flops,
+                             quota,
+                             runtime,
                              use_et ? runtime * choice->flops / wu.params->rsc_fpops_est : 1.0,
-                             af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
+                             af ? af->estimate : 0.0,
+                             af ? af->bound : 0.0,
+                             choice->flops};
         return use_et || af.has_value();
       };
       int sent_now = 0;
@@ -573,14 +580,13 @@ std::vector<granted_job> project_logic::select_jobs(const job_request& req, time
               index = static_cast<std::uint32_t>(rwu.results.size());
               emit(events,
                    ev::results_created{rwu.id, 1,
-                                       "reference job for host " + std::to_string(req.host),
-                                       false},
+                                       "reference job for host " + std::to_string(req.host), false},
                    now);
             }
             dispatch_credit dc;
             plan(state.workunits.at(rid->second), dc);
-            jobs.push_back(dispatch(app, {rid->second, *index}, req.host, choice->echo, now,
-                                    events, dc));
+            jobs.push_back(
+              dispatch(app, {rid->second, *index}, req.host, choice->echo, now, events, dc));
             ++per_app[app.id];
             ++sent_now;
             secs -= dc.runtime;
@@ -648,7 +654,9 @@ std::optional<version_choice> any_version(const app_rec& app, const job_request&
 } // namespace
 
 caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, time_us now) {
-  auto bad = [](std::string text) { return caf::make_error(ec::invalid_argument, std::move(text)); };
+  auto bad = [](std::string text) {
+    return caf::make_error(ec::invalid_argument, std::move(text));
+  };
   if (!valid_wu_name(spec.name))
     return bad("sequence name '" + spec.name
                + "' must be 1-200 characters of letters, digits, _ - .");
@@ -665,11 +673,11 @@ caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, t
     return bad("a sequence has at most " + std::to_string(max_sequence_wus) + " workunits");
   if (!(spec.max_result_time >= 0))
     return bad("max_result_time must not be negative");
-  for (auto err : {positive("rsc_fpops_est", spec.rsc_fpops_est),
-                   positive("rsc_fpops_bound", spec.rsc_fpops_bound),
-                   positive("rsc_memory_bound", spec.rsc_memory_bound),
-                   positive("rsc_disk_bound", spec.rsc_disk_bound),
-                   positive("delay_bound", spec.delay_bound)})
+  for (auto err :
+       {positive("rsc_fpops_est", spec.rsc_fpops_est),
+        positive("rsc_fpops_bound", spec.rsc_fpops_bound),
+        positive("rsc_memory_bound", spec.rsc_memory_bound),
+        positive("rsc_disk_bound", spec.rsc_disk_bound), positive("delay_bound", spec.delay_bound)})
     if (err)
       return bad(describe(err));
   if (state.next_seq > max_sequence_id)
@@ -684,8 +692,8 @@ caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, t
   auto& p = c.params;
   p.command_line = spec.command_line;
   p.rsc_fpops_est = spec.rsc_fpops_est.value_or(app->rsc_fpops_est);
-  p.rsc_fpops_bound = spec.rsc_fpops_bound.value_or(std::max(app->rsc_fpops_bound,
-                                                             p.rsc_fpops_est * 10));
+  p.rsc_fpops_bound = spec.rsc_fpops_bound.value_or(
+    std::max(app->rsc_fpops_bound, p.rsc_fpops_est * 10));
   p.rsc_memory_bound = spec.rsc_memory_bound.value_or(app->rsc_memory_bound);
   p.rsc_disk_bound = spec.rsc_disk_bound.value_or(app->rsc_disk_bound);
   p.delay_bound = spec.delay_bound.value_or(app->delay_bound);
@@ -704,15 +712,14 @@ caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, t
     p.input_open_names.push_back(in.open_name);
   }
   c.max_result_time = spec.max_result_time > 0 ? spec.max_result_time : p.delay_bound;
-  c.elements = make_sequence_elements(c.id, c.name, c.replicas, 0, 1, spec.count,
-                                      spec.state_every, spec.final_state);
+  c.elements = make_sequence_elements(c.id, c.name, c.replicas, 0, 1, spec.count, spec.state_every,
+                                      spec.final_state);
   auto e = make(std::move(c), now);
   apply(state, e);
   return e;
 }
 
-std::optional<double> project_logic::estimate_seconds(const app_rec& app,
-                                                      const wu_params& params,
+std::optional<double> project_logic::estimate_seconds(const app_rec& app, const wu_params& params,
                                                       const job_request& req) const {
   auto choice = any_version(app, req);
   if (!choice)
@@ -723,9 +730,9 @@ std::optional<double> project_logic::estimate_seconds(const app_rec& app,
   return params.rsc_fpops_est / choice->flops;
 }
 
-project_logic::sequence_plan project_logic::plan_sequences(const job_request& req,
-                                                           std::uint32_t high_water,
-                                                           std::uint32_t per_host) const {
+project_logic::sequence_plan
+project_logic::plan_sequences(const job_request& req, std::uint32_t high_water,
+                              std::uint32_t per_host) const {
   sequence_plan out;
   auto holds = [&](const seq_entry& e) {
     return std::find(e.hosts.begin(), e.hosts.end(), req.host) != e.hosts.end();
@@ -761,10 +768,9 @@ project_logic::sequence_plan project_logic::plan_sequences(const job_request& re
   return out;
 }
 
-std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req,
-                                                          const std::vector<id_type>& wus,
-                                                          time_us now,
-                                                          std::vector<event>& events) {
+std::vector<granted_job>
+project_logic::dispatch_sequence(const job_request& req, const std::vector<id_type>& wus,
+                                 time_us now, std::vector<event>& events) {
   std::vector<granted_job> jobs;
   std::map<std::uint32_t, int> sent; // per app version, against its daily quota
   for (auto id : wus) {
@@ -791,12 +797,16 @@ std::vector<granted_job> project_logic::dispatch_sequence(const job_request& req
       continue;
     bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
     auto af = autoflops_estimate(state, *app, wu->params, *choice, hint);
-    double runtime = af ? af->estimate
-                        : use_et ? wu->params->rsc_fpops_est * hint.et.avg
-                                 : wu->params->rsc_fpops_est / choice->flops;
-    dispatch_credit dc{choice->peak_flops, quota, runtime,
+    double runtime = af       ? af->estimate
+                     : use_et ? wu->params->rsc_fpops_est * hint.et.avg
+                              : wu->params->rsc_fpops_est / choice->flops;
+    dispatch_credit dc{choice->peak_flops,
+                       quota,
+                       runtime,
                        use_et ? runtime * choice->flops / wu->params->rsc_fpops_est : 1.0,
-                       af ? af->estimate : 0.0, af ? af->bound : 0.0, choice->flops};
+                       af ? af->estimate : 0.0,
+                       af ? af->bound : 0.0,
+                       choice->flops};
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
   }
@@ -889,9 +899,9 @@ bool gpu_version(const app_rec* app, std::uint32_t id) {
 /// against the prediction (when `canonical` is set) and each valid replica's
 /// raw_flops_per_au = T × raw_flops_per_sec(J) / A (the client's figure when it sent one,
 /// else peak_flops(J)). With a reference job only that workunit's replicas are samples.
-std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const workunit_rec& wu,
-                                                      const std::vector<std::uint32_t>& valid,
-                                                      std::optional<std::uint32_t> canonical) {
+std::optional<ev::autoflops_sampled>
+autoflops_sample(const app_rec* app, const workunit_rec& wu,
+                 const std::vector<std::uint32_t>& valid, std::optional<std::uint32_t> canonical) {
   if (app == nullptr)
     return std::nullopt;
   ev::autoflops_sampled x;
@@ -927,8 +937,7 @@ std::optional<ev::autoflops_sampled> autoflops_sample(const app_rec* app, const 
 /// The app_units credit policy: every valid replica is granted app.mean_app_units ×
 /// app.est_flops_per_au FLOPs in Cobblestones, once est_flops_per_au exists (the PFC grant
 /// until then). The PFC figures stay in the record (samples for the averages).
-void app_units_credit(const project_state& st, const app_rec* app,
-                      std::vector<credit_rec>& recs) {
+void app_units_credit(const project_state& st, const app_rec* app, std::vector<credit_rec>& recs) {
   if (app == nullptr || app->autoflops.policy != credit_policy::app_units)
     return;
   auto i = st.autoflops.find(app->id);
@@ -1022,8 +1031,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       // Credit as for a workunit validated alone: the element's own claim, granted through
       // the same path (host_result_validated follows from the verdict).
       std::vector<credit_rec> claims{claim_of(state, app, wu, r, now)};
-      grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app),
-                   state.credit);
+      grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
       app_units_credit(state, app, claims);
       auto sample = autoflops_sample(app, wu, {0}, 0u);
       emit(out, ev::workunit_validated{wu.id, 0u, {make_verdict(r, 0, true)}, claims}, now);
@@ -1050,8 +1058,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
       successes.push_back(i);
   }
   if (errors > p.max_error_results) {
-    emit(out, ev::workunit_failed{wu.id, "too many errors (" + std::to_string(errors) + ")"},
-         now);
+    emit(out, ev::workunit_failed{wu.id, "too many errors (" + std::to_string(errors) + ")"}, now);
     return out;
   }
   // Largest group of agreeing successes.
@@ -1103,8 +1110,9 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     return out;
   }
   if (static_cast<int>(successes.size()) > p.max_success_results) {
-    emit(out, ev::workunit_failed{wu.id, "no consensus among " + std::to_string(successes.size())
-                                           + " successful results"},
+    emit(out,
+         ev::workunit_failed{wu.id, "no consensus among " + std::to_string(successes.size())
+                                      + " successful results"},
          now);
     return out;
   }
@@ -1160,8 +1168,7 @@ project_logic::notices(const event& validated) const {
 }
 
 std::vector<event> project_logic::normalize(const std::vector<app_version_state>& stats,
-                                            const plan_class_scales& cross_project,
-                                            time_us now) {
+                                            const plan_class_scales& cross_project, time_us now) {
   std::vector<event> out;
   std::map<std::uint32_t, const app_version_state*> by_id;
   for (const auto& st : stats)
@@ -1272,8 +1279,8 @@ std::optional<double> project_logic::upload_limit(std::string_view name, id_type
   return app->max_output_nbytes;
 }
 
-wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
-                                 double quiet_seconds) const {
+wu_files
+project_logic::files_of(id_type wu_id, double delete_after_seconds, double quiet_seconds) const {
   wu_files out;
   out.project = state.name;
   out.wu = wu_id;
@@ -1314,11 +1321,9 @@ wu_files project_logic::files_of(id_type wu_id, double delete_after_seconds,
     // A full state upload of a sequence: staged as inputs and kept while it may be the
     // restart point; once released, deleted unless something else uses the same content.
     out.keep = wu->sequence->released == 0;
-    if (out.keep && out.assimilated && wu->canonical && app
-        && *wu->canonical < wu->results.size())
+    if (out.keep && out.assimilated && wu->canonical && app && *wu->canonical < wu->results.size())
       for (auto& f : state_files_of(wu->results[*wu->canonical].report->outputs,
-                                    state.result_name({wu_id, *wu->canonical}),
-                                    app->output_names))
+                                    state.result_name({wu_id, *wu->canonical}), app->output_names))
         out.state_files.emplace_back(f.output, f.staged);
     if (!out.keep)
       for (const auto& name : wu->sequence->staged)
@@ -1352,8 +1357,8 @@ std::vector<id_type> project_logic::released_by(const event& e) const {
   return out;
 }
 
-std::vector<event> project_logic::files_deleted(id_type wu, std::vector<std::string> inputs,
-                                                time_us now) {
+std::vector<event>
+project_logic::files_deleted(id_type wu, std::vector<std::string> inputs, time_us now) {
   std::vector<event> out;
   auto w = state.workunit(wu);
   if (w == nullptr || w->files_deleted)
@@ -1416,7 +1421,7 @@ struct project_actor_state {
   /// (by an element that restarted from them); looked at again as workunit files go.
   std::set<id_type> release_due;
   std::map<std::uint32_t, app_version_actor> versions;
-  plan_class_scales cross_project;                    ///< From the aggregator (not durable).
+  plan_class_scales cross_project;                       ///< From the aggregator (not durable).
   std::map<std::uint32_t, app_version_state> last_stats; ///< Of the last normalization.
   static inline const char* name = "project";
 };
@@ -1424,8 +1429,7 @@ struct project_actor_state {
 using project_ptr = project_actor::stateful_pointer<project_actor_state>;
 
 /// The kinds of events decided by host actors that the project learns from the log.
-constexpr std::uint16_t kinds_from_log[] = {ev::result_reported::kind,
-                                            ev::result_timed_out::kind};
+constexpr std::uint16_t kinds_from_log[] = {ev::result_reported::kind, ev::result_timed_out::kind};
 
 bool learned_from_log(const event& e) {
   auto k = kind_of(e.data);
@@ -1487,8 +1491,12 @@ host_actor host_for(project_ptr self, id_type id, host_state initial) {
     initial = std::move(d->second);
     st.dormant_hosts.erase(d);
   }
-  host_init init{std::move(initial), st.log, project_actor{self}, st.clk,
-                 st.logic.state.index, st.logic.state.credit,
+  host_init init{std::move(initial),
+                 st.log,
+                 project_actor{self},
+                 st.clk,
+                 st.logic.state.index,
+                 st.logic.state.credit,
                  autoflops_by_version(st.logic.state.apps)};
   auto h = spawn_host(self->system(), std::move(init));
   // Host actors end with their project (ordered shutdown; a failing host fails the project).
@@ -1659,8 +1667,7 @@ void run_normalization(project_ptr self) {
             finish_normalization(self, std::move(*gathered));
         },
         [self, pending, gathered, id = id](caf::error& err) {
-          spdlog::warn("normalization: app version {} did not answer: {}", id,
-                       caf::to_string(err));
+          spdlog::warn("normalization: app version {} did not answer: {}", id, caf::to_string(err));
           if (--*pending == 0)
             finish_normalization(self, std::move(*gathered));
         });
@@ -1782,16 +1789,17 @@ void grant_jobs(project_ptr self, const job_request_ptr& req,
 
 /// Authenticates a scheduler RPC and finds (or registers) its host: a refusal to send back,
 /// or null with `host` and `ctx` set for the host actor.
-sched_reply_ptr admit_rpc(project_ptr self, const sched_request& req, host_actor& host,
-                          rpc_context_ptr& ctx_out) {
+sched_reply_ptr
+admit_rpc(project_ptr self, const sched_request& req, host_actor& host, rpc_context_ptr& ctx_out) {
   auto& st = self->state;
   auto& ps = st.logic.state;
   auto delay = st.config.request_delay;
   auto u = ps.user_by_auth.find(req.authenticator);
   if (u == ps.user_by_auth.end()) {
     spdlog::info("scheduler RPC with unknown account key refused");
-    return std::make_shared<const sched_reply>(sched_reply::error(
-      "Unknown account key. Check the key you attached with.", std::max(delay, 3600.0)));
+    return std::make_shared<const sched_reply>(
+      sched_reply::error("Unknown account key. Check the key you attached with.",
+                         std::max(delay, 3600.0)));
   }
   auto ctx = std::make_shared<rpc_context>();
   ctx->user = ps.users.at(u->second);
@@ -1841,8 +1849,7 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
     // nothing to decide; at scale they are nearly all of them, so they are skipped.
     std::set<id_type> active;
     for (const auto& [id, wu] : st.logic.state.workunits)
-      if ((wu.state == wu_state::active || wu.state == wu_state::validated)
-          && !only_waiting(wu))
+      if ((wu.state == wu_state::active || wu.state == wu_state::validated) && !only_waiting(wu))
         active.insert(id);
     run_transitions(self, active);
     // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
@@ -1899,8 +1906,7 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
       },
       [self](atom::get_jobs, const job_request_ptr& req) -> caf::result<job_grant_ptr> {
         auto rp = self->make_response_promise<job_grant_ptr>();
-        grant_jobs(self, req,
-                   [rp](const job_grant_ptr& grant) mutable { rp.deliver(grant); });
+        grant_jobs(self, req, [rp](const job_grant_ptr& grant) mutable { rp.deliver(grant); });
         return rp;
       },
       [self](atom::get_jobs, const job_request_ptr& req, const rpc_sink_ptr& sink) {
@@ -1945,8 +1951,9 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         spawn_sequence(self, std::move(seq));
         append(self, {std::move(*e)});
         auto rp = self->make_response_promise<sequence_view_ptr>();
-        self->request(st.log, caf::infinite, atom::sync_v)
-          .then([rp, view](std::uint64_t) mutable { rp.deliver(sequence_view_ptr{view}); });
+        self->request(st.log, caf::infinite, atom::sync_v).then([rp, view](std::uint64_t) mutable {
+          rp.deliver(sequence_view_ptr{view});
+        });
         return rp;
       },
       [self](atom::sequence, const std::string& key) -> caf::result<sequence_view_ptr> {
@@ -1960,7 +1967,8 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         self->request(st.sequences.at(entry->id), std::chrono::seconds(10), atom::state_v)
           .then(
             [rp, app_name](const sequence_state_ptr& s) mutable {
-              rp.deliver(sequence_view_ptr{std::make_shared<sequence_view>(sequence_view{*s, app_name})});
+              rp.deliver(
+                sequence_view_ptr{std::make_shared<sequence_view>(sequence_view{*s, app_name})});
             },
             [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });
         return rp;
@@ -2134,8 +2142,8 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
       },
       [self](atom::cleanup, id_type wu) { release_files(self, wu); },
       [self](atom::cleanup, id_type wu, std::vector<std::string> inputs) {
-        append(self, self->state.logic.files_deleted(wu, std::move(inputs),
-                                                     self->state.clk->now()));
+        append(self,
+               self->state.logic.files_deleted(wu, std::move(inputs), self->state.clk->now()));
         // State uploads waiting for these files to go.
         auto due = std::exchange(self->state.release_due, {});
         for (auto x : due)
@@ -2155,7 +2163,8 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         for (auto& [host, names] : overdue) {
           auto h = host_for(self, host, host_state{});
           self->send(h, atom::timeout_v,
-                     result_names_ptr{std::make_shared<std::vector<std::string>>(std::move(names))});
+                     result_names_ptr{
+                       std::make_shared<std::vector<std::string>>(std::move(names))});
         }
         schedule_tick(self);
       },

@@ -24,8 +24,8 @@ namespace cobble {
 
 /// Converts a configured project into the apps of a project_configured event, keeping the
 /// ids of apps and versions that `current` already has (ids are never reused).
-std::vector<app_rec> apps_from_config(const config::project_config& cfg,
-                                      const std::vector<app_rec>& current);
+std::vector<app_rec>
+apps_from_config(const config::project_config& cfg, const std::vector<app_rec>& current);
 
 /// The AutoFlops settings and credit policy of a configured app, as events carry them.
 autoflops_settings autoflops_settings_from(const config::app_config& cfg);
@@ -55,8 +55,8 @@ public:
   std::vector<event> configure(const config::project_config& cfg, time_us now);
 
   /// Validates and creates a batch of work (all or nothing).
-  caf::expected<std::vector<event>> create_work(const work_batch& batch, time_us now,
-                                                work_created& out);
+  caf::expected<std::vector<event>>
+  create_work(const work_batch& batch, time_us now, work_created& out);
 
   /// Creates a user account.
   caf::expected<event> create_user(const std::string& name, const std::string& email,
@@ -66,8 +66,8 @@ public:
   event register_host(id_type user, const host_info_rec& info, time_us now);
 
   /// Picks jobs for a host's request, per resource type, and dispatches them.
-  std::vector<granted_job> select_jobs(const job_request& req, time_us now,
-                                       std::vector<event>& events);
+  std::vector<granted_job>
+  select_jobs(const job_request& req, time_us now, std::vector<event>& events);
 
   /// What the credit system records of a dispatch, and the runtime the host is told.
   struct dispatch_credit {
@@ -87,9 +87,8 @@ public:
   std::vector<app_units_info> app_units_infos(const std::set<std::uint32_t>& sent) const;
 
   /// Dispatches one unsent result to a host with the chosen version (the job for the reply).
-  granted_job dispatch(const app_rec& app, result_ref ref, id_type host,
-                       const version_echo& echo, time_us now, std::vector<event>& events,
-                       const dispatch_credit& credit);
+  granted_job dispatch(const app_rec& app, result_ref ref, id_type host, const version_echo& echo,
+                       time_us now, std::vector<event>& events, const dispatch_credit& credit);
 
   // -- work sequences --
 
@@ -102,21 +101,21 @@ public:
     std::vector<std::string> revoked;
     std::vector<std::pair<id_type, seq_query>> queries;
   };
-  sequence_plan plan_sequences(const job_request& req, std::uint32_t high_water,
-                               std::uint32_t per_host) const;
+  sequence_plan
+  plan_sequences(const job_request& req, std::uint32_t high_water, std::uint32_t per_host) const;
 
   /// Dispatches the elements a sequence picked for the host (those still unsent).
-  std::vector<granted_job> dispatch_sequence(const job_request& req,
-                                             const std::vector<id_type>& wus, time_us now,
-                                             std::vector<event>& events);
+  std::vector<granted_job>
+  dispatch_sequence(const job_request& req, const std::vector<id_type>& wus, time_us now,
+                    std::vector<event>& events);
 
   /// The results the client holds (`other_results`) that a sequence took back from it.
   std::vector<std::string> sequence_aborts(const job_request& req) const;
 
   /// Estimated seconds of one job of `app` with `params` on the requesting host: its
   /// average elapsed time with the version it would run, else the FLOPs estimate.
-  std::optional<double> estimate_seconds(const app_rec& app, const wu_params& params,
-                                         const job_request& req) const;
+  std::optional<double>
+  estimate_seconds(const app_rec& app, const wu_params& params, const job_request& req) const;
 
   /// Applies events a sequence decided; returns the workunits whose transitions to run.
   std::set<id_type> apply_sequence_events(const std::vector<event>& events);
@@ -153,8 +152,8 @@ public:
                                const plan_class_scales& cross_project, time_us now);
 
   /// The per-app-version export (app, platform, plan class, recent average credit, scale).
-  credit_export export_credit(const std::map<std::uint32_t, app_version_state>& stats,
-                              time_us now) const;
+  credit_export
+  export_credit(const std::map<std::uint32_t, app_version_state>& stats, time_us now) const;
 
   /// Records another server's export (validated: a source name, finite positive scales).
   caf::expected<event> import_credit(ev::credit_imported import, time_us now);
@@ -168,12 +167,12 @@ private:
 struct project_init {
   config::project_config config;
   std::uint16_t index = 0;
-  project_state state;                              ///< Recovered state.
-  std::unordered_map<id_type, host_state> hosts;    ///< Recovered host states (dormant).
+  project_state state;                           ///< Recovered state.
+  std::unordered_map<id_type, host_state> hosts; ///< Recovered host states (dormant).
   log_actor log;
   clock_ptr clk;
-  assimilator_actor assimilator; ///< May be null (tests): files are then left alone.
-  std::map<id_type, sequence_state> sequences;      ///< Recovered sequence states.
+  assimilator_actor assimilator;               ///< May be null (tests): files are then left alone.
+  std::map<id_type, sequence_state> sequences; ///< Recovered sequence states.
   /// The project's app-version actors by version id (normalization reads their statistics).
   std::map<std::uint32_t, app_version_actor> versions;
 };

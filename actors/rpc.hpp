@@ -85,7 +85,7 @@ struct reported_file {
 /// One completed job a client reports (`<result>` in the request).
 struct reported_result {
   std::string name;
-  int state = 0;            ///< BOINC result state: 5 success, 3 compute error, 6 aborted, ...
+  int state = 0; ///< BOINC result state: 5 success, 3 compute error, 6 aborted, ...
   int exit_status = 0;
   double final_cpu_time = 0;
   double final_elapsed_time = 0;
@@ -126,7 +126,7 @@ struct sched_request {
   int core_client_major_version = 0;
   int core_client_minor_version = 0;
   int core_client_release = 0;
-  std::string platform_name;   ///< "anonymous" under app_info.xml.
+  std::string platform_name; ///< "anonymous" under app_info.xml.
   bool dont_send_work = false;
   double resource_share_fraction = 0;
   double duration_correction_factor = 1;
@@ -169,9 +169,9 @@ struct file_ref {
 struct file_description {
   std::string name;
   bool is_output = false;
-  double nbytes = 0;        ///< Inputs: exact size (0 = unchecked).
-  std::string md5_cksum;    ///< Inputs: checksum (empty = unchecked).
-  double max_nbytes = 0;    ///< Outputs: size limit.
+  double nbytes = 0;         ///< Inputs: exact size (0 = unchecked).
+  std::string md5_cksum;     ///< Inputs: checksum (empty = unchecked).
+  double max_nbytes = 0;     ///< Outputs: size limit.
   std::string xml_signature; ///< Outputs: token the client echoes when uploading (net/).
 };
 
@@ -210,8 +210,8 @@ struct result_description {
 /// AutoFlops figures of an app (`<app_units_info>` in the reply).
 struct app_units_info {
   std::string app_name;
-  double est_flops_per_au = 0;   ///< 0: not known yet.
-  bool has_cpu_and_gpu = false;  ///< The app has both CPU and GPU versions (note 2).
+  double est_flops_per_au = 0;  ///< 0: not known yet.
+  bool has_cpu_and_gpu = false; ///< The app has both CPU and GPU versions (note 2).
 };
 
 /// A scheduler reply, turned into XML by net/.

@@ -74,9 +74,9 @@ std::uint32_t restart_position(const seq_replica& r) {
   return restart;
 }
 
-std::vector<staged_state_file> state_files_of(const std::vector<file_rec>& outputs,
-                                              const std::string& result_name,
-                                              const std::vector<std::string>& output_names) {
+std::vector<staged_state_file>
+state_files_of(const std::vector<file_rec>& outputs, const std::string& result_name,
+               const std::vector<std::string>& output_names) {
   std::vector<staged_state_file> out;
   auto prefix = result_name + "_";
   for (const auto& f : outputs) {
@@ -92,8 +92,8 @@ std::vector<staged_state_file> state_files_of(const std::vector<file_rec>& outpu
                   });
     if (i >= output_names.size() || !md5_ok || !(f.nbytes >= 0))
       continue;
-    out.push_back(staged_state_file{f.name, file_rec{"in_" + f.md5, f.nbytes, f.md5},
-                                    output_names[i]});
+    out.push_back(
+      staged_state_file{f.name, file_rec{"in_" + f.md5, f.nbytes, f.md5}, output_names[i]});
   }
   return out;
 }
@@ -177,8 +177,9 @@ void apply(sequence_state& s, const event& e) {
         for (auto& r : s.replicas)
           r.host = 0;
         for (auto wu : x.cancelled)
-          if (auto el = s.element(wu); el && (el->status == seq_element_status::unsent
-                                              || el->status == seq_element_status::in_progress))
+          if (auto el = s.element(wu); el
+                                       && (el->status == seq_element_status::unsent
+                                           || el->status == seq_element_status::in_progress))
             el->status = seq_element_status::cancelled;
         for (auto& r : s.replicas)
           update_links(r);
@@ -240,8 +241,7 @@ void apply(sequence_state& s, const event& e) {
       [&](const ev::result_reported& x) {
         if (auto el = s.element(x.result.wu);
             el && el->status == seq_element_status::in_progress && el->host == x.host) {
-          el->status = x.report.success ? seq_element_status::success
-                                        : seq_element_status::error;
+          el->status = x.report.success ? seq_element_status::success : seq_element_status::error;
           el->received = e.time;
           el->elapsed = x.report.elapsed;
           el->outputs = x.report.outputs;

@@ -20,9 +20,9 @@ enum class seq_element_status : std::uint8_t {
   unsent = 0,
   in_progress = 1,
   success = 2,
-  error = 3,      ///< The host reported a failure.
-  timed_out = 4,  ///< The deadline passed without a report.
-  cancelled = 5,  ///< The sequence ended or the element fell into a dead branch first.
+  error = 3,     ///< The host reported a failure.
+  timed_out = 4, ///< The deadline passed without a report.
+  cancelled = 5, ///< The sequence ended or the element fell into a dead branch first.
 };
 
 const char* to_string(seq_element_status x);
@@ -34,26 +34,26 @@ struct seq_element_state {
   std::uint32_t position = 0;
   seq_element_kind kind = seq_element_kind::heartbeat;
   seq_element_status status = seq_element_status::unsent;
-  id_type host = 0;        ///< Where its result was sent.
+  id_type host = 0; ///< Where its result was sent.
   time_us sent = 0;
   time_us deadline = 0;
   time_us received = 0;
   double elapsed = 0;
   std::vector<file_rec> outputs; ///< As reported (compared across replicas).
-  bool valid = false;      ///< The project validated its workunit (canonical result).
+  bool valid = false;            ///< The project validated its workunit (canonical result).
   friend bool operator==(const seq_element_state&, const seq_element_state&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, seq_element_state& x) {
-  f(x.wu, x.name, x.position, x.kind, x.status, x.host, x.sent, x.deadline, x.received,
-    x.elapsed, x.outputs, x.valid);
+  f(x.wu, x.name, x.position, x.kind, x.status, x.host, x.sent, x.deadline, x.received, x.elapsed,
+    x.outputs, x.valid);
 }
 
 /// One replica chain: its assignment, its live elements and the two links of the design.
 struct seq_replica {
-  id_type host = 0;                ///< Assigned host; 0: unassigned.
-  time_us assigned = 0;            ///< When it was assigned.
+  id_type host = 0;                     ///< Assigned host; 0: unassigned.
+  time_us assigned = 0;                 ///< When it was assigned.
   std::vector<seq_element_state> chain; ///< chain[p - 1] is position p.
   std::uint32_t first_unvalidated = 1;  ///< First position without a validated result.
   std::uint32_t first_undispatched = 1; ///< First position not yet sent to the host.
@@ -68,13 +68,13 @@ void inspect_fields(F& f, seq_replica& x) {
 
 /// Elements abandoned by a relocation or a reassignment; they stay for the record.
 struct seq_branch {
-  std::uint32_t number = 0;   ///< 1, 2, ... in the order they were made.
+  std::uint32_t number = 0; ///< 1, 2, ... in the order they were made.
   std::uint8_t replica = 0;
-  id_type host = 0;           ///< The host the chain was taken from.
+  id_type host = 0; ///< The host the chain was taken from.
   time_us time = 0;
   std::string reason;
   std::string by;
-  std::uint32_t restart = 0;  ///< The chain continued after this position (0: from the start).
+  std::uint32_t restart = 0; ///< The chain continued after this position (0: from the start).
   std::vector<seq_element_state> elements;
   friend bool operator==(const seq_branch&, const seq_branch&) = default;
 };
@@ -106,8 +106,8 @@ struct sequence_state {
   std::string ended_by;
   std::vector<seq_replica> replicas;
   std::vector<seq_branch> dead_branches;
-  std::vector<seq_check> checks;   ///< Replicated sequences: per position (index p - 1).
-  std::uint32_t wus_made = 0;      ///< Workunits created so far (ids and names are unique).
+  std::vector<seq_check> checks; ///< Replicated sequences: per position (index p - 1).
+  std::uint32_t wus_made = 0;    ///< Workunits created so far (ids and names are unique).
   friend bool operator==(const sequence_state&, const sequence_state&) = default;
 
   /// Number of positions (the same on every replica).
@@ -137,16 +137,16 @@ std::uint32_t restart_position(const seq_replica& r);
 
 /// One state file of a full state upload, as a relocated chain downloads it.
 struct staged_state_file {
-  std::string output; ///< The uploaded output ("<result>_<i>").
-  file_rec staged;    ///< In the download area: name "in_<md5>", the md5 and size reported.
+  std::string output;    ///< The uploaded output ("<result>_<i>").
+  file_rec staged;       ///< In the download area: name "in_<md5>", the md5 and size reported.
   std::string open_name; ///< The app's open name of output i.
 };
 
 /// The state files of a result's reported outputs: every output "<result>_<i>" with a
 /// well-formed md5 and an open name in `output_names`. The same rule for the sequence (which
 /// hands them to a relocated chain) and the project (which keeps and deletes them).
-std::vector<staged_state_file> state_files_of(const std::vector<file_rec>& outputs,
-                                              const std::string& result_name,
-                                              const std::vector<std::string>& output_names);
+std::vector<staged_state_file>
+state_files_of(const std::vector<file_rec>& outputs, const std::string& result_name,
+               const std::vector<std::string>& output_names);
 
 } // namespace cobble

@@ -22,8 +22,8 @@ std::optional<world> decode_snapshot(storage::reader& r) {
   return w;
 }
 
-caf::expected<std::optional<world>> load_snapshot(const storage::event_store& store,
-                                                  std::uint64_t seq) {
+caf::expected<std::optional<world>>
+load_snapshot(const storage::event_store& store, std::uint64_t seq) {
   auto stream = store.stream_snapshot(seq);
   if (!stream)
     return std::move(stream.error());

@@ -29,7 +29,7 @@ std::optional<world> decode_snapshot(storage::reader& r);
 /// wrong, e.g. a checksum mismatch: a snapshot that fails its checks is never returned, even
 /// though its decoding started before the check) and ec::corrupt_log when a snapshot that
 /// passes the checks does not decode.
-caf::expected<std::optional<world>> load_snapshot(const storage::event_store& store,
-                                                  std::uint64_t seq);
+caf::expected<std::optional<world>>
+load_snapshot(const storage::event_store& store, std::uint64_t seq);
 
 } // namespace cobble

@@ -57,8 +57,8 @@ void add_sequence_wu(project_state& s, const event& e, const seq_entry& seq,
   wu.app = seq.app;
   wu.params = params ? *params : seq.params;
   wu.created = e.time;
-  wu.sequence = seq_link{seq.id, x.replica, x.position, x.kind, seq.hosts.size() > 1,
-                         seq_check::pending, false};
+  wu.sequence = seq_link{
+    seq.id, x.replica, x.position, x.kind, seq.hosts.size() > 1, seq_check::pending, false};
   wu.results.emplace_back();
   s.wu_by_name[x.name] = x.wu;
   ++s.counters.workunits_created;
@@ -301,9 +301,9 @@ bool project_state::state_file_in_use(const workunit_rec& wu, const std::string&
     return false;
   std::uint32_t own = 0;
   if (!wu.files_deleted)
-    own += static_cast<std::uint32_t>(std::count_if(
-      wu.params->inputs.begin(), wu.params->inputs.end(),
-      [&](const file_rec& f) { return f.name == name; }));
+    own += static_cast<std::uint32_t>(
+      std::count_if(wu.params->inputs.begin(), wu.params->inputs.end(),
+                    [&](const file_rec& f) { return f.name == name; }));
   if (wu.sequence && wu.sequence->released == 0)
     own += static_cast<std::uint32_t>(
       std::count(wu.sequence->staged.begin(), wu.sequence->staged.end(), name));
@@ -328,15 +328,13 @@ std::string project_state::result_name(result_ref r) const {
 }
 
 bool operator==(const project_state& a, const project_state& b) {
-  return a.index == b.index && a.name == b.name && a.long_name == b.long_name
-         && a.apps == b.apps && a.credit == b.credit && a.version_credit == b.version_credit
+  return a.index == b.index && a.name == b.name && a.long_name == b.long_name && a.apps == b.apps
+         && a.credit == b.credit && a.version_credit == b.version_credit
          && a.min_avg_pfc == b.min_avg_pfc && a.credit_imports == b.credit_imports
-         && a.teams == b.teams
-         && a.users == b.users && a.hosts == b.hosts
-         && a.workunits == b.workunits && a.next_user == b.next_user
-         && a.next_host == b.next_host && a.next_wu == b.next_wu && a.counters == b.counters
-         && a.sequences == b.sequences && a.next_seq == b.next_seq
-         && a.autoflops == b.autoflops;
+         && a.teams == b.teams && a.users == b.users && a.hosts == b.hosts
+         && a.workunits == b.workunits && a.next_user == b.next_user && a.next_host == b.next_host
+         && a.next_wu == b.next_wu && a.counters == b.counters && a.sequences == b.sequences
+         && a.next_seq == b.next_seq && a.autoflops == b.autoflops;
 }
 
 void rebuild_indices(project_state& s) {
@@ -426,8 +424,8 @@ void apply(project_state& s, const event& e) {
           p.min_quorum += static_cast<int>(x.count);
           p.target_nresults += static_cast<int>(x.count);
           p.max_success_results = std::max(p.max_success_results, p.min_quorum);
-          p.max_total_results =
-            std::max(p.max_total_results, static_cast<int>(wu.results.size() + x.count));
+          p.max_total_results = std::max(p.max_total_results,
+                                         static_cast<int>(wu.results.size() + x.count));
           wu.params = std::move(p);
         }
         add_results(s, wu, x.count);
@@ -549,8 +547,10 @@ void apply(project_state& s, const event& e) {
       },
       [&](const ev::sequence_created& x) {
         auto& seq = s.sequences[x.id];
-        seq = seq_entry{x.id, x.name, x.app, x.max_result_time, x.params,
-                        std::vector<id_type>(std::max<std::uint8_t>(x.replicas, 1), 0), false};
+        seq = seq_entry{x.id,     x.name,
+                        x.app,    x.max_result_time,
+                        x.params, std::vector<id_type>(std::max<std::uint8_t>(x.replicas, 1), 0),
+                        false};
         s.seq_by_name[x.name] = x.id;
         s.next_seq = std::max(s.next_seq, x.id + 1);
         for (const auto& el : x.elements)
@@ -585,8 +585,9 @@ void apply(project_state& s, const event& e) {
         if (x.replica < i->second.hosts.size() && i->second.hosts[x.replica] == x.host)
           i->second.hosts[x.replica] = 0;
         for (auto wu : x.dead) {
-          retire_sequence_wu(s, e, wu, "dead branch: the sequence was taken from host "
-                                         + std::to_string(x.host));
+          retire_sequence_wu(s, e, wu,
+                             "dead branch: the sequence was taken from host "
+                               + std::to_string(x.host));
           if (auto w = s.workunits.find(wu); w != s.workunits.end())
             release_state(s, w->second, e.time);
         }
@@ -663,143 +664,139 @@ void error_outcome(host_app_version_rec& hav, const credit_settings& cs, time_us
 
 } // namespace
 
-void apply(host_state& s, const event& e, std::string_view result_name,
-           const credit_settings& cs) {
-  std::visit(overload{
-               [&](const ev::host_registered& x) {
-                 s.id = x.id;
-                 s.user = x.user;
-                 s.created = e.time;
-                 s.last_rpc = e.time;
-                 s.info = x.info;
-               },
-               [&](const ev::host_described& x) {
-                 s.info = x.info;
-                 s.last_rpc = e.time;
-               },
-               [&](const ev::result_dispatched& x) {
-                 s.in_progress[std::string{result_name}] =
-                   held_result{x.result, x.deadline, x.version.app_version_id, e.time,
-                               std::isfinite(x.predicted_app_units) && x.predicted_app_units > 0
-                                 ? x.predicted_app_units
-                                 : 1.0};
-                 auto [it, fresh] = s.app_versions.try_emplace(x.version.app_version_id);
-                 auto& hav = it->second;
-                 if (fresh)
-                   hav.error_rate = cs.error_rate_initial;
-                 ++hav.n_sent;
-                 if (x.jobs_per_day > 0) {
-                   if (hav.jobs_per_day_init != x.jobs_per_day || hav.max_jobs_per_day <= 0)
-                     hav.max_jobs_per_day = x.jobs_per_day;
-                   hav.jobs_per_day_init = x.jobs_per_day;
-                 }
-                 if (day_of(e.time) != hav.jobs_day) {
-                   hav.jobs_day = day_of(e.time);
-                   hav.n_jobs_today = 0;
-                 }
-                 ++hav.n_jobs_today;
-                 // Entering probation (new pair, or after a cheat), host scaling waits a delay
-                 // bound from the next job sent; later jobs do not push it further, or a
-                 // host that always works would never leave probation.
-                 if (hav.scale_probation && hav.host_scale_time == 0)
-                   hav.host_scale_time = x.deadline;
-                 s.last_rpc = e.time;
-               },
-               [&](const ev::result_reported& x) {
-                 auto i = s.in_progress.find(std::string{result_name});
-                 if (i == s.in_progress.end())
-                   return;
-                 auto& hav = s.app_versions[i->second.app_version_id];
-                 hav.turnaround.update(us_to_seconds(e.time - i->second.sent),
-                                       cs.host_average_samples, cs.host_alpha, cs.sample_cap);
-                 if (x.report.success) {
-                   ++hav.n_success;
-                   if ((x.report.flags & flag_bad_elapsed) == 0) {
-                     hav.elapsed_sum += x.report.elapsed;
-                     ++hav.elapsed_n;
-                     // seconds_per_app_unit: per reported app unit, else (BOINC clients)
-                     // per predicted app unit of the job; its spread as well, of the sample
-                     // capped as the average caps it.
-                     bool units = x.report.app_units > 0;
-                     double sample = x.report.elapsed
-                                     / (units ? x.report.app_units
-                                              : i->second.predicted_app_units);
-                     double capped = hav.spau.n > 0 && hav.spau.avg > 0
-                                       ? std::min(sample, cs.sample_cap * hav.spau.avg)
-                                       : sample;
-                     hav.spau_var.add(capped, units, cs.host_average_samples, cs.host_alpha);
-                     hav.spau.update(sample, cs.host_average_samples, cs.host_alpha,
-                                     cs.sample_cap);
-                   }
-                   if (hav.jobs_per_day_init > 0)
-                     hav.max_jobs_per_day =
-                       std::min(hav.jobs_per_day_init, std::max(1, hav.max_jobs_per_day) * 2);
-                 } else {
-                   ++hav.n_error;
-                   // A crash costs a job of the daily quota; an abort does not.
-                   if (x.report.client_state != client_state_aborted && hav.jobs_per_day_init > 0)
-                     hav.max_jobs_per_day = std::max(1, hav.max_jobs_per_day - 1);
-                   // AutoFlops app_units policy: an abort costs a share of the quota.
-                   if (x.quota_factor < 1 && hav.jobs_per_day_init > 0)
-                     hav.max_jobs_per_day = std::max(
-                       1, static_cast<int>(std::floor(hav.max_jobs_per_day * x.quota_factor)));
-                   error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
-                 }
-                 ++s.results_reported;
-                 s.last_rpc = e.time;
-                 s.in_progress.erase(i);
-               },
-               [&](const ev::result_timed_out& x) {
-                 auto i = s.in_progress.find(std::string{result_name});
-                 if (i == s.in_progress.end())
-                   return;
-                 auto& hav = s.app_versions[i->second.app_version_id];
-                 ++hav.n_timeout;
-                 if (x.quota_factor < 1 && hav.jobs_per_day_init > 0)
-                   hav.max_jobs_per_day = std::max(
-                     1, static_cast<int>(std::floor(hav.max_jobs_per_day * x.quota_factor)));
-                 error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
-                 s.in_progress.erase(i);
-               },
-               // A sequence taken from the host takes the results of its dead branch along:
-               // the host no longer holds them (a later report changes nothing).
-               [&](const ev::sequence_deassigned& x) {
-                 if (x.host == s.id)
-                   for (const auto& name : x.aborted)
-                     s.in_progress.erase(name);
-               },
-               [&](const ev::sequence_ended& x) {
-                 for (const auto& [host, name] : x.aborted)
-                   if (host == s.id)
-                     s.in_progress.erase(name);
-               },
-               [&](const ev::host_result_validated& x) {
-                 auto& hav = s.app_versions[x.app_version_id];
-                 if (x.valid) {
-                   if (x.pfc_sample > 0)
-                     hav.pfc.update(x.pfc_sample, cs.host_average_samples, cs.host_alpha,
-                                    cs.sample_cap);
-                   if (x.et_sample > 0)
-                     hav.et.update(x.et_sample, cs.host_average_samples, cs.host_alpha,
-                                   cs.sample_cap);
-                   hav.error_rate *= 1 - cs.error_rate_alpha;
-                   if (!x.cheat && hav.scale_probation && hav.host_scale_time != 0
-                       && e.time > hav.host_scale_time)
-                     hav.scale_probation = false;
-                 } else {
-                   hav.error_rate = hav.error_rate * (1 - cs.error_rate_alpha)
-                                    + cs.error_rate_alpha;
-                 }
-                 if (x.cheat) {
-                   // A one-time cheat: no single replication for a while, and scale probation.
-                   hav.error_rate = cs.error_rate_initial;
-                   hav.scale_probation = true;
-                   hav.host_scale_time = 0; // armed by the next job sent
-                 }
-               },
-               [](const auto&) {},
-             },
-             e.data);
+void apply(host_state& s, const event& e, std::string_view result_name, const credit_settings& cs) {
+  std::visit(
+    overload{
+      [&](const ev::host_registered& x) {
+        s.id = x.id;
+        s.user = x.user;
+        s.created = e.time;
+        s.last_rpc = e.time;
+        s.info = x.info;
+      },
+      [&](const ev::host_described& x) {
+        s.info = x.info;
+        s.last_rpc = e.time;
+      },
+      [&](const ev::result_dispatched& x) {
+        s.in_progress[std::string{result_name}] = held_result{x.result, x.deadline,
+                                                              x.version.app_version_id, e.time,
+                                                              std::isfinite(x.predicted_app_units)
+                                                                  && x.predicted_app_units > 0
+                                                                ? x.predicted_app_units
+                                                                : 1.0};
+        auto [it, fresh] = s.app_versions.try_emplace(x.version.app_version_id);
+        auto& hav = it->second;
+        if (fresh)
+          hav.error_rate = cs.error_rate_initial;
+        ++hav.n_sent;
+        if (x.jobs_per_day > 0) {
+          if (hav.jobs_per_day_init != x.jobs_per_day || hav.max_jobs_per_day <= 0)
+            hav.max_jobs_per_day = x.jobs_per_day;
+          hav.jobs_per_day_init = x.jobs_per_day;
+        }
+        if (day_of(e.time) != hav.jobs_day) {
+          hav.jobs_day = day_of(e.time);
+          hav.n_jobs_today = 0;
+        }
+        ++hav.n_jobs_today;
+        // Entering probation (new pair, or after a cheat), host scaling waits a delay
+        // bound from the next job sent; later jobs do not push it further, or a
+        // host that always works would never leave probation.
+        if (hav.scale_probation && hav.host_scale_time == 0)
+          hav.host_scale_time = x.deadline;
+        s.last_rpc = e.time;
+      },
+      [&](const ev::result_reported& x) {
+        auto i = s.in_progress.find(std::string{result_name});
+        if (i == s.in_progress.end())
+          return;
+        auto& hav = s.app_versions[i->second.app_version_id];
+        hav.turnaround.update(us_to_seconds(e.time - i->second.sent), cs.host_average_samples,
+                              cs.host_alpha, cs.sample_cap);
+        if (x.report.success) {
+          ++hav.n_success;
+          if ((x.report.flags & flag_bad_elapsed) == 0) {
+            hav.elapsed_sum += x.report.elapsed;
+            ++hav.elapsed_n;
+            // seconds_per_app_unit: per reported app unit, else (BOINC clients)
+            // per predicted app unit of the job; its spread as well, of the sample
+            // capped as the average caps it.
+            bool units = x.report.app_units > 0;
+            double sample = x.report.elapsed
+                            / (units ? x.report.app_units : i->second.predicted_app_units);
+            double capped = hav.spau.n > 0 && hav.spau.avg > 0
+                              ? std::min(sample, cs.sample_cap * hav.spau.avg)
+                              : sample;
+            hav.spau_var.add(capped, units, cs.host_average_samples, cs.host_alpha);
+            hav.spau.update(sample, cs.host_average_samples, cs.host_alpha, cs.sample_cap);
+          }
+          if (hav.jobs_per_day_init > 0)
+            hav.max_jobs_per_day = std::min(hav.jobs_per_day_init,
+                                            std::max(1, hav.max_jobs_per_day) * 2);
+        } else {
+          ++hav.n_error;
+          // A crash costs a job of the daily quota; an abort does not.
+          if (x.report.client_state != client_state_aborted && hav.jobs_per_day_init > 0)
+            hav.max_jobs_per_day = std::max(1, hav.max_jobs_per_day - 1);
+          // AutoFlops app_units policy: an abort costs a share of the quota.
+          if (x.quota_factor < 1 && hav.jobs_per_day_init > 0)
+            hav.max_jobs_per_day = std::max(1, static_cast<int>(std::floor(hav.max_jobs_per_day
+                                                                           * x.quota_factor)));
+          error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
+        }
+        ++s.results_reported;
+        s.last_rpc = e.time;
+        s.in_progress.erase(i);
+      },
+      [&](const ev::result_timed_out& x) {
+        auto i = s.in_progress.find(std::string{result_name});
+        if (i == s.in_progress.end())
+          return;
+        auto& hav = s.app_versions[i->second.app_version_id];
+        ++hav.n_timeout;
+        if (x.quota_factor < 1 && hav.jobs_per_day_init > 0)
+          hav.max_jobs_per_day = std::max(1, static_cast<int>(
+                                               std::floor(hav.max_jobs_per_day * x.quota_factor)));
+        error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
+        s.in_progress.erase(i);
+      },
+      // A sequence taken from the host takes the results of its dead branch along:
+      // the host no longer holds them (a later report changes nothing).
+      [&](const ev::sequence_deassigned& x) {
+        if (x.host == s.id)
+          for (const auto& name : x.aborted)
+            s.in_progress.erase(name);
+      },
+      [&](const ev::sequence_ended& x) {
+        for (const auto& [host, name] : x.aborted)
+          if (host == s.id)
+            s.in_progress.erase(name);
+      },
+      [&](const ev::host_result_validated& x) {
+        auto& hav = s.app_versions[x.app_version_id];
+        if (x.valid) {
+          if (x.pfc_sample > 0)
+            hav.pfc.update(x.pfc_sample, cs.host_average_samples, cs.host_alpha, cs.sample_cap);
+          if (x.et_sample > 0)
+            hav.et.update(x.et_sample, cs.host_average_samples, cs.host_alpha, cs.sample_cap);
+          hav.error_rate *= 1 - cs.error_rate_alpha;
+          if (!x.cheat && hav.scale_probation && hav.host_scale_time != 0
+              && e.time > hav.host_scale_time)
+            hav.scale_probation = false;
+        } else {
+          hav.error_rate = hav.error_rate * (1 - cs.error_rate_alpha) + cs.error_rate_alpha;
+        }
+        if (x.cheat) {
+          // A one-time cheat: no single replication for a while, and scale probation.
+          hav.error_rate = cs.error_rate_initial;
+          hav.scale_probation = true;
+          hav.host_scale_time = 0; // armed by the next job sent
+        }
+      },
+      [](const auto&) {},
+    },
+    e.data);
 }
 
 // -- app_version_state --------------------------------------------------------
@@ -817,8 +814,7 @@ void apply(app_version_state& s, const event& e, const credit_settings& cs) {
         if (k < x->credit.size()) {
           const auto& c = x->credit[k];
           if (c.pfc_sample > 0) {
-            s.pfc.update(c.pfc_sample, cs.version_average_samples, cs.version_alpha,
-                         cs.sample_cap);
+            s.pfc.update(c.pfc_sample, cs.version_average_samples, cs.version_alpha, cs.sample_cap);
             s.host_pfc[v.host].update(c.pfc_sample, cs.host_average_samples, cs.host_alpha,
                                       cs.sample_cap);
           }
@@ -881,7 +877,8 @@ void apply(world& w, const event& e) {
       seq = id;
     else if (kind == entity_kind::workunit)
       seq = sequence_of_wu(id);
-    if (seq != 0 && (pw.sequences.count(seq) || std::holds_alternative<ev::sequence_created>(e.data)))
+    if (seq != 0
+        && (pw.sequences.count(seq) || std::holds_alternative<ev::sequence_created>(e.data)))
       apply(pw.sequences[seq], e);
   }
   if (auto x = std::get_if<ev::workunit_validated>(&e.data)) {

@@ -30,8 +30,8 @@ enum class result_outcome : std::uint8_t {
   none = 0,
   success = 1,
   client_error = 2,
-  no_reply = 3,     ///< Timed out.
-  didnt_need = 4,   ///< Not sent: the workunit finished first.
+  no_reply = 3,   ///< Timed out.
+  didnt_need = 4, ///< Not sent: the workunit finished first.
 };
 
 /// The validator's verdict on a result.
@@ -51,7 +51,7 @@ struct result_rec {
   result_state state = result_state::unsent;
   result_outcome outcome = result_outcome::none;
   validate_state validation = validate_state::init;
-  bool probation = true;      ///< The (host, version) was on scale probation when it reported.
+  bool probation = true; ///< The (host, version) was on scale probation when it reported.
   id_type host = 0;
   time_us sent = 0;
   time_us deadline = 0;
@@ -59,16 +59,16 @@ struct result_rec {
   version_echo version;
   boxed<report_rec> report;   ///< Read as `report->x`; empty (all zero) until reported.
   double peak_flops = 0;      ///< peak_flops(J) at dispatch.
-  average_var host_pfc{};       ///< PFCmean(H,V) the host reported with the result.
+  average_var host_pfc{};     ///< PFCmean(H,V) the host reported with the result.
   time_us scale_time = 0;     ///< Its host_scale_time then.
-  boxed<credit_rec> credit{};   ///< Claimed and granted credit, once validated (`credit->x`).
+  boxed<credit_rec> credit{}; ///< Claimed and granted credit, once validated (`credit->x`).
   friend bool operator==(const result_rec&, const result_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, result_rec& x) {
-  f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version,
-    x.report, x.peak_flops, x.host_pfc, x.probation, x.scale_time, x.credit);
+  f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version, x.report,
+    x.peak_flops, x.host_pfc, x.probation, x.scale_time, x.credit);
 }
 
 /// What a workunit of a work sequence knows of its place in it.
@@ -77,9 +77,9 @@ struct seq_link {
   std::uint8_t replica = 0;
   std::uint32_t position = 0;
   seq_element_kind kind = seq_element_kind::heartbeat;
-  bool replicated = false;          ///< Validated across replicas, not on its own.
+  bool replicated = false;              ///< Validated across replicas, not on its own.
   seq_check check = seq_check::pending; ///< Replicated: the comparison with the other replica.
-  bool dead = false;                ///< In a dead branch, or cancelled by the sequence's end.
+  bool dead = false;                    ///< In a dead branch, or cancelled by the sequence's end.
   /// A full state upload, assimilated: its state files in the download area ("in_<md5>"),
   /// kept (and counted in input_refs) until released.
   std::vector<std::string> staged;
@@ -110,7 +110,7 @@ struct workunit_rec {
   std::uint32_t app = 0;
   std::optional<std::uint32_t> canonical;
   wu_state state = wu_state::active;
-  bool files_deleted = false;    ///< Uploads and unused inputs removed after the grace period.
+  bool files_deleted = false; ///< Uploads and unused inputs removed after the grace period.
   friend bool operator==(const workunit_rec&, const workunit_rec&) = default;
 };
 
@@ -227,8 +227,8 @@ public:
   }
 
 private:
-  std::deque<value_type> dense_;             ///< Ids 1..dense_.size().
-  std::map<id_type, workunit_rec> sparse_;   ///< Every other id (all above the dense ones).
+  std::deque<value_type> dense_;           ///< Ids 1..dense_.size().
+  std::map<id_type, workunit_rec> sparse_; ///< Every other id (all above the dense ones).
 };
 
 /// The project's directory entry of a work sequence (the sequence's actor owns the rest).
@@ -237,8 +237,8 @@ struct seq_entry {
   std::string name;
   std::uint32_t app = 0;
   double max_result_time = 0;
-  wu_params params;             ///< Of every element.
-  std::vector<id_type> hosts;   ///< Assigned host per replica chain; 0: unassigned.
+  wu_params params;           ///< Of every element.
+  std::vector<id_type> hosts; ///< Assigned host per replica chain; 0: unassigned.
   bool ended = false;
   friend bool operator==(const seq_entry&, const seq_entry&) = default;
 };
@@ -255,8 +255,8 @@ struct user_rec {
   std::string email;
   std::string authenticator;
   time_us created = 0;
-  credit_totals credit{};       ///< Total and recent average credit.
-  std::string team{};           ///< Empty: none.
+  credit_totals credit{}; ///< Total and recent average credit.
+  std::string team{};     ///< Empty: none.
   friend bool operator==(const user_rec&, const user_rec&) = default;
 };
 
@@ -270,7 +270,7 @@ struct host_reg {
   id_type id = 0;
   id_type user = 0;
   time_us created = 0;
-  credit_totals credit{};       ///< Total and recent average credit.
+  credit_totals credit{}; ///< Total and recent average credit.
   friend bool operator==(const host_reg&, const host_reg&) = default;
 };
 
@@ -304,7 +304,7 @@ struct project_state {
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;
-  credit_settings credit{};     ///< From the last project_configured.
+  credit_settings credit{}; ///< From the last project_configured.
   /// Scale(V) and the PFCmean(V) it came from, by app version id (last normalization).
   std::map<std::uint32_t, version_scale> version_credit;
   /// min_avg_pfc(A) by app id, once X is defined.
@@ -408,17 +408,17 @@ struct host_app_version_rec {
   std::uint64_t n_success = 0;
   std::uint64_t n_error = 0;
   std::uint64_t n_timeout = 0;
-  double elapsed_sum = 0;      ///< Over successful reports with plausible times.
+  double elapsed_sum = 0; ///< Over successful reports with plausible times.
   std::uint64_t elapsed_n = 0;
-  average_var et{};              ///< ETmean(H,V): elapsed/E(J) of validated jobs.
-  average_var pfc{};             ///< PFCmean(H,V): PFC(J)/E(J) of validated jobs.
-  average_var turnaround{};      ///< Seconds from dispatch to report.
+  average_var et{};            ///< ETmean(H,V): elapsed/E(J) of validated jobs.
+  average_var pfc{};           ///< PFCmean(H,V): PFC(J)/E(J) of validated jobs.
+  average_var turnaround{};    ///< Seconds from dispatch to report.
   time_us host_scale_time = 0; ///< Host scaling applies only after this (cherry picking).
   bool scale_probation = true;
-  double error_rate = 0;       ///< Set to error_rate_initial at the first dispatch.
-  int jobs_per_day_init = 0;   ///< 0: no quota.
+  double error_rate = 0;     ///< Set to error_rate_initial at the first dispatch.
+  int jobs_per_day_init = 0; ///< 0: no quota.
   int max_jobs_per_day = 0;
-  std::int64_t jobs_day = 0;   ///< UTC day of n_jobs_today.
+  std::int64_t jobs_day = 0; ///< UTC day of n_jobs_today.
   int n_jobs_today = 0;
   /// AutoFlops: the server's seconds_per_app_unit(H,V), elapsed / app units of successful
   /// reports (for clients that do not report their own); a report without app units counts
@@ -444,7 +444,7 @@ struct host_state {
   id_type id = 0;
   id_type user = 0;
   time_us created = 0;
-  time_us last_rpc = 0;         ///< Time of the last RPC that changed state.
+  time_us last_rpc = 0; ///< Time of the last RPC that changed state.
   host_info_rec info;
   std::map<std::string, held_result> in_progress; ///< By result name.
   std::map<std::uint32_t, host_app_version_rec> app_versions;
@@ -454,8 +454,7 @@ struct host_state {
 
 template <class F>
 void inspect_fields(F& f, host_state& x) {
-  f(x.id, x.user, x.created, x.last_rpc, x.info, x.in_progress, x.app_versions,
-    x.results_reported);
+  f(x.id, x.user, x.created, x.last_rpc, x.info, x.in_progress, x.app_versions, x.results_reported);
 }
 
 /// Advances a host's state by one event that touches it. `result_name` is the name of the
@@ -473,9 +472,9 @@ struct app_version_state {
   std::uint64_t n_invalid = 0;
   double elapsed_sum = 0;
   double cpu_sum = 0;
-  average_var pfc{};            ///< PFCmean(V): PFC(J)/E(J) of validated jobs.
-  double pfc_scale = 1;       ///< Scale(V), from the last normalization.
-  credit_totals credit{};       ///< Granted credit (expavg_credit and expavg_time).
+  average_var pfc{};                         ///< PFCmean(V): PFC(J)/E(J) of validated jobs.
+  double pfc_scale = 1;                      ///< Scale(V), from the last normalization.
+  credit_totals credit{};                    ///< Granted credit (expavg_credit and expavg_time).
   std::map<id_type, average_var> host_pfc{}; ///< PFCmean(H,V) per host (for the median).
   friend bool operator==(const app_version_state&, const app_version_state&) = default;
 };

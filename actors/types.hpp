@@ -24,7 +24,9 @@ inline constexpr time_us us_per_second = 1'000'000;
 time_us seconds_to_us(double s);
 
 /// Microseconds to seconds.
-inline double us_to_seconds(time_us t) { return static_cast<double>(t) / 1e6; }
+inline double us_to_seconds(time_us t) {
+  return static_cast<double>(t) / 1e6;
+}
 
 /// Combines lambdas into one visitor (for std::visit over event payloads).
 template <class... Ts>

@@ -3,19 +3,21 @@
 #include "actors/error.hpp"
 
 #include <caf/all.hpp>
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
 namespace cobble {
 
-std::vector<seq_element_rec> make_sequence_elements(id_type seq, const std::string& name,
-                                                    std::uint8_t replicas, std::uint32_t made,
-                                                    std::uint32_t first, std::uint32_t count,
-                                                    std::uint32_t state_every, bool final_state) {
+std::vector<seq_element_rec>
+make_sequence_elements(id_type seq, const std::string& name, std::uint8_t replicas,
+                       std::uint32_t made, std::uint32_t first, std::uint32_t count,
+                       std::uint32_t state_every, bool final_state) {
   std::vector<seq_element_rec> out;
   for (std::uint32_t p = first; p < first + count; ++p) {
-    bool state = (state_every > 0 && p % state_every == 0) || (final_state && p == first + count - 1);
+    bool state = (state_every > 0 && p % state_every == 0)
+                 || (final_state && p == first + count - 1);
     for (std::uint8_t r = 0; r < std::max<std::uint8_t>(replicas, 1); ++r) {
       seq_element_rec el;
       el.wu = sequence_wu_id(seq, made++);
@@ -64,8 +66,8 @@ void sequence_logic::save_restart_points(std::vector<event>& out, time_us now) {
   }
 }
 
-ev::sequence_deassigned sequence_logic::take_away(std::uint8_t replica, std::string reason,
-                                                  std::string by) {
+ev::sequence_deassigned
+sequence_logic::take_away(std::uint8_t replica, std::string reason, std::string by) {
   const auto& r = state.replicas[replica];
   ev::sequence_deassigned d;
   d.seq = state.id;
@@ -148,22 +150,22 @@ caf::expected<std::vector<event>> sequence_logic::command(const seq_command& c, 
   const auto& name = state.name;
   using op = seq_command::op;
   if (state.ended)
-    return caf::make_error(ec::conflict, "sequence '" + name + "' has ended"
-                                           + (c.what == op::extend ? "; it cannot be extended"
-                                                                   : ""));
+    return caf::make_error(ec::conflict,
+                           "sequence '" + name + "' has ended"
+                             + (c.what == op::extend ? "; it cannot be extended" : ""));
   switch (c.what) {
     case op::extend: {
       if (c.count == 0 || c.count > 100000)
         return caf::make_error(ec::invalid_argument, "count must be from 1 to 100000");
       auto n = static_cast<std::uint64_t>(c.count) * state.replicas.size();
       if (state.wus_made + n > max_sequence_wus)
-        return caf::make_error(ec::invalid_argument,
-                               "sequence '" + name + "' would exceed "
-                                 + std::to_string(max_sequence_wus) + " workunits");
+        return caf::make_error(ec::invalid_argument, "sequence '" + name + "' would exceed "
+                                                       + std::to_string(max_sequence_wus)
+                                                       + " workunits");
       auto els = make_sequence_elements(state.id, name,
                                         static_cast<std::uint8_t>(state.replicas.size()),
-                                        state.wus_made, state.length() + 1, c.count,
-                                        c.state_every, c.final_state);
+                                        state.wus_made, state.length() + 1, c.count, c.state_every,
+                                        c.final_state);
       emit(out, ev::sequence_extended{state.id, std::move(els), c.by}, now);
       return out;
     }
@@ -188,9 +190,8 @@ caf::expected<std::vector<event>> sequence_logic::command(const seq_command& c, 
     case op::unassign: {
       if (c.replica >= state.replicas.size())
         return caf::make_error(ec::invalid_argument,
-                               "sequence '" + name + "' has no replica "
-                                 + std::to_string(c.replica) + " (it has "
-                                 + std::to_string(state.replicas.size()) + ")");
+                               "sequence '" + name + "' has no replica " + std::to_string(c.replica)
+                                 + " (it has " + std::to_string(state.replicas.size()) + ")");
       auto current = state.replicas[c.replica].host;
       if (c.what == op::unassign && current == 0)
         return caf::make_error(ec::conflict, "sequence '" + name + "' is not assigned");
@@ -198,7 +199,8 @@ caf::expected<std::vector<event>> sequence_logic::command(const seq_command& c, 
         if (c.to == 0)
           return caf::make_error(ec::invalid_argument, "no host to reassign to");
         if (current == c.to)
-          return caf::make_error(ec::conflict, "sequence '" + name + "' is already assigned to host "
+          return caf::make_error(ec::conflict, "sequence '" + name
+                                                 + "' is already assigned to host "
                                                  + std::to_string(c.to));
         if (state.replica_of(c.to) >= 0)
           return caf::make_error(ec::conflict, "host " + std::to_string(c.to)
@@ -208,9 +210,9 @@ caf::expected<std::vector<event>> sequence_logic::command(const seq_command& c, 
       if (current != 0)
         emit(out,
              take_away(c.replica,
-                       c.what == op::unassign ? "unassigned by operator"
-                                              : "reassigned by operator to host "
-                                                  + std::to_string(c.to),
+                       c.what == op::unassign
+                         ? "unassigned by operator"
+                         : "reassigned by operator to host " + std::to_string(c.to),
                        c.by),
              now);
       if (c.what == op::reassign)
@@ -270,7 +272,9 @@ std::vector<event> sequence_logic::absorb(const std::vector<event>& forwarded, t
     if (!x.agree) {
       auto first = signature(state.replicas.front().chain[p - 1]);
       x.agree = std::all_of(state.replicas.begin(), state.replicas.end(),
-                            [&](const seq_replica& r) { return signature(r.chain[p - 1]) == first; });
+                            [&](const seq_replica& r) {
+                              return signature(r.chain[p - 1]) == first;
+                            });
     }
     emit(out, std::move(x), now);
   }

@@ -23,17 +23,17 @@ namespace cobble {
 /// number of workunits the sequence created before (their ids follow on). Positions that are
 /// multiples of `state_every` (if not 0), and the last one with `final_state`, upload full
 /// state; the others are heartbeats.
-std::vector<seq_element_rec> make_sequence_elements(id_type seq, const std::string& name,
-                                                    std::uint8_t replicas, std::uint32_t made,
-                                                    std::uint32_t first, std::uint32_t count,
-                                                    std::uint32_t state_every, bool final_state);
+std::vector<seq_element_rec>
+make_sequence_elements(id_type seq, const std::string& name, std::uint8_t replicas,
+                       std::uint32_t made, std::uint32_t first, std::uint32_t count,
+                       std::uint32_t state_every, bool final_state);
 
 /// The decisions of one sequence, over its state. Every method that returns events has
 /// already applied them to `state`.
 class sequence_logic {
 public:
   sequence_state state;
-  std::uint16_t project = 0; ///< Index of the project (for event headers).
+  std::uint16_t project = 0;             ///< Index of the project (for event headers).
   std::vector<std::string> output_names; ///< The app's output open names (its state files).
 
   /// A host's RPC: assign the sequence if asked and possible, and pick elements to send.
@@ -68,7 +68,7 @@ struct work_sequence_init {
   clock_ptr clk;
   std::uint16_t project_index = 0;
   std::vector<std::string> output_names; ///< The app's output open names.
-  double check_interval = 60;       ///< Seconds between relocation checks.
+  double check_interval = 60;            ///< Seconds between relocation checks.
   std::uint32_t slow_replica_lag = 0;
 };
 

@@ -35,8 +35,8 @@ std::string format_error(const std::string& file, int line, const std::string& k
 } // namespace
 
 config_error::config_error(std::string file, int line, std::string key, std::string message)
-    : std::runtime_error(format_error(file, line, key, message)), file_(std::move(file)),
-      line_(line), key_(std::move(key)), message_(std::move(message)) {}
+  : std::runtime_error(format_error(file, line, key, message)), file_(std::move(file)), line_(line),
+    key_(std::move(key)), message_(std::move(message)) {}
 
 namespace {
 
@@ -73,14 +73,14 @@ std::string join(std::initializer_list<std::string_view> words) {
 
 std::string describe(const YAML::Node& node) {
   switch (node.Type()) {
-  case YAML::NodeType::Map:
-    return "a mapping";
-  case YAML::NodeType::Sequence:
-    return "a list";
-  case YAML::NodeType::Scalar:
-    return "'" + node.Scalar() + "'";
-  default:
-    return "nothing";
+    case YAML::NodeType::Map:
+      return "a mapping";
+    case YAML::NodeType::Sequence:
+      return "a list";
+    case YAML::NodeType::Scalar:
+      return "'" + node.Scalar() + "'";
+    default:
+      return "nothing";
   }
 }
 
@@ -106,8 +106,8 @@ public:
     throw config_error(source_, line, key, message);
   }
 
-  [[noreturn]] void fail(const YAML::Node& node, const std::string& key,
-                         const std::string& message) const {
+  [[noreturn]] void
+  fail(const YAML::Node& node, const std::string& key, const std::string& message) const {
     fail(line_at(node, key), key, message);
   }
 
@@ -138,7 +138,7 @@ class mapping {
 public:
   mapping(parser& p, const YAML::Node& node, std::string path,
           std::initializer_list<std::string_view> known)
-      : p_(p), path_(std::move(path)) {
+    : p_(p), path_(std::move(path)) {
     if (!node.IsDefined() || node.IsNull())
       return;
     if (!node.IsMap())
@@ -181,8 +181,8 @@ private:
 
 // Readers for one scalar. Each leaves `out` alone when the key is absent.
 
-const YAML::Node* scalar(const mapping& m, const std::string& key, YAML::Node& holder,
-                         std::string_view expected) {
+const YAML::Node*
+scalar(const mapping& m, const std::string& key, YAML::Node& holder, std::string_view expected) {
   holder = m.get(key);
   if (!holder.IsDefined())
     return nullptr;
@@ -215,8 +215,8 @@ void read_integer(const mapping& m, const std::string& key, Int& out) {
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec == std::errc::invalid_argument || end != text.data() + text.size())
     m.p().fail(*s, m.child(key), "expected an integer, got '" + text + "'");
-  if (ec == std::errc::result_out_of_range || value < std::numeric_limits<Int>::min() ||
-      (value > 0 && static_cast<unsigned long long>(value) > std::numeric_limits<Int>::max()))
+  if (ec == std::errc::result_out_of_range || value < std::numeric_limits<Int>::min()
+      || (value > 0 && static_cast<unsigned long long>(value) > std::numeric_limits<Int>::max()))
     m.p().fail(*s, m.child(key), "value '" + text + "' is out of range");
   out = static_cast<Int>(value);
 }
@@ -244,8 +244,8 @@ void read_number(const mapping& m, const std::string& key, double& out) {
   const auto& text = s->Scalar();
   double value = 0;
   auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size() ||
-      !std::isfinite(value))
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()
+      || !std::isfinite(value))
     m.p().fail(*s, m.child(key), "expected a number, got '" + text + "'");
   out = value;
 }
@@ -258,8 +258,8 @@ void read_size(const mapping& m, const std::string& key, double& out) {
   auto value = parse_size(s->Scalar());
   if (!value)
     m.p().fail(*s, m.child(key),
-               "expected a size (bytes, or a number with K/M/G/KiB/MiB/GiB), got '" + s->Scalar() +
-                   "'");
+               "expected a size (bytes, or a number with K/M/G/KiB/MiB/GiB), got '" + s->Scalar()
+                 + "'");
   out = *value;
 }
 
@@ -271,8 +271,8 @@ void read_size(const mapping& m, const std::string& key, std::size_t& out) {
   auto key_path = m.child(key);
   if (value < 0)
     m.p().fail(m.get(key), key_path, "must not be negative, got '" + m.get(key).Scalar() + "'");
-  if (value != std::floor(value) ||
-      value >= static_cast<double>(std::numeric_limits<std::size_t>::max()))
+  if (value != std::floor(value)
+      || value >= static_cast<double>(std::numeric_limits<std::size_t>::max()))
     m.p().fail(m.get(key), key_path,
                "expected a whole number of bytes, got '" + m.get(key).Scalar() + "'");
   out = static_cast<std::size_t>(value);
@@ -286,8 +286,8 @@ void read_duration(const mapping& m, const std::string& key, double& out) {
   auto value = parse_duration(s->Scalar());
   if (!value)
     m.p().fail(*s, m.child(key),
-               "expected a duration (seconds, or a number with s/m/h/d), got '" + s->Scalar() +
-                   "'");
+               "expected a duration (seconds, or a number with s/m/h/d), got '" + s->Scalar()
+                 + "'");
   out = *value;
 }
 
@@ -391,9 +391,9 @@ void parse_listen(parser& p, const YAML::Node& node, const std::string& key, ser
 void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   mapping m(p, node, "server",
             {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
-             "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit", "upload_limit", "read_timeout",
-             "snapshot_every_events", "snapshot_interval", "snapshot_time_share",
-             "snapshots_kept"});
+             "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit",
+             "upload_limit", "read_timeout", "snapshot_every_events", "snapshot_interval",
+             "snapshot_time_share", "snapshots_kept"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
       if (m.has(other))
@@ -448,8 +448,8 @@ void parse_version(parser& p, const YAML::Node& node, const std::string& path,
                             [&](std::string_view t) { return lower(t) == wanted; });
       if (i == std::end(coproc_types))
         p.fail(*s, m.child("coproc_type"),
-               "unknown value '" + s->Scalar() +
-                   "' (allowed: \"\", NVIDIA, ATI, intel_gpu; case does not matter)");
+               "unknown value '" + s->Scalar()
+                 + "' (allowed: \"\", NVIDIA, ATI, intel_gpu; case does not matter)");
       out.coproc_type = std::string(*i);
     }
   }
@@ -484,11 +484,27 @@ void parse_autoflops(parser& p, const YAML::Node& node, const std::string& path,
 
 void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_config& out) {
   mapping m(p, node, path,
-            {"name", "user_friendly_name", "min_quorum", "target_nresults", "max_error_results",
-             "max_total_results", "max_success_results", "delay_bound", "max_jobs_per_rpc",
-             "validator", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound",
-             "max_output_nbytes", "output_names", "host_scale_check", "max_jobs_per_day",
-             "credit_policy", "autoflops", "versions"});
+            {"name",
+             "user_friendly_name",
+             "min_quorum",
+             "target_nresults",
+             "max_error_results",
+             "max_total_results",
+             "max_success_results",
+             "delay_bound",
+             "max_jobs_per_rpc",
+             "validator",
+             "rsc_fpops_est",
+             "rsc_fpops_bound",
+             "rsc_memory_bound",
+             "rsc_disk_bound",
+             "max_output_nbytes",
+             "output_names",
+             "host_scale_check",
+             "max_jobs_per_day",
+             "credit_policy",
+             "autoflops",
+             "versions"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every app needs a name");
   read(m, "name", out.name);
@@ -527,8 +543,7 @@ void parse_user(parser& p, const YAML::Node& node, const std::string& path, user
   read(m, "team", out.team);
 }
 
-void parse_credit(parser& p, const YAML::Node& node, const std::string& path,
-                  credit_config& out) {
+void parse_credit(parser& p, const YAML::Node& node, const std::string& path, credit_config& out) {
   mapping m(p, node, path,
             {"normalization_interval", "version_average_samples", "host_average_samples",
              "version_alpha", "host_alpha", "version_sample_threshold", "host_sample_threshold",
@@ -587,7 +602,7 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
 class checker {
 public:
   checker(const cobble_config& cfg, const std::map<std::string, int>* lines)
-      : cfg_(cfg), lines_(lines) {}
+    : cfg_(cfg), lines_(lines) {}
 
   void run() {
     check_server(cfg_.server);
@@ -605,8 +620,8 @@ public:
 
 private:
   /// Fails at `key`; when `key` was not written in the file but `alt` was, at `alt` instead.
-  [[noreturn]] void fail(const std::string& key, const std::string& message,
-                         const std::string& alt = {}) const {
+  [[noreturn]] void
+  fail(const std::string& key, const std::string& message, const std::string& alt = {}) const {
     if (!lines_)
       throw config_error(cfg_.source, 0, key, message);
     auto chosen = key;
@@ -642,8 +657,8 @@ private:
       fail("server.data_dir", "must not be empty");
     positive("server.worker_threads", s.worker_threads);
     if (s.actor_threads < 0)
-      fail("server.actor_threads", "must be 0 (one per core) or more, got " +
-                                       std::to_string(s.actor_threads));
+      fail("server.actor_threads",
+           "must be 0 (one per core) or more, got " + std::to_string(s.actor_threads));
     positive("server.body_limit", s.body_limit);
     positive("server.upload_limit", s.upload_limit);
     positive("server.read_timeout", s.read_timeout.count());
@@ -692,9 +707,9 @@ private:
     positive(key("normalization_interval"), c.normalization_interval);
     positive(key("version_average_samples"), c.version_average_samples);
     positive(key("host_average_samples"), c.host_average_samples);
-    for (auto [name, value] : {std::pair{"version_alpha", c.version_alpha},
-                               std::pair{"host_alpha", c.host_alpha},
-                               std::pair{"error_rate_alpha", c.error_rate_alpha}})
+    for (auto [name, value] :
+         {std::pair{"version_alpha", c.version_alpha}, std::pair{"host_alpha", c.host_alpha},
+          std::pair{"error_rate_alpha", c.error_rate_alpha}})
       if (!(value > 0 && value <= 1))
         fail(key(name), "must be in (0, 1], got " + format_number(value));
     if (!(c.error_rate_initial >= 0 && c.error_rate_initial <= 1))
@@ -742,20 +757,20 @@ private:
       fail(key("min_quorum"), "must be at least 1, got " + std::to_string(a.min_quorum));
     if (a.min_quorum > a.target_nresults)
       fail(key("min_quorum"),
-           "min_quorum (" + std::to_string(a.min_quorum) + ") exceeds target_nresults (" +
-               std::to_string(a.target_nresults) + ")",
+           "min_quorum (" + std::to_string(a.min_quorum) + ") exceeds target_nresults ("
+             + std::to_string(a.target_nresults) + ")",
            key("target_nresults"));
     if (a.target_nresults > a.max_total_results)
       fail(key("target_nresults"),
-           "target_nresults (" + std::to_string(a.target_nresults) +
-               ") exceeds max_total_results (" + std::to_string(a.max_total_results) + ")",
+           "target_nresults (" + std::to_string(a.target_nresults) + ") exceeds max_total_results ("
+             + std::to_string(a.max_total_results) + ")",
            key("max_total_results"));
     not_negative(key("max_error_results"), a.max_error_results);
     if (a.max_success_results < a.min_quorum)
       fail(key("max_success_results"),
-           "max_success_results (" + std::to_string(a.max_success_results) +
-               ") is below min_quorum (" + std::to_string(a.min_quorum) +
-               "): no quorum could ever form",
+           "max_success_results (" + std::to_string(a.max_success_results)
+             + ") is below min_quorum (" + std::to_string(a.min_quorum)
+             + "): no quorum could ever form",
            key("min_quorum"));
     positive(key("delay_bound"), a.delay_bound);
     positive(key("max_jobs_per_rpc"), a.max_jobs_per_rpc);
@@ -797,8 +812,9 @@ private:
     not_negative(path + ".version_num", v.version_num);
     positive(path + ".avg_ncpus", v.avg_ncpus);
     not_negative(path + ".coproc_count", v.coproc_count);
-    if (!v.coproc_type.empty() && std::find(std::begin(coproc_types), std::end(coproc_types),
-                                            v.coproc_type) == std::end(coproc_types))
+    if (!v.coproc_type.empty()
+        && std::find(std::begin(coproc_types), std::end(coproc_types), v.coproc_type)
+             == std::end(coproc_types))
       fail(path + ".coproc_type",
            "unknown value '" + v.coproc_type + "' (allowed: \"\", NVIDIA, ATI, intel_gpu)");
     if (v.coproc_count > 0 && v.coproc_type.empty())
@@ -815,7 +831,7 @@ private:
 // -- demo ---------------------------------------------------------------------
 
 constexpr std::string_view demo_text =
-    R"(# Cobble's embedded demo configuration: one project, one app, one user.
+  R"(# Cobble's embedded demo configuration: one project, one app, one user.
 server:
   listen: 127.0.0.1:8080
   data_dir: cobble-data

@@ -27,10 +27,10 @@ enum class validator_kind {
 struct app_version_config {
   std::string platform = "x86_64-pc-linux-gnu";
   int version_num = 100;
-  std::string plan_class;          ///< Empty for a plain CPU version.
+  std::string plan_class; ///< Empty for a plain CPU version.
   double avg_ncpus = 1;
-  std::string coproc_type;         ///< Empty (CPU only), "NVIDIA", "ATI" or "intel_gpu".
-  double coproc_count = 0;         ///< GPUs used, when coproc_type is set.
+  std::string coproc_type; ///< Empty (CPU only), "NVIDIA", "ATI" or "intel_gpu".
+  double coproc_count = 0; ///< GPUs used, when coproc_type is set.
 
   /// Field-by-field equality (tests, reload detection).
   bool operator==(const app_version_config&) const = default;
@@ -74,19 +74,19 @@ struct autoflops_config {
 struct app_config {
   std::string name;
   std::string user_friendly_name;
-  int min_quorum = 2;              ///< Valid results needed to pick a canonical one.
-  int target_nresults = 2;         ///< Replicas created at first.
-  int max_error_results = 3;       ///< More errors than this fails the workunit.
-  int max_total_results = 10;      ///< More results than this fails the workunit.
-  int max_success_results = 6;     ///< More successes without consensus fails it.
-  double delay_bound = 86400 * 7;  ///< Seconds from dispatch to report deadline.
-  int max_jobs_per_rpc = 10;       ///< Jobs of this app sent in one reply at most.
+  int min_quorum = 2;             ///< Valid results needed to pick a canonical one.
+  int target_nresults = 2;        ///< Replicas created at first.
+  int max_error_results = 3;      ///< More errors than this fails the workunit.
+  int max_total_results = 10;     ///< More results than this fails the workunit.
+  int max_success_results = 6;    ///< More successes without consensus fails it.
+  double delay_bound = 86400 * 7; ///< Seconds from dispatch to report deadline.
+  int max_jobs_per_rpc = 10;      ///< Jobs of this app sent in one reply at most.
   validator_kind validator = validator_kind::bitwise;
-  double rsc_fpops_est = 3.6e12;   ///< Defaults for work created without them.
+  double rsc_fpops_est = 3.6e12; ///< Defaults for work created without them.
   double rsc_fpops_bound = 3.6e13;
   double rsc_memory_bound = 1e8;
   double rsc_disk_bound = 1e9;
-  double max_output_nbytes = 64e6; ///< max_nbytes of each output file.
+  double max_output_nbytes = 64e6;                     ///< max_nbytes of each output file.
   std::vector<std::string> output_names = {"out.txt"}; ///< Open names of the outputs.
   /// Cherry-picking protection: host scaling waits for scale probation to end (docs/credit.md).
   bool host_scale_check = false;
@@ -94,7 +94,7 @@ struct app_config {
   /// versions); one less per crash, doubled per success, never above the initial value.
   int max_jobs_per_day = 200;
   credit_policy_kind credit_policy = credit_policy_kind::pfc; ///< pfc | app_units.
-  autoflops_config autoflops;      ///< AutoFlops settings (docs/autoflops.md).
+  autoflops_config autoflops; ///< AutoFlops settings (docs/autoflops.md).
   std::vector<app_version_config> versions;
 
   /// Field-by-field equality.
@@ -105,8 +105,8 @@ struct app_config {
 struct user_config {
   std::string name;
   std::string email;
-  std::string authenticator;       ///< Empty: a random one is generated and stored.
-  std::string team{};              ///< Empty: no team. Credit also adds up per team.
+  std::string authenticator; ///< Empty: a random one is generated and stored.
+  std::string team{};        ///< Empty: no team. Credit also adds up per team.
 
   /// Field-by-field equality.
   bool operator==(const user_config&) const = default;
@@ -124,15 +124,15 @@ struct credit_config {
   double normalization_interval = 600;         ///< Seconds between Scale(V) recomputations.
   std::uint64_t version_average_samples = 100; ///< Straight mean first, then exponential.
   std::uint64_t host_average_samples = 10;
-  double version_alpha = 0.01;                 ///< Exponential weight of a new sample.
+  double version_alpha = 0.01; ///< Exponential weight of a new sample.
   double host_alpha = 0.1;
   std::uint64_t version_sample_threshold = 100; ///< Samples before a version is normalized.
   std::uint64_t host_sample_threshold = 10;     ///< Samples before Scale(H) and R(J,H) apply.
-  double sample_cap = 10;                      ///< Non-first samples capped at this × average.
-  double host_scale_cap = 10;                  ///< Scale(H) at most this.
-  double cheat_factor = 20;                    ///< PFC/E over this × PFCmean(V): one-time cheat.
-  double flops_per_cobblestone = 864e9;        ///< Credit C = F / this (100 / 86400e9 per FLOP).
-  double credit_half_life = 7 * 86400;         ///< Seconds; of recent average credit.
+  double sample_cap = 10;                       ///< Non-first samples capped at this × average.
+  double host_scale_cap = 10;                   ///< Scale(H) at most this.
+  double cheat_factor = 20;                     ///< PFC/E over this × PFCmean(V): one-time cheat.
+  double flops_per_cobblestone = 864e9;         ///< Credit C = F / this (100 / 86400e9 per FLOP).
+  double credit_half_life = 7 * 86400;          ///< Seconds; of recent average credit.
   double error_rate_initial = 0.1;
   double error_rate_alpha = 0.05;
   version_pfc_estimator version_pfc = version_pfc_estimator::median;
@@ -143,11 +143,11 @@ struct credit_config {
 
 /// One project hosted by the server.
 struct project_config {
-  std::string name;                ///< URL path component: the master URL is <url>/<name>/.
-  std::string long_name;           ///< Shown to volunteers.
-  double request_delay = 5;        ///< Minimum seconds between a client's RPCs.
+  std::string name;                     ///< URL path component: the master URL is <url>/<name>/.
+  std::string long_name;                ///< Shown to volunteers.
+  double request_delay = 5;             ///< Minimum seconds between a client's RPCs.
   std::optional<double> next_rpc_delay; ///< Ask clients to come back after this many seconds.
-  double deadline_check_interval = 10; ///< Seconds between deadline sweeps.
+  double deadline_check_interval = 10;  ///< Seconds between deadline sweeps.
   /// Seconds after a workunit finishes before its uploaded outputs and no-longer-used inputs
   /// are deleted (the canonical outputs are kept under results/).
   double file_grace_period = 86400;
@@ -177,17 +177,17 @@ enum class actor_scheduler {
 /// The server process.
 struct server_config {
   std::string listen_address = "127.0.0.1";
-  std::uint16_t port = 8080;       ///< 0 picks a free port (printed at start).
-  std::string public_url;          ///< Base URL clients use; empty: http://<listen>:<port>.
+  std::uint16_t port = 8080; ///< 0 picks a free port (printed at start).
+  std::string public_url;    ///< Base URL clients use; empty: http://<listen>:<port>.
   std::filesystem::path data_dir = "cobble-data";
   durability mode = durability::sync;
-  int worker_threads = 2;          ///< HTTP threads; CAF uses its own scheduler threads.
-  int actor_threads = 1;           ///< CAF scheduler threads; 0: one per core (see docs/performance.md).
+  int worker_threads = 2; ///< HTTP threads; CAF uses its own scheduler threads.
+  int actor_threads = 1;  ///< CAF scheduler threads; 0: one per core (see docs/performance.md).
   actor_scheduler scheduler = actor_scheduler::sharing; ///< How actors share those threads.
-  std::string admin_token;         ///< Empty: generated and stored in <data_dir>/admin_token.
-  std::size_t body_limit = 4u << 20;           ///< Bytes of a scheduler or admin request.
-  std::size_t upload_limit = 256u << 20;       ///< Bytes of one upload request.
-  std::chrono::seconds read_timeout{30};       ///< A request must arrive within this.
+  std::string admin_token;               ///< Empty: generated and stored in <data_dir>/admin_token.
+  std::size_t body_limit = 4u << 20;     ///< Bytes of a scheduler or admin request.
+  std::size_t upload_limit = 256u << 20; ///< Bytes of one upload request.
+  std::chrono::seconds read_timeout{30}; ///< A request must arrive within this.
   std::uint64_t snapshot_every_events = 100000; ///< Snapshot after this many events...
   std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first,
   double snapshot_time_share = 0.1; ///< ...but snapshots take at most this share of the time.
@@ -215,8 +215,10 @@ public:
   config_error(std::string file, int line, std::string key, std::string message);
   /// Name of the file (or `source`) the configuration came from.
   const std::string& file() const { return file_; }
-  int line() const { return line_; }       ///< 1-based; 0 when the file could not be read.
-  const std::string& key() const { return key_; } ///< Dotted path, e.g. projects[0].apps[1].min_quorum
+  int line() const { return line_; } ///< 1-based; 0 when the file could not be read.
+  const std::string& key() const {
+    return key_;
+  } ///< Dotted path, e.g. projects[0].apps[1].min_quorum
   /// The message alone, without location.
   const std::string& message() const { return message_; }
 

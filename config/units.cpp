@@ -22,8 +22,8 @@ bool iequals(std::string_view a, std::string_view b) {
   if (a.size() != b.size())
     return false;
   for (std::size_t i = 0; i < a.size(); ++i)
-    if (std::tolower(static_cast<unsigned char>(a[i])) !=
-        std::tolower(static_cast<unsigned char>(b[i])))
+    if (std::tolower(static_cast<unsigned char>(a[i]))
+        != std::tolower(static_cast<unsigned char>(b[i])))
       return false;
   return true;
 }
@@ -47,24 +47,24 @@ struct unit {
 };
 
 constexpr std::array size_units{
-    unit{"", 1},
-    unit{"b", 1},
-    unit{"k", 1e3},
-    unit{"kb", 1e3},
-    unit{"kib", 1024.0},
-    unit{"m", 1e6},
-    unit{"mb", 1e6},
-    unit{"mib", 1024.0 * 1024},
-    unit{"g", 1e9},
-    unit{"gb", 1e9},
-    unit{"gib", 1024.0 * 1024 * 1024},
-    unit{"t", 1e12},
-    unit{"tb", 1e12},
-    unit{"tib", 1024.0 * 1024 * 1024 * 1024},
+  unit{"", 1},
+  unit{"b", 1},
+  unit{"k", 1e3},
+  unit{"kb", 1e3},
+  unit{"kib", 1024.0},
+  unit{"m", 1e6},
+  unit{"mb", 1e6},
+  unit{"mib", 1024.0 * 1024},
+  unit{"g", 1e9},
+  unit{"gb", 1e9},
+  unit{"gib", 1024.0 * 1024 * 1024},
+  unit{"t", 1e12},
+  unit{"tb", 1e12},
+  unit{"tib", 1024.0 * 1024 * 1024 * 1024},
 };
 
 constexpr std::array duration_units{
-    unit{"", 1}, unit{"s", 1}, unit{"m", 60}, unit{"h", 3600}, unit{"d", 86400},
+  unit{"", 1}, unit{"s", 1}, unit{"m", 60}, unit{"h", 3600}, unit{"d", 86400},
 };
 
 } // namespace

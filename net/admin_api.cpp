@@ -205,8 +205,9 @@ template <class Handle, class OnValue, class... Ts>
 void ask(const ctx_ptr& ctx, const responder& respond, const Handle& p, OnValue on_value,
          Ts... xs) {
   ctx->sys->spawn([ctx, respond, p, on_value, xs...](caf::event_based_actor* self) {
-    self->request(p, ctx->timeout, xs...)
-      .then(on_value, [respond](caf::error& err) { respond(error_response(err)); });
+    self->request(p, ctx->timeout, xs...).then(on_value, [respond](caf::error& err) {
+      respond(error_response(err));
+    });
   });
 }
 
@@ -237,9 +238,8 @@ void list_projects(const ctx_ptr& ctx, responder respond) {
   auto st = std::make_shared<gather_state>();
   for (const auto& [name, p] : ctx->projects)
     st->projects.push_back(p);
-  ctx->sys->spawn([ctx, st, respond](caf::event_based_actor* self) {
-    gather_step(self, ctx, st, 0, respond);
-  });
+  ctx->sys->spawn(
+    [ctx, st, respond](caf::event_based_actor* self) { gather_step(self, ctx, st, 0, respond); });
 }
 
 void show_project(const ctx_ptr& ctx, const project_actor& p, responder respond) {
@@ -272,8 +272,8 @@ void create_work(const ctx_ptr& ctx, const project_actor& p, const request& req,
 
 /// One page of a listing: {"offset", "limit", "count", "items"}.
 template <class T, class F>
-response page_response(std::uint64_t offset, std::uint64_t limit, const std::vector<T>& xs,
-                       F to_item) {
+response
+page_response(std::uint64_t offset, std::uint64_t limit, const std::vector<T>& xs, F to_item) {
   json items = json::array();
   for (const auto& v : xs)
     items.push_back(to_item(v));
@@ -310,7 +310,9 @@ void show_workunit(const ctx_ptr& ctx, const project_actor& p, const std::string
                    responder respond) {
   ask(
     ctx, respond, p,
-    [respond](const workunit_view_ptr& v) { respond(json_response(http::status::ok, to_json(*v))); },
+    [respond](const workunit_view_ptr& v) {
+      respond(json_response(http::status::ok, to_json(*v)));
+    },
     atom::workunit_v, key);
 }
 
@@ -428,7 +430,9 @@ void show_sequence(const ctx_ptr& ctx, const project_actor& p, const std::string
                    responder respond) {
   ask(
     ctx, respond, p,
-    [respond](const sequence_view_ptr& v) { respond(json_response(http::status::ok, to_json(*v))); },
+    [respond](const sequence_view_ptr& v) {
+      respond(json_response(http::status::ok, to_json(*v)));
+    },
     atom::sequence_v, key);
 }
 
@@ -447,7 +451,9 @@ void command_sequence(const ctx_ptr& ctx, const project_actor& p, const std::str
   }
   ask(
     ctx, respond, p,
-    [respond](const sequence_view_ptr& v) { respond(json_response(http::status::ok, to_json(*v))); },
+    [respond](const sequence_view_ptr& v) {
+      respond(json_response(http::status::ok, to_json(*v)));
+    },
     atom::command_v, key, seq_command_ptr{std::make_shared<const seq_command>(*cmd.value)});
 }
 
@@ -527,8 +533,8 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
   auto method = req.method();
   auto is_get = method == http::verb::get;
   auto not_found = [&] {
-    respond(error_response(http::status::not_found,
-                           "no such resource: " + std::string{req.target()}));
+    respond(
+      error_response(http::status::not_found, "no such resource: " + std::string{req.target()}));
   };
   if (path.size() == 2 && path[0] == "api" && path[1] == "credit") {
     if (!is_get)

@@ -21,13 +21,13 @@ namespace cobble::net {
 
 /// What the admin API needs from the running node.
 struct admin_context {
-  caf::actor_system* sys = nullptr;               ///< Spawns the per-request bridges.
-  std::map<std::string, project_actor> projects;  ///< By project name.
-  std::string token;                              ///< The bearer token every request must carry.
-  std::chrono::milliseconds timeout{10000};       ///< Upper bound of one actor request.
-  std::shared_ptr<class file_service> files;      ///< Input staging; null: POST .../files is 404.
-  std::size_t upload_limit = 256u << 20;          ///< Body limit of the admin routes (staging).
-  aggregator_actor aggregator;                    ///< Cross-project credit; null: GET /api/credit is 404.
+  caf::actor_system* sys = nullptr;              ///< Spawns the per-request bridges.
+  std::map<std::string, project_actor> projects; ///< By project name.
+  std::string token;                             ///< The bearer token every request must carry.
+  std::chrono::milliseconds timeout{10000};      ///< Upper bound of one actor request.
+  std::shared_ptr<class file_service> files;     ///< Input staging; null: POST .../files is 404.
+  std::size_t upload_limit = 256u << 20;         ///< Body limit of the admin routes (staging).
+  aggregator_actor aggregator; ///< Cross-project credit; null: GET /api/credit is 404.
 };
 
 /// The routes of the admin API, all under `/api/`.

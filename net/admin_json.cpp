@@ -87,8 +87,12 @@ json counts_json(const workunit_rec& wu) {
     if (r.validation == validate_state::valid)
       ++valid;
   }
-  return {{"total", wu.results.size()}, {"unsent", unsent},   {"in_progress", in_progress},
-          {"over", over},               {"success", success}, {"error", errors},
+  return {{"total", wu.results.size()},
+          {"unsent", unsent},
+          {"in_progress", in_progress},
+          {"over", over},
+          {"success", success},
+          {"error", errors},
           {"valid", valid}};
 }
 
@@ -138,8 +142,7 @@ public:
   /// Fails on any member not in `known`.
   void only(std::initializer_list<const char*> known) {
     for (const auto& [key, value] : obj_.items()) {
-      bool found = std::any_of(known.begin(), known.end(),
-                               [&](const char* k) { return key == k; });
+      bool found = std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
       if (!found)
         fail("unknown field '" + key + "'");
     }
@@ -215,8 +218,8 @@ private:
 };
 
 /// Reads an optional `inputs` array of {stored_name, open_name, nbytes, md5}.
-std::optional<std::string> parse_inputs(reader& r, const json& item, const std::string& where,
-                                        std::vector<input_spec>& out) {
+std::optional<std::string>
+parse_inputs(reader& r, const json& item, const std::string& where, std::vector<input_spec>& out) {
   if (!r.ok() || !r.has("inputs"))
     return std::nullopt;
   const auto& ins = item.at("inputs");
@@ -247,15 +250,14 @@ std::optional<std::string> parse_inputs(reader& r, const json& item, const std::
 /// Largest `count` accepted in one spec (a batch is one commit and one answer).
 constexpr int max_count = 100000;
 
-std::optional<std::string> parse_spec(const json& item, const std::string& where,
-                                      std::vector<work_spec>& out) {
+std::optional<std::string>
+parse_spec(const json& item, const std::string& where, std::vector<work_spec>& out) {
   if (!item.is_object())
     return "a work spec must be an object" + where;
   reader r{item, where};
   r.only({"app", "name", "command_line", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound",
           "rsc_disk_bound", "delay_bound", "min_quorum", "target_nresults", "max_error_results",
-          "max_total_results", "max_success_results", "count", "inputs",
-          "predicted_app_units"});
+          "max_total_results", "max_success_results", "count", "inputs", "predicted_app_units"});
   work_spec w;
   r.string("app", w.app, true);
   r.string("name", w.name);
@@ -345,16 +347,15 @@ json credit_json(const result_rec& r) {
     return nullptr;
   const auto& c = *r.credit;
   json flags = json::array();
-  for (auto [bit, name] : {std::pair{credit_default_pfc, "default_pfc"},
-                           std::pair{credit_one_time_cheat, "one_time_cheat"},
-                           std::pair{credit_anonymous, "anonymous"},
-                           std::pair{credit_probation, "probation"},
-                           std::pair{credit_fallback, "fallback"},
-                           std::pair{credit_app_units, "app_units"}})
+  for (auto [bit, name] :
+       {std::pair{credit_default_pfc, "default_pfc"},
+        std::pair{credit_one_time_cheat, "one_time_cheat"},
+        std::pair{credit_anonymous, "anonymous"}, std::pair{credit_probation, "probation"},
+        std::pair{credit_fallback, "fallback"}, std::pair{credit_app_units, "app_units"}})
     if (c.flags & bit)
       flags.push_back(name);
-  return {{"peak_flops", r.peak_flops}, {"pfc", c.pfc},          {"scale_v", c.scale_v},
-          {"scale_h", c.scale_h},       {"claimed", c.claimed},  {"granted", c.granted},
+  return {{"peak_flops", r.peak_flops}, {"pfc", c.pfc},         {"scale_v", c.scale_v},
+          {"scale_h", c.scale_h},       {"claimed", c.claimed}, {"granted", c.granted},
           {"flags", std::move(flags)}};
 }
 
@@ -394,8 +395,7 @@ json to_json(const workunit_view& v) {
   out["params"] = params_json(*v.wu.params);
   json results = json::array();
   for (std::uint32_t i = 0; i < v.wu.results.size(); ++i) {
-    auto name = i < v.result_names.size() ? v.result_names[i]
-                                          : v.wu.name + "_" + std::to_string(i);
+    auto name = i < v.result_names.size() ? v.result_names[i] : v.wu.name + "_" + std::to_string(i);
     results.push_back(result_json(v.wu, i, name));
   }
   out["results"] = std::move(results);
@@ -424,11 +424,11 @@ json to_json(const host_info_rec& info) {
                                                         : json(nullptr);
     coprocs.push_back(std::move(c));
   }
-  return {{"host_cpid", info.host_cpid}, {"domain_name", info.domain_name},
-          {"p_ncpus", info.p_ncpus},     {"p_vendor", info.p_vendor},
-          {"p_model", info.p_model},     {"p_fpops", info.p_fpops},
-          {"p_iops", info.p_iops},       {"m_nbytes", info.m_nbytes},
-          {"d_free", info.d_free},       {"os_name", info.os_name},
+  return {{"host_cpid", info.host_cpid},   {"domain_name", info.domain_name},
+          {"p_ncpus", info.p_ncpus},       {"p_vendor", info.p_vendor},
+          {"p_model", info.p_model},       {"p_fpops", info.p_fpops},
+          {"p_iops", info.p_iops},         {"m_nbytes", info.m_nbytes},
+          {"d_free", info.d_free},         {"os_name", info.os_name},
           {"os_version", info.os_version}, {"coprocs", std::move(coprocs)}};
 }
 
@@ -461,7 +461,7 @@ json to_json(const host_state& s) {
          {"with_app_units", hav.spau_var.with_units},
          {"log_stdev", hav.spau_var.log.stdev()},
          {"cv", hav.spau_var.value.mean > 0 ? hav.spau_var.value.stdev() / hav.spau_var.value.mean
-                                             : 0.0}}},
+                                            : 0.0}}},
        {"scale_probation", hav.scale_probation},
        {"host_scale_time", time_json(hav.host_scale_time)},
        {"error_rate", hav.error_rate},
@@ -568,8 +568,7 @@ parsed<ev::credit_imported> parse_credit_import(const json& body) {
   if (!body.is_object())
     return fail("expected an object with source and versions");
   for (const auto& [k, v] : body.items())
-    if (k != "source" && k != "versions" && k != "project" && k != "imported"
-        && k != "min_avg_pfc")
+    if (k != "source" && k != "versions" && k != "project" && k != "imported" && k != "min_avg_pfc")
       return fail("unknown field '" + k + "'");
   if (!body.contains("source") || !body["source"].is_string()
       || body["source"].get<std::string>().empty())
@@ -588,10 +587,11 @@ parsed<ev::credit_imported> parse_credit_import(const json& body) {
       if (k == "project" || k == "app" || k == "platform" || k == "plan_class") {
         if (!v.is_string())
           return fail(where + k + " must be a string");
-        (k == "project" ? rec.project
-         : k == "app"   ? rec.app
+        (k == "project"    ? rec.project
+         : k == "app"      ? rec.app
          : k == "platform" ? rec.platform
-                           : rec.plan_class) = v.get<std::string>();
+                           : rec.plan_class)
+          = v.get<std::string>();
       } else if (k == "resource") {
         auto t = v.is_string() ? parse_resource_type(v.get<std::string>()) : std::nullopt;
         if (!t)
@@ -814,8 +814,7 @@ json to_json_brief(const sequence_view& v) {
   return sequence_head(v, false);
 }
 
-parsed<sequence_spec> parse_sequence_spec(const json& body,
-                                          const std::string& default_by) {
+parsed<sequence_spec> parse_sequence_spec(const json& body, const std::string& default_by) {
   parsed<sequence_spec> out;
   if (!body.is_object()) {
     out.error = "the body must be a JSON object (a sequence spec)";
@@ -823,8 +822,8 @@ parsed<sequence_spec> parse_sequence_spec(const json& body,
   }
   reader r{body, ""};
   r.only({"name", "app", "count", "state_every", "final_state", "max_result_time", "replicas",
-          "command_line", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound",
-          "rsc_disk_bound", "delay_bound", "inputs", "by"});
+          "command_line", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound", "rsc_disk_bound",
+          "delay_bound", "inputs", "by"});
   sequence_spec s;
   r.string("name", s.name, true);
   r.string("app", s.app, true);
@@ -860,8 +859,8 @@ parsed<sequence_spec> parse_sequence_spec(const json& body,
   return out;
 }
 
-parsed<seq_command> parse_seq_command(const json& body, seq_command::op what,
-                                      const std::string& default_by) {
+parsed<seq_command>
+parse_seq_command(const json& body, seq_command::op what, const std::string& default_by) {
   parsed<seq_command> out;
   if (!body.is_object() && !body.is_null()) {
     out.error = "the body must be a JSON object";

@@ -23,7 +23,6 @@ nlohmann::json time_json(time_us t);
 /// The status of one project: counts, counters, apps with their unsent results.
 nlohmann::json to_json(const project_summary& s);
 
-
 /// One result of a workunit (`index` is its replica number; `canonical` marks the canonical
 /// one): state, outcome, validation, host, times, the report and its outputs.
 nlohmann::json result_json(const workunit_rec& wu, std::uint32_t index, const std::string& name);
@@ -77,8 +76,8 @@ parsed<ev::credit_imported> parse_credit_import(const nlohmann::json& body);
 /// `{"items": [spec...], "submitter": "..."}`. Rejects unknown fields, wrong types and a `count`
 /// together with a `name`; expands `count` into that many specs with generated names.
 /// `default_submitter` is used when the body names none.
-parsed<work_batch> parse_work_batch(const nlohmann::json& body,
-                                    const std::string& default_submitter = "admin");
+parsed<work_batch>
+parse_work_batch(const nlohmann::json& body, const std::string& default_submitter = "admin");
 
 /// Parses the body of `POST .../users`: `{"name": "...", "email": "..."}` (email optional).
 parsed<std::pair<std::string, std::string>> parse_new_user(const nlohmann::json& body);
@@ -96,8 +95,8 @@ nlohmann::json to_json(const sequence_view& v);
 nlohmann::json to_json_brief(const sequence_view& v);
 
 /// Parses the body of `POST .../sequences`; `by` defaults to `default_by`.
-parsed<sequence_spec> parse_sequence_spec(const nlohmann::json& body,
-                                          const std::string& default_by = "admin");
+parsed<sequence_spec>
+parse_sequence_spec(const nlohmann::json& body, const std::string& default_by = "admin");
 
 /// Parses the body of `POST .../sequences/S/{extend,end,reassign}` (`what` from the path;
 /// reassign with `"unassign": true` becomes unassign). A null body is an empty object.

@@ -490,14 +490,14 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
   pugi::xml_document doc;
   auto pr = doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8);
   if (!pr)
-    return result::failure(std::string("malformed scheduler request XML: ") + pr.description() +
-                           " at offset " + std::to_string(pr.offset));
+    return result::failure(std::string("malformed scheduler request XML: ") + pr.description()
+                           + " at offset " + std::to_string(pr.offset));
   auto root = doc.document_element();
   if (!root)
     return result::failure("scheduler request contains no XML element");
   if (std::string_view(root.name()) != "scheduler_request")
-    return result::failure(std::string("root element is <") + root.name() +
-                           ">, expected <scheduler_request>");
+    return result::failure(std::string("root element is <") + root.name()
+                           + ">, expected <scheduler_request>");
 
   sched_request req;
   reader r;
@@ -553,8 +553,7 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
         read_app_version(r, a, req.app_versions.back());
       }
     } else if (name == "other_results") {
-      for (auto o = n.child("other_result"); o && !r.failed();
-           o = o.next_sibling("other_result")) {
+      for (auto o = n.child("other_result"); o && !r.failed(); o = o.next_sibling("other_result")) {
         req.other_results.emplace_back();
         read_other_result(r, o, req.other_results.back());
       }
@@ -608,8 +607,8 @@ void append_percent_encoded(std::string& out, std::string_view s) {
   static constexpr char hex[] = "0123456789ABCDEF";
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
-    bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-                 c == '.' || c == '_' || c == '~' || c == '-';
+    bool plain = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+                 || c == '.' || c == '_' || c == '~' || c == '-';
     if (plain) {
       out += ch;
     } else {
@@ -707,14 +706,17 @@ std::string download_url(const reply_urls& urls, std::string_view name) {
   return out;
 }
 
-std::string upload_url(const reply_urls& urls) { return project_prefix(urls) + "/upload"; }
+std::string upload_url(const reply_urls& urls) {
+  return project_prefix(urls) + "/upload";
+}
 
 std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) {
   xml_out x;
-  std::size_t estimate = 1024 + reply.files.size() * 256 + reply.workunits.size() * 512 +
-                         reply.results.size() * 384 +
-                         (reply.result_acks.size() + reply.result_aborts.size()
-                          + reply.sequences_revoked.size()) * 96;
+  std::size_t estimate = 1024 + reply.files.size() * 256 + reply.workunits.size() * 512
+                         + reply.results.size() * 384
+                         + (reply.result_acks.size() + reply.result_aborts.size()
+                            + reply.sequences_revoked.size())
+                             * 96;
   for (const auto& m : reply.messages)
     estimate += m.text.size() + 48;
   x.s.reserve(estimate);
@@ -836,8 +838,8 @@ std::string master_page(std::string_view project_long_name, std::string_view sch
   if (scheduler_url.size() > max_url)
     throw std::invalid_argument("master_page: scheduler URL longer than 200 characters");
   for (char c : scheduler_url)
-    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '"' || c == '<' ||
-        c == '>' || c == '&')
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f || c == '"' || c == '<' || c == '>'
+        || c == '&')
       throw std::invalid_argument("master_page: scheduler URL contains a character that "
                                   "cannot appear in the master file");
 
@@ -846,7 +848,11 @@ std::string master_page(std::string_view project_long_name, std::string_view sch
   std::string name;
   for (std::size_t i = 0; i < project_long_name.size();) {
     auto c = static_cast<unsigned char>(project_long_name[i]);
-    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 1;
+    std::size_t len = c < 0x80           ? 1
+                      : (c >> 5) == 0x6  ? 2
+                      : (c >> 4) == 0xE  ? 3
+                      : (c >> 3) == 0x1E ? 4
+                                         : 1;
     len = std::min(len, project_long_name.size() - i);
     std::string piece;
     if (len == 1 && (c < 0x20 || c == 0x7f))
@@ -892,7 +898,6 @@ bool to_byte_count(std::string_view s, long long& out) {
   out = static_cast<long long>(v);
   return true;
 }
-
 
 } // namespace
 
@@ -996,13 +1001,13 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
   if (!to_byte_count(*nbytes_text, h.nbytes))
     return result::failure("bad <nbytes> in upload request: '" + nbytes_text->substr(0, 40) + "'");
   if (max_nbytes_text && !to_byte_count(*max_nbytes_text, h.max_nbytes))
-    return result::failure("bad <max_nbytes> in upload request: '" +
-                           max_nbytes_text->substr(0, 40) + "'");
+    return result::failure("bad <max_nbytes> in upload request: '" + max_nbytes_text->substr(0, 40)
+                           + "'");
   if (offset_text && !to_byte_count(*offset_text, h.offset))
     return result::failure("bad <offset> in upload request: '" + offset_text->substr(0, 40) + "'");
   if (h.offset > h.nbytes)
-    return result::failure("upload offset " + std::to_string(h.offset) + " is beyond nbytes " +
-                           std::to_string(h.nbytes));
+    return result::failure("upload offset " + std::to_string(h.offset) + " is beyond nbytes "
+                           + std::to_string(h.nbytes));
   if (md5)
     h.md5_cksum = std::move(*md5);
   h.xml_signature = xml_unescape(trim(signature));
@@ -1218,12 +1223,12 @@ parse_result<sched_reply> parse_sched_reply(std::string_view body) {
   pugi::xml_document doc;
   auto pr = doc.load_buffer(body.data(), body.size(), pugi::parse_default, pugi::encoding_utf8);
   if (!pr)
-    return result::failure(std::string("malformed scheduler reply XML: ") + pr.description() +
-                           " at offset " + std::to_string(pr.offset));
+    return result::failure(std::string("malformed scheduler reply XML: ") + pr.description()
+                           + " at offset " + std::to_string(pr.offset));
   auto root = doc.document_element();
   if (!root || std::string_view(root.name()) != "scheduler_reply")
-    return result::failure(std::string("root element is <") + (root ? root.name() : "") +
-                           ">, expected <scheduler_reply>");
+    return result::failure(std::string("root element is <") + (root ? root.name() : "")
+                           + ">, expected <scheduler_reply>");
   sched_reply rep;
   rep.dont_use_dcf = false;
   reader r;

@@ -120,11 +120,11 @@ struct upload_header {
   /// Which of the two requests this is.
   enum class kind_t { get_file_size, file_upload };
   kind_t kind = kind_t::file_upload;
-  std::string name;          ///< The file: `<get_file_size>` text or `<file_info><name>`.
-  long long max_nbytes = 0;  ///< file_upload: `<file_info><max_nbytes>`, 0 if absent.
-  long long nbytes = 0;      ///< file_upload: total file size.
-  std::string md5_cksum;     ///< file_upload: MD5 of the whole file (empty if absent).
-  long long offset = 0;      ///< file_upload: where the data starts in the file (0 if absent).
+  std::string name;            ///< The file: `<get_file_size>` text or `<file_info><name>`.
+  long long max_nbytes = 0;    ///< file_upload: `<file_info><max_nbytes>`, 0 if absent.
+  long long nbytes = 0;        ///< file_upload: total file size.
+  std::string md5_cksum;       ///< file_upload: MD5 of the whole file (empty if absent).
+  long long offset = 0;        ///< file_upload: where the data starts in the file (0 if absent).
   std::size_t data_offset = 0; ///< file_upload: index in the body of the first raw byte.
   std::string xml_signature; ///< file_upload: the `<xml_signature>` text the server gave, trimmed.
 };

@@ -7,8 +7,9 @@
 
 #include <caf/all.hpp>
 
-#include <algorithm>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 namespace cobble::net {
 
@@ -56,8 +57,9 @@ void serve_scheduler(std::shared_ptr<edge_context> ctx, const std::string& name,
                  start](const sched_reply_ptr& reply) -> std::function<void()> {
     std::string body;
     try {
-      if (ctx->files && std::any_of(reply->files.begin(), reply->files.end(),
-                                    [](const file_description& f) { return f.is_output; })) {
+      if (ctx->files
+          && std::any_of(reply->files.begin(), reply->files.end(),
+                         [](const file_description& f) { return f.is_output; })) {
         // Each output carries a token binding it to this host; the upload handler accepts
         // the file only with it.
         auto signed_reply = *reply;
@@ -112,40 +114,47 @@ std::vector<route> edge_routes(std::shared_ptr<edge_context> ctx) {
   std::vector<route> routes;
   for (const auto& [name, project] : ctx->projects) {
     auto long_name = ctx->long_names.count(name) ? ctx->long_names.at(name) : name;
-    routes.push_back(route{
-      "/" + name + "/", true, {http::verb::get, http::verb::head}, 0,
-      [ctx, name, long_name](request&& req, responder respond) {
-        auto page = master_page(long_name, base_url(*ctx, req) + "/" + name + "/cgi");
-        respond(make_response(req, http::status::ok, std::move(page), "text/html; charset=utf-8"));
-      }});
-    routes.push_back(route{"/" + name + "/cgi", true, {http::verb::post}, 0,
+    routes.push_back(route{"/" + name + "/",
+                           true,
+                           {http::verb::get, http::verb::head},
+                           0,
+                           [ctx, name, long_name](request&& req, responder respond) {
+                             auto page = master_page(long_name,
+                                                     base_url(*ctx, req) + "/" + name + "/cgi");
+                             respond(make_response(req, http::status::ok, std::move(page),
+                                                   "text/html; charset=utf-8"));
+                           }});
+    routes.push_back(route{"/" + name + "/cgi",
+                           true,
+                           {http::verb::post},
+                           0,
                            [ctx, name, project](request&& req, responder respond) {
                              serve_scheduler(ctx, name, project, std::move(req),
                                              std::move(respond));
                            }});
   }
-  routes.push_back(route{"/healthz", true, {http::verb::get, http::verb::head}, 0,
-                         [](request&& req, responder respond) {
-                           respond(make_response(req, http::status::ok, "ok\n"));
-                         }});
   routes.push_back(route{
-    "/metrics", true, {http::verb::get}, 0, [ctx](request&& req, responder respond) {
-      reply_shape shape{req.version(), req.keep_alive()};
-      ctx->sys->spawn([ctx, shape, respond](caf::event_based_actor* self) {
-        self->request(ctx->log, std::chrono::seconds(10), atom::status_v)
-          .then(
-            [ctx, shape, respond](const log_status_ptr& log) {
-              static const server_stats none{};
-              auto text = render_metrics(*ctx->metrics, ctx->http ? *ctx->http : none, *log);
-              respond(shaped(shape, http::status::ok, std::move(text),
-                             "text/plain; version=0.0.4"));
-            },
-            [shape, respond](caf::error& err) {
-              respond(shaped(shape, http::status::service_unavailable, describe(err) + "\n",
-                             "text/plain"));
-            });
-      });
+    "/healthz", true, {http::verb::get, http::verb::head}, 0, [](request&& req, responder respond) {
+      respond(make_response(req, http::status::ok, "ok\n"));
     }});
+  routes.push_back(
+    route{"/metrics", true, {http::verb::get}, 0, [ctx](request&& req, responder respond) {
+            reply_shape shape{req.version(), req.keep_alive()};
+            ctx->sys->spawn([ctx, shape, respond](caf::event_based_actor* self) {
+              self->request(ctx->log, std::chrono::seconds(10), atom::status_v)
+                .then(
+                  [ctx, shape, respond](const log_status_ptr& log) {
+                    static const server_stats none{};
+                    auto text = render_metrics(*ctx->metrics, ctx->http ? *ctx->http : none, *log);
+                    respond(shaped(shape, http::status::ok, std::move(text),
+                                   "text/plain; version=0.0.4"));
+                  },
+                  [shape, respond](caf::error& err) {
+                    respond(shaped(shape, http::status::service_unavailable, describe(err) + "\n",
+                                   "text/plain"));
+                  });
+            });
+          }});
   return routes;
 }
 

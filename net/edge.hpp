@@ -25,10 +25,10 @@ struct edge_context {
   std::map<std::string, project_actor> projects; ///< By project name (the URL segment).
   std::map<std::string, std::string> long_names;
   log_actor log;
-  std::string public_url;             ///< Empty: taken from the request's Host header.
-  double error_request_delay = 60;    ///< request_delay of replies to bad requests.
+  std::string public_url;          ///< Empty: taken from the request's Host header.
+  double error_request_delay = 60; ///< request_delay of replies to bad requests.
   std::shared_ptr<edge_metrics> metrics = std::make_shared<edge_metrics>();
-  const server_stats* http = nullptr; ///< Set once the server exists (for /metrics).
+  const server_stats* http = nullptr;        ///< Set once the server exists (for /metrics).
   std::shared_ptr<class file_service> files; ///< Signs output files; null: unsigned.
 };
 

@@ -3,8 +3,10 @@
 #include "actors/error.hpp"
 #include "net/boinc_xml.hpp"
 
-#include <boost/asio/post.hpp>
 #include <caf/all.hpp>
+
+#include <boost/asio/post.hpp>
+
 #include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
@@ -75,8 +77,8 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
   bool head = req.method() == http::verb::head;
   auto range = parse_range(req[http::field::range]);
   if (!storage::safe_file_name(name)) {
-    respond(text_response(version, keep_alive, http::status::not_found, "no such file\n",
-                          "text/plain"));
+    respond(
+      text_response(version, keep_alive, http::status::not_found, "no such file\n", "text/plain"));
     return;
   }
   files->post([files, project, name, version, keep_alive, head, range, respond] {
@@ -97,8 +99,7 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
         auto res = text_response(version, keep_alive, http::status::partial_content,
                                  std::move(body), "application/octet-stream");
         res.set(http::field::content_range, "bytes " + std::to_string(range->first) + "-"
-                                              + std::to_string(last) + "/"
-                                              + std::to_string(*size));
+                                              + std::to_string(last) + "/" + std::to_string(*size));
         if (head)
           res.content_length(last - range->first + 1);
         respond(std::move(res));
@@ -169,8 +170,7 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
               }
               if (static_cast<double>(h->nbytes) > max_nbytes) {
                 answer(-1, std::nullopt,
-                       h->name + " is " + std::to_string(h->nbytes)
-                         + " bytes, over its limit of "
+                       h->name + " is " + std::to_string(h->nbytes) + " bytes, over its limit of "
                          + std::to_string(static_cast<long long>(max_nbytes)));
                 return;
               }
@@ -218,8 +218,7 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
 file_service::file_service(std::shared_ptr<storage::file_store> files, std::string secret,
                            int threads)
   : files_(std::move(files)), secret_(std::move(secret)),
-    pool_(std::make_unique<boost::asio::thread_pool>(std::max(threads, 1))) {
-}
+    pool_(std::make_unique<boost::asio::thread_pool>(std::max(threads, 1))) {}
 
 file_service::~file_service() {
   pool_->join();
@@ -234,8 +233,8 @@ std::string file_service::sign(std::string_view file, std::uint64_t host) const 
   return "cobble:" + h + ":" + hmac_hex(secret_, std::string{file} + "|" + h);
 }
 
-std::optional<std::uint64_t> file_service::verify(std::string_view token,
-                                                  std::string_view file) const {
+std::optional<std::uint64_t>
+file_service::verify(std::string_view token, std::string_view file) const {
   if (!token.starts_with("cobble:"))
     return std::nullopt;
   token.remove_prefix(7);
@@ -250,7 +249,8 @@ std::optional<std::uint64_t> file_service::verify(std::string_view token,
     return std::nullopt;
   auto expected = hmac_hex(secret_, std::string{file} + "|" + std::string{digits});
   auto given = token.substr(colon + 1);
-  if (given.size() != expected.size() || CRYPTO_memcmp(given.data(), expected.data(), given.size()) != 0)
+  if (given.size() != expected.size()
+      || CRYPTO_memcmp(given.data(), expected.data(), given.size()) != 0)
     return std::nullopt;
   return host;
 }
@@ -259,16 +259,20 @@ std::vector<route> file_routes(file_routes_context ctx) {
   std::vector<route> routes;
   auto shared = std::make_shared<file_routes_context>(std::move(ctx));
   for (const auto& [name, actor] : shared->projects) {
-    routes.push_back(route{"/" + name + "/download/", false,
-                           {http::verb::get, http::verb::head}, 0,
+    routes.push_back(route{"/" + name + "/download/",
+                           false,
+                           {http::verb::get, http::verb::head},
+                           0,
                            [shared, name](request&& req, responder respond) {
                              serve_download(shared->files, name, std::move(req),
                                             std::move(respond));
                            }});
-    routes.push_back(route{"/" + name + "/upload", true, {http::verb::post}, shared->upload_limit,
+    routes.push_back(route{"/" + name + "/upload",
+                           true,
+                           {http::verb::post},
+                           shared->upload_limit,
                            [shared, name, actor](request&& req, responder respond) {
-                             serve_upload(*shared, name, actor, std::move(req),
-                                          std::move(respond));
+                             serve_upload(*shared, name, actor, std::move(req), std::move(respond));
                            }});
   }
   return routes;
@@ -286,8 +290,8 @@ void stage_input(const std::shared_ptr<file_service>& files, const std::string& 
                        {"md5", staged.md5},
                        {"nbytes", staged.nbytes},
                        {"existed", staged.existed}};
-      respond(text_response(version, keep_alive, http::status::created, j.dump(),
-                            "application/json"));
+      respond(
+        text_response(version, keep_alive, http::status::created, j.dump(), "application/json"));
     } catch (const std::exception& e) {
       spdlog::error("staging an input of {}: {}", project, e.what());
       respond(text_response(version, keep_alive, http::status::internal_server_error,

@@ -8,8 +8,9 @@
 #include "net/http_server.hpp"
 #include "storage/file_store.hpp"
 
-#include <boost/asio/thread_pool.hpp>
 #include <caf/actor_system.hpp>
+
+#include <boost/asio/thread_pool.hpp>
 
 #include <map>
 #include <memory>

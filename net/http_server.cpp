@@ -50,8 +50,8 @@ const route* find_route(const std::vector<route>& routes, std::string_view targe
     const bool match = r.exact ? path == r.prefix : path.starts_with(r.prefix);
     if (!match)
       continue;
-    if (best == nullptr || r.prefix.size() > best->prefix.size() ||
-        (r.prefix.size() == best->prefix.size() && r.exact && !best->exact))
+    if (best == nullptr || r.prefix.size() > best->prefix.size()
+        || (r.prefix.size() == best->prefix.size() && r.exact && !best->exact))
       best = &r;
   }
   return best;
@@ -152,7 +152,7 @@ struct http_server::impl {
 };
 
 http_server::http_server(server_options opts, std::vector<route> routes)
-    : impl_(std::make_unique<impl>(std::move(opts), std::move(routes))) {}
+  : impl_(std::make_unique<impl>(std::move(opts), std::move(routes))) {}
 
 http_server::~http_server() {
   stop();

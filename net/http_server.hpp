@@ -58,7 +58,7 @@ struct server_options {
   std::chrono::milliseconds read_timeout{30000};
   std::chrono::milliseconds idle_timeout{60000}; ///< A keep-alive connection idle this long closes.
   std::chrono::milliseconds write_timeout{
-      120000}; ///< A response (or 100) must be sent within this.
+    120000}; ///< A response (or 100) must be sent within this.
 };
 
 /// Counters for /metrics. Monotonic except `open_connections`.

@@ -37,7 +37,7 @@ class responder_state {
 public:
   responder_state(std::weak_ptr<http_session> session, std::shared_ptr<http_gate> gate,
                   server_stats* stats)
-      : session_(std::move(session)), gate_(std::move(gate)), stats_(stats) {}
+    : session_(std::move(session)), gate_(std::move(gate)), stats_(stats) {}
 
   responder_state(const responder_state&) = delete;
   responder_state& operator=(const responder_state&) = delete;
@@ -88,7 +88,7 @@ bool is_http_error(const error_code& ec) {
 } // namespace
 
 http_session::http_session(asio::ip::tcp::socket socket, http_context& ctx)
-    : ctx_(ctx), stream_(std::move(socket)) {
+  : ctx_(ctx), stream_(std::move(socket)) {
   ctx_.stats.open_connections.fetch_add(1, std::memory_order_relaxed);
 }
 
@@ -129,9 +129,9 @@ void http_session::read_next() {
   // Wait for the first bytes under the idle timeout (the read timeout on a new connection);
   // the read timeout starts once the request has begun.
   stream_.expires_after(first_ ? ctx_.opts.read_timeout : ctx_.opts.idle_timeout);
-  stream_.async_read_some(
-      buffer_.prepare(first_read_size),
-      beast::bind_front_handler(&http_session::on_first_bytes, shared_from_this()));
+  stream_.async_read_some(buffer_.prepare(first_read_size),
+                          beast::bind_front_handler(&http_session::on_first_bytes,
+                                                    shared_from_this()));
 }
 
 void http_session::on_first_bytes(error_code ec, std::size_t n) {
@@ -175,8 +175,9 @@ void http_session::on_header(error_code ec, std::size_t) {
     reply_error(http::status::not_found, "not found\n", has_body);
     return;
   }
-  if (!route_->methods.empty() &&
-      std::find(route_->methods.begin(), route_->methods.end(), method_) == route_->methods.end()) {
+  if (!route_->methods.empty()
+      && std::find(route_->methods.begin(), route_->methods.end(), method_)
+           == route_->methods.end()) {
     ctx_.stats.method_not_allowed.fetch_add(1, std::memory_order_relaxed);
     std::string allow;
     for (auto verb : route_->methods) {
@@ -247,8 +248,8 @@ void http_session::on_read_error(error_code ec) {
   } else if (ec == http::error::header_limit) {
     ctx_.stats.bad_requests.fetch_add(1, std::memory_order_relaxed);
     reply_error(http::status::request_header_fields_too_large, "request header too large\n", true);
-  } else if (is_http_error(ec) && ec != http::error::end_of_stream &&
-             ec != http::error::partial_message) {
+  } else if (is_http_error(ec) && ec != http::error::end_of_stream
+             && ec != http::error::partial_message) {
     ctx_.stats.bad_requests.fetch_add(1, std::memory_order_relaxed);
     reply_error(http::status::bad_request, "bad request: " + ec.message() + "\n", true);
   } else {

@@ -25,8 +25,8 @@ void latency_histogram::render(std::string& out, const char* name, const char* h
   }
   cumulative += counts_[bounds.size()].load(std::memory_order_relaxed);
   out += fmt::format("{}_bucket{{le=\"+Inf\"}} {}\n", name, cumulative);
-  out += fmt::format("{}_sum {}\n{}_count {}\n", name,
-                     static_cast<double>(sum_us_.load()) / 1e6, name, count_.load());
+  out += fmt::format("{}_sum {}\n{}_count {}\n", name, static_cast<double>(sum_us_.load()) / 1e6,
+                     name, count_.load());
 }
 
 namespace {
@@ -41,8 +41,7 @@ void gauge(std::string& out, const char* name, const char* help, std::uint64_t v
 
 } // namespace
 
-std::string render_metrics(const edge_metrics& m, const server_stats& http,
-                           const log_status& log) {
+std::string render_metrics(const edge_metrics& m, const server_stats& http, const log_status& log) {
   std::string out;
   counter(out, "cobble_scheduler_rpcs_total", "Scheduler RPCs answered.", m.rpcs.load());
   counter(out, "cobble_scheduler_rpcs_refused_total",
@@ -65,8 +64,7 @@ std::string render_metrics(const edge_metrics& m, const server_stats& http,
   counter(out, "cobble_log_syncs_total", "Commits written with fsync.", log.syncs);
   counter(out, "cobble_log_bytes_total", "Bytes of events appended.", log.bytes);
   counter(out, "cobble_log_snapshots_total", "Snapshots written.", log.snapshots);
-  gauge(out, "cobble_log_last_snapshot_seq", "Seq of the newest snapshot.",
-        log.last_snapshot_seq);
+  gauge(out, "cobble_log_last_snapshot_seq", "Seq of the newest snapshot.", log.last_snapshot_seq);
   out += "# HELP cobble_log_commit_batch_events Events per group commit.\n"
          "# TYPE cobble_log_commit_batch_events histogram\n";
   std::uint64_t cumulative = 0;

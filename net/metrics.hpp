@@ -19,7 +19,7 @@ class latency_histogram {
 public:
   /// Upper bounds of the buckets, in seconds; a last +Inf bucket follows.
   static constexpr std::array<double, 12> bounds = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025,
-                                                    0.05,   0.1,   0.25,   0.5,   1,     5};
+                                                    0.05,   0.1,   0.25,   0.5,   1,    5};
   void observe(std::chrono::steady_clock::duration d);
   /// Appends the histogram in Prometheus text format.
   void render(std::string& out, const char* name, const char* help) const;
@@ -32,8 +32,8 @@ private:
 
 /// What the edge counts.
 struct edge_metrics {
-  std::atomic<std::uint64_t> rpcs{0};           ///< Scheduler RPCs answered.
-  std::atomic<std::uint64_t> rpc_refused{0};    ///< Answered with an error message.
+  std::atomic<std::uint64_t> rpcs{0};        ///< Scheduler RPCs answered.
+  std::atomic<std::uint64_t> rpc_refused{0}; ///< Answered with an error message.
   std::atomic<std::uint64_t> jobs_sent{0};
   std::atomic<std::uint64_t> results_reported{0};
   latency_histogram rpc_latency;

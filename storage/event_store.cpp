@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <cstring>
 #include <cstdarg>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -52,8 +52,7 @@ ec code_of(const rocksdb::Status& s) {
 }
 
 /// "<operation> <dir>: <RocksDB message>".
-caf::error from_status(const rocksdb::Status& s, std::string_view operation,
-                       const fs::path& dir) {
+caf::error from_status(const rocksdb::Status& s, std::string_view operation, const fs::path& dir) {
   std::string what{operation};
   what += " in ";
   what += dir.string();
@@ -63,8 +62,7 @@ caf::error from_status(const rocksdb::Status& s, std::string_view operation,
 }
 
 /// "<subject>: <detail> (in <dir>)", for problems found by our own checks.
-caf::error fail(ec code, const std::string& subject, std::string_view detail,
-                const fs::path& dir) {
+caf::error fail(ec code, const std::string& subject, std::string_view detail, const fs::path& dir) {
   std::string what = subject;
   what += ": ";
   what += detail;
@@ -313,8 +311,7 @@ struct event_store::impl {
         if (!it.status().ok())
           return from_status(it.status(), "read " + name, dir);
         return fail(ec::corruption, name,
-                    "chunk " + std::to_string(idx) + " of " + std::to_string(m.chunks)
-                      + " missing",
+                    "chunk " + std::to_string(idx) + " of " + std::to_string(m.chunks) + " missing",
                     dir);
       }
       auto chunk = as_view(it.value());
@@ -437,8 +434,8 @@ struct event_store::impl {
   /// synced, renamed into place, the directory synced. Returns the blob's CRC-32 (computed as
   /// the pieces go out, while each is in the cache). On error nothing is left under the final
   /// name that was not there before.
-  caf::expected<std::uint32_t> write_snapshot_file(std::uint64_t seq, std::uint64_t gen,
-                                                   std::string_view blob) {
+  caf::expected<std::uint32_t>
+  write_snapshot_file(std::uint64_t seq, std::uint64_t gen, std::string_view blob) {
     auto name = snapshot_name(seq);
     std::error_code err;
     if (fs::create_directories(snap_dir, err)) {
@@ -529,8 +526,7 @@ struct event_store::impl {
   /// Opens the file of snapshot `seq` (the one the read-only store holds open, if any) and
   /// checks that its size is the manifest's: mapping a file shorter than that would raise
   /// SIGBUS where the file ends.
-  caf::expected<unique_fd> open_snapshot_file(std::uint64_t seq,
-                                              const snapshot_manifest& m) const {
+  caf::expected<unique_fd> open_snapshot_file(std::uint64_t seq, const snapshot_manifest& m) const {
     auto name = snapshot_name(seq);
     auto label = file_label(seq, m.generation);
     unique_fd fd;
@@ -568,8 +564,8 @@ struct event_store::impl {
   }
 
   /// Reads the whole file of snapshot `seq`, verifying size and checksum.
-  caf::expected<std::string> load_snapshot_file(std::uint64_t seq,
-                                                const snapshot_manifest& m) const {
+  caf::expected<std::string>
+  load_snapshot_file(std::uint64_t seq, const snapshot_manifest& m) const {
     auto fd = open_snapshot_file(seq, m);
     if (!fd)
       return std::move(fd.error());
@@ -578,8 +574,7 @@ struct event_store::impl {
     blob.resize(static_cast<std::size_t>(m.bytes));
     std::size_t done = 0;
     while (done < blob.size()) {
-      auto n = ::pread(fd->get(), blob.data() + done, blob.size() - done,
-                       static_cast<off_t>(done));
+      auto n = ::pread(fd->get(), blob.data() + done, blob.size() - done, static_cast<off_t>(done));
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0) {
@@ -589,9 +584,8 @@ struct event_store::impl {
       }
       if (n == 0) // shrunk since the check
         return fail(ec::corruption, snapshot_name(seq),
-                    "file " + file_label(seq, m.generation) + " has size "
-                      + std::to_string(done) + " but the manifest says "
-                      + std::to_string(m.bytes),
+                    "file " + file_label(seq, m.generation) + " has size " + std::to_string(done)
+                      + " but the manifest says " + std::to_string(m.bytes),
                     dir);
       done += static_cast<std::size_t>(n);
     }
@@ -624,8 +618,8 @@ struct event_store::impl {
   }
 
   /// stream_snapshot() of a file snapshot (see storage/snapshot_stream.hpp).
-  caf::expected<std::unique_ptr<snapshot_stream>> stream_file(std::uint64_t seq,
-                                                              const snapshot_manifest& m) const;
+  caf::expected<std::unique_ptr<snapshot_stream>>
+  stream_file(std::uint64_t seq, const snapshot_manifest& m) const;
 };
 
 // -- snapshot_stream ----------------------------------------------------------
@@ -742,8 +736,8 @@ event_store::event_store(std::unique_ptr<impl> p) : impl_(std::move(p)) {
 
 event_store::~event_store() = default;
 
-caf::expected<std::unique_ptr<event_store>> event_store::open(const fs::path& dir,
-                                                              store_options opts) {
+caf::expected<std::unique_ptr<event_store>>
+event_store::open(const fs::path& dir, store_options opts) {
   if (opts.snapshot_chunk_bytes == 0)
     return fail(ec::invalid_argument, "open", "snapshot_chunk_bytes must be positive", dir);
   auto st = std::make_unique<impl>();
@@ -783,8 +777,8 @@ caf::expected<std::unique_ptr<event_store>> event_store::open(const fs::path& di
   rocksdb::Status s;
   if (opts.read_only) {
     st->secondary_dir = secondary_path();
-    s = rocksdb::DB::OpenAsSecondary(dbo, dir.string(), st->secondary_dir.string(), cfs,
-                                     &handles, &raw);
+    s = rocksdb::DB::OpenAsSecondary(dbo, dir.string(), st->secondary_dir.string(), cfs, &handles,
+                                     &raw);
   } else {
     s = rocksdb::DB::Open(dbo, dir.string(), cfs, &handles, &raw);
   }
@@ -873,8 +867,7 @@ caf::error event_store::scan(std::uint64_t from, std::uint64_t to,
   for (it->Seek(event_key{first}.encode()); it->Valid(); it->Next()) {
     auto key = event_key::decode(as_view(it->key()));
     if (!key)
-      return fail(ec::corruption, event_name(expected), "malformed key where it should be",
-                  dir);
+      return fail(ec::corruption, event_name(expected), "malformed key where it should be", dir);
     if (key->seq != expected)
       return fail(ec::corruption, event_name(expected),
                   "missing (the next stored event is " + std::to_string(key->seq) + ")", dir);
@@ -999,8 +992,7 @@ event_store::latest_snapshot() const {
   // One iterator for finding and reading: it sees one consistent state, even while pruning.
   std::unique_ptr<rocksdb::Iterator> it{
     impl_->db->NewIterator(impl::snapshot_read_options(), impl_->snapshots_cf.get())};
-  it->SeekForPrev(
-    snapshot_manifest_key{std::numeric_limits<std::uint64_t>::max()}.encode());
+  it->SeekForPrev(snapshot_manifest_key{std::numeric_limits<std::uint64_t>::max()}.encode());
   if (!it->status().ok())
     return from_status(it->status(), "find the latest snapshot", impl_->dir);
   if (!it->Valid())

@@ -36,13 +36,13 @@ enum class durability { sync, async };
 /// One event as the log stores it. The payload is opaque here: its first byte is the payload
 /// format version, and actors/events.hpp decodes it.
 struct event_record {
-  std::uint64_t seq = 0;      ///< Cobble's own sequence number, strictly increasing from 1.
-  std::int64_t time_us = 0;   ///< When the decision was made (microseconds since the epoch).
-  std::uint16_t kind = 0;     ///< Event kind (actors/events.hpp).
+  std::uint64_t seq = 0;        ///< Cobble's own sequence number, strictly increasing from 1.
+  std::int64_t time_us = 0;     ///< When the decision was made (microseconds since the epoch).
+  std::uint16_t kind = 0;       ///< Event kind (actors/events.hpp).
   std::uint8_t entity_kind = 0; ///< Kind of the entity the event is about.
-  std::uint16_t project = 0;  ///< Project index the entity belongs to.
+  std::uint16_t project = 0;    ///< Project index the entity belongs to.
   std::uint64_t entity_id = 0;  ///< Id of the entity within its kind and project.
-  std::string payload;        ///< Versioned payload bytes.
+  std::string payload;          ///< Versioned payload bytes.
 
   friend bool operator==(const event_record&, const event_record&) = default;
 };
@@ -59,8 +59,8 @@ enum class snapshot_storage : std::uint8_t {
 
 /// One stored snapshot: the state of every actor after applying events 1..seq.
 struct snapshot_info {
-  std::uint64_t seq = 0;   ///< The last event the snapshot includes.
-  std::uint64_t bytes = 0; ///< Size of the blob.
+  std::uint64_t seq = 0;                               ///< The last event the snapshot includes.
+  std::uint64_t bytes = 0;                             ///< Size of the blob.
   snapshot_storage storage = snapshot_storage::chunks; ///< Where the blob is.
 };
 
@@ -69,8 +69,8 @@ struct snapshot_info {
 /// counted in `snapshots_written` alone.
 struct store_stats {
   std::uint64_t events_appended = 0;
-  std::uint64_t batches = 0;  ///< Successful append() calls, one WriteBatch each.
-  std::uint64_t syncs = 0;    ///< Of those, the ones written with sync = true.
+  std::uint64_t batches = 0;        ///< Successful append() calls, one WriteBatch each.
+  std::uint64_t syncs = 0;          ///< Of those, the ones written with sync = true.
   std::uint64_t bytes_appended = 0; ///< Key and value bytes handed to RocksDB by append().
   std::uint64_t snapshots_written = 0;
 };
@@ -99,8 +99,8 @@ struct store_options {
 class event_store {
 public:
   /// Opens (or creates) the store in `dir`. Errors carry the path and RocksDB's message.
-  static caf::expected<std::unique_ptr<event_store>> open(const std::filesystem::path& dir,
-                                                          store_options opts = {});
+  static caf::expected<std::unique_ptr<event_store>>
+  open(const std::filesystem::path& dir, store_options opts = {});
 
   /// Closes the column families and the DB (and, in async mode, syncs the WAL first).
   ~event_store();

@@ -2,10 +2,6 @@
 
 #include <openssl/evp.h>
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -13,6 +9,10 @@
 #include <memory>
 #include <random>
 #include <stdexcept>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
@@ -181,8 +181,8 @@ staged_file file_store::stage_file(std::string_view project, const fs::path& fro
   return out;
 }
 
-std::optional<std::uint64_t> file_store::input_size(std::string_view project,
-                                                     std::string_view name) const {
+std::optional<std::uint64_t>
+file_store::input_size(std::string_view project, std::string_view name) const {
   if (!safe_file_name(name))
     return std::nullopt;
   std::error_code ec;
@@ -192,9 +192,9 @@ std::optional<std::uint64_t> file_store::input_size(std::string_view project,
   return size;
 }
 
-std::optional<std::string> file_store::read_input(std::string_view project, std::string_view name,
-                                                  std::uint64_t offset,
-                                                  std::uint64_t length) const {
+std::optional<std::string>
+file_store::read_input(std::string_view project, std::string_view name, std::uint64_t offset,
+                       std::uint64_t length) const {
   if (!safe_file_name(name))
     return std::nullopt;
   auto path = download_dir(project) / std::string{name};

@@ -20,8 +20,8 @@ namespace cobble::storage {
 
 /// A staged input file.
 struct staged_file {
-  std::string name;   ///< Name in the download area.
-  std::string md5;    ///< Hex MD5 of the content.
+  std::string name; ///< Name in the download area.
+  std::string md5;  ///< Hex MD5 of the content.
   std::uint64_t nbytes = 0;
   bool existed = false; ///< Identical content was already staged.
 };

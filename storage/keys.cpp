@@ -10,7 +10,8 @@ namespace {
 
 /// True when `key` has exactly `size` bytes and starts with `prefix`.
 bool check_key(std::string_view key, std::size_t size, key_prefix prefix) {
-  return key.size() == size && static_cast<std::uint8_t>(key[0]) == static_cast<std::uint8_t>(prefix);
+  return key.size() == size
+         && static_cast<std::uint8_t>(key[0]) == static_cast<std::uint8_t>(prefix);
 }
 
 std::string with_prefix(key_prefix prefix, std::size_t size) {
@@ -189,8 +190,7 @@ std::optional<snapshot_file_id> parse_snapshot_file_name(std::string_view name) 
     return std::nullopt;
   auto seq = parse_decimal(name.substr(0, snapshot_file_seq_digits));
   auto gen = parse_decimal(name.substr(snapshot_file_seq_digits + 1,
-                                       name.size() - suffix.size() - snapshot_file_seq_digits
-                                         - 1));
+                                       name.size() - suffix.size() - snapshot_file_seq_digits - 1));
   if (!seq || !gen)
     return std::nullopt;
   // Exactly the name snapshot_file_name() gives: no leading zeros in the generation.
@@ -228,8 +228,8 @@ std::string event_value::encode(const event_record& x) {
   return out;
 }
 
-std::optional<event_record> event_value::decode(std::uint64_t seq, std::string_view value,
-                                                event_value_error* why) {
+std::optional<event_record>
+event_value::decode(std::uint64_t seq, std::string_view value, event_value_error* why) {
   event_record x;
   auto e = decode_into(seq, value, x);
   if (why)
@@ -239,8 +239,8 @@ std::optional<event_record> event_value::decode(std::uint64_t seq, std::string_v
   return x;
 }
 
-event_value_error event_value::decode_into(std::uint64_t seq, std::string_view value,
-                                           event_record& x) {
+event_value_error
+event_value::decode_into(std::uint64_t seq, std::string_view value, event_record& x) {
   if (value.size() < header_size)
     return event_value_error::truncated;
   reader r{value};

@@ -47,8 +47,8 @@
 
 #include "storage/event_store.hpp"
 
-#include <cstddef>
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -214,12 +214,12 @@ struct event_value {
   static std::string encode(const event_record& x);
   /// Decodes a value read under the key of event `seq`. On failure returns nullopt and, if
   /// `why` is given, stores the reason there.
-  static std::optional<event_record> decode(std::uint64_t seq, std::string_view value,
-                                            event_value_error* why = nullptr);
+  static std::optional<event_record>
+  decode(std::uint64_t seq, std::string_view value, event_value_error* why = nullptr);
   /// Like decode(), into `out`, whose payload keeps its capacity (a scan decodes every event
   /// into one record: no allocation per event). On failure `out` is unspecified.
-  static event_value_error decode_into(std::uint64_t seq, std::string_view value,
-                                       event_record& out);
+  static event_value_error
+  decode_into(std::uint64_t seq, std::string_view value, event_record& out);
 };
 
 } // namespace cobble::storage

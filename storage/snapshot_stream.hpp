@@ -65,25 +65,25 @@ private:
   friend class event_store;
   struct reading; ///< What the thread reads through (event_store.cpp).
   snapshot_stream(std::uint64_t seq, std::size_t size);
-  void publish(std::size_t ready);     ///< The thread: bytes [0, ready) are there.
-  void end(caf::error err);            ///< The thread: nothing more comes.
+  void publish(std::size_t ready); ///< The thread: bytes [0, ready) are there.
+  void end(caf::error err);        ///< The thread: nothing more comes.
   /// No thread: the stream serves `blob`, read and checked already (the fallback paths).
   void hold_whole(std::string blob);
-  bool stopping();                     ///< The thread: the owner went away.
+  bool stopping(); ///< The thread: the owner went away.
 
   std::uint64_t seq_;
   std::size_t size_;
-  std::unique_ptr<char[]> buffer_;     ///< Chunked: size_ bytes, filled by the thread.
-  std::string fallback_;               ///< The blob when buffer_ or the mapping failed.
-  void* mapping_ = nullptr;            ///< File: the file mapped read-only (size_ bytes).
-  const char* data_ = nullptr;         ///< buffer_, mapping_ or fallback_.
+  std::unique_ptr<char[]> buffer_; ///< Chunked: size_ bytes, filled by the thread.
+  std::string fallback_;           ///< The blob when buffer_ or the mapping failed.
+  void* mapping_ = nullptr;        ///< File: the file mapped read-only (size_ bytes).
+  const char* data_ = nullptr;     ///< buffer_, mapping_ or fallback_.
 
   std::mutex mtx_;
   std::condition_variable cv_;
-  std::size_t ready_ = 0;              ///< Guarded by mtx_.
-  bool ended_ = false;                 ///< Guarded by mtx_.
-  bool stop_ = false;                  ///< Guarded by mtx_.
-  caf::error error_;                   ///< Guarded by mtx_; set when ended_.
+  std::size_t ready_ = 0; ///< Guarded by mtx_.
+  bool ended_ = false;    ///< Guarded by mtx_.
+  bool stop_ = false;     ///< Guarded by mtx_.
+  caf::error error_;      ///< Guarded by mtx_; set when ended_.
   std::thread thread_;
 };
 

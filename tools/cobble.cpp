@@ -15,26 +15,27 @@
 #include "tools/heap.hpp"
 #include "tools/prefault.hpp"
 
-#include <CLI/CLI.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cmath>
-#include <cstdlib>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <functional>
-#include <optional>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -128,9 +129,9 @@ struct http_result {
 };
 
 /// Performs one request and waits for the answer, at most `timeout`.
-http_result http_call(const server_url& url, http::verb verb, const std::string& path,
-                      const std::string& token, const std::string& body,
-                      std::chrono::milliseconds timeout) {
+http_result
+http_call(const server_url& url, http::verb verb, const std::string& path, const std::string& token,
+          const std::string& body, std::chrono::milliseconds timeout) {
   asio::io_context ioc;
   tcp::resolver resolver{ioc};
   beast::tcp_stream stream{ioc};
@@ -368,9 +369,8 @@ void print_workunit(std::ostream& out, const json& w) {
       flags += (flags.empty() ? "" : ",") + std::string{"canonical"};
     t.add({field(r, "name"), field(r, "state"), field(r, "outcome"), field(r, "validation"),
            field(r, "host"), time_field(r, "sent"), time_field(r, "deadline"),
-           time_field(r, "received"), field(r, "elapsed"), field(r, "cpu"),
-           field(r, "exit_status"), flags.empty() ? "-" : flags,
-           std::to_string(r.at("outputs").size())});
+           time_field(r, "received"), field(r, "elapsed"), field(r, "cpu"), field(r, "exit_status"),
+           flags.empty() ? "-" : flags, std::to_string(r.at("outputs").size())});
   }
   t.print(out, "  ");
 }
@@ -412,26 +412,24 @@ void print_json(const json& x) {
 }
 
 void print_elements(std::ostream& out, const json& elements, const std::string& indent) {
-  table t{{"POS", "WORKUNIT", "KIND", "STATUS", "VALID", "HOST", "SENT", "DEADLINE",
-           "RECEIVED"}};
+  table t{{"POS", "WORKUNIT", "KIND", "STATUS", "VALID", "HOST", "SENT", "DEADLINE", "RECEIVED"}};
   for (const auto& el : elements) {
     auto valid = el.at("valid").get<bool>() ? std::string{"yes"} : std::string{"no"};
     if (el.contains("check"))
       valid += " (" + el.at("check").get<std::string>() + ")";
-    t.add({field(el, "position"), field(el, "name"), field(el, "kind"), field(el, "status"),
-           valid, field(el, "host"), time_field(el, "sent"), time_field(el, "deadline"),
+    t.add({field(el, "position"), field(el, "name"), field(el, "kind"), field(el, "status"), valid,
+           field(el, "host"), time_field(el, "sent"), time_field(el, "deadline"),
            time_field(el, "received")});
   }
   t.print(out, indent);
 }
 
 void print_sequence(std::ostream& out, const json& s) {
-  out << "sequence " << field(s, "name") << " (id " << field(s, "id") << ", app "
-      << field(s, "app") << "): " << field(s, "length") << " elements, "
-      << field(s, "replicas") << " replica chain(s), "
+  out << "sequence " << field(s, "name") << " (id " << field(s, "id") << ", app " << field(s, "app")
+      << "): " << field(s, "length") << " elements, " << field(s, "replicas")
+      << " replica chain(s), "
       << (s.at("ended").get<bool>() ? "ended " + time_field(s, "ended_at") + " by "
-                                        + field(s, "ended_by") + " (" + field(s, "end_reason")
-                                        + ")"
+                                        + field(s, "ended_by") + " (" + field(s, "end_reason") + ")"
                                     : std::string{"running"})
       << '\n';
   out << "  head " << field(s, "head") << ", max result time " << field(s, "max_result_time")
@@ -478,8 +476,8 @@ public:
   const api_client& api() {
     if (!api_) {
       auto url = parse_server(g_.server);
-      api_.emplace(url, token(), std::chrono::milliseconds(
-                                   static_cast<std::int64_t>(g_.timeout * 1000)));
+      api_.emplace(url, token(),
+                   std::chrono::milliseconds(static_cast<std::int64_t>(g_.timeout * 1000)));
     }
     return *api_;
   }
@@ -562,8 +560,8 @@ event decode(const storage::event_record& r) {
 }
 
 /// Prints events from..to; returns the last seq printed (from-1 when none).
-std::uint64_t print_events(const storage::event_store& st, std::uint64_t from, std::uint64_t to,
-                           bool as_json) {
+std::uint64_t
+print_events(const storage::event_store& st, std::uint64_t from, std::uint64_t to, bool as_json) {
   std::uint64_t last = from - 1;
   if (from > to)
     return last;
@@ -646,7 +644,8 @@ entity_ref parse_entity(const std::string& s) {
   auto colon = s.find(':');
   if (colon == std::string::npos || colon + 1 == s.size())
     throw usage_error("--entity must be KIND:ID (host:ID, wu:ID, wu:NAME, user:ID, "
-                      "project:NAME, seq:ID, seq:NAME), got '" + s + "'");
+                      "project:NAME, seq:ID, seq:NAME), got '"
+                      + s + "'");
   auto kind = s.substr(0, colon);
   entity_ref out;
   out.key = s.substr(colon + 1);
@@ -675,8 +674,8 @@ struct entity_match {
   json state;
 };
 
-std::vector<entity_match> find_entity(const world& w, const entity_ref& ref,
-                                      const std::string& only_project) {
+std::vector<entity_match>
+find_entity(const world& w, const entity_ref& ref, const std::string& only_project) {
   std::vector<entity_match> out;
   for (std::size_t i = 0; i < w.projects.size(); ++i) {
     const auto& pw = w.projects[i];
@@ -724,8 +723,8 @@ std::vector<entity_match> find_entity(const world& w, const entity_ref& ref,
         if (st == pw.sequences.end())
           break;
         auto app = ps.app(entry->app);
-        out.push_back({index, entry->id,
-                       net::to_json(sequence_view{st->second, app ? app->name : "?"})});
+        out.push_back(
+          {index, entry->id, net::to_json(sequence_view{st->second, app ? app->name : "?"})});
         break;
       }
     }
@@ -751,9 +750,8 @@ const T& keep_until_exit(T&& x) {
 const world& replay(const storage::event_store& st, std::uint64_t to) {
   auto start = std::chrono::steady_clock::now();
   heap::prefaulter prefault; // replay builds the state on this thread; another faults its heap in
-  auto w = recover(st, true, to, [](std::uint64_t seq) {
-    std::cerr << "replayed up to seq " << seq << '\n';
-  });
+  auto w = recover(st, true, to,
+                   [](std::uint64_t seq) { std::cerr << "replayed up to seq " << seq << '\n'; });
   if (!w)
     throw failure("replay failed: " + describe(w.error()));
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -761,8 +759,7 @@ const world& replay(const storage::event_store& st, std::uint64_t to) {
   std::ostringstream rate;
   rate.precision(0);
   rate << std::fixed << (secs > 0 ? static_cast<double>(n) / secs : 0.0);
-  std::cerr << "replayed " << n << " events in " << secs << " s (" << rate.str()
-            << " events/s)\n";
+  std::cerr << "replayed " << n << " events in " << secs << " s (" << rate.str() << " events/s)\n";
   return keep_until_exit(std::move(*w));
 }
 
@@ -825,8 +822,7 @@ int log_replay(const global_options& g, const replay_options& o) {
               << "):\n";
     for (const auto& e : history)
       std::cout << describe(e) << '\n';
-    std::cout << "state of " << o.entity << " at seq " << w.seq << ":\n"
-              << m.state.dump(2) << '\n';
+    std::cout << "state of " << o.entity << " at seq " << w.seq << ":\n" << m.state.dump(2) << '\n';
   }
   if (g.json)
     print_json(matches.size() == 1 ? out[0] : out);
@@ -1015,8 +1011,8 @@ int log_verify(const global_options& g) {
       throw failure("verify failed: " + decode_error);
   }
   if (snap_seq)
-    std::cout << "verified " << last << " events; state at seq " << *snap_seq
-              << " equals snapshot " << *snap_seq << '\n';
+    std::cout << "verified " << last << " events; state at seq " << *snap_seq << " equals snapshot "
+              << *snap_seq << '\n';
   else
     std::cout << "verified " << last << " events (every one decodes); no snapshot to compare\n";
   return exit_ok;
@@ -1089,10 +1085,11 @@ int run(int argc, char** argv) {
               ->check(CLI::PositiveNumber);
   auto fb = create->add_option("--fpops-bound", co.fpops_bound, "FLOPs after which a job aborts")
               ->check(CLI::PositiveNumber);
-  auto pau = create->add_option("--predicted-app-units", co.predicted_app_units,
-                                "AutoFlops: predicted app units of each job (default 1); "
-                                "rsc_fpops_est/bound then follow from the app's statistics "
-                                "(docs/autoflops.md)")
+  auto pau = create
+               ->add_option("--predicted-app-units", co.predicted_app_units,
+                            "AutoFlops: predicted app units of each job (default 1); "
+                            "rsc_fpops_est/bound then follow from the app's statistics "
+                            "(docs/autoflops.md)")
                ->check(CLI::Validator(
                  [](std::string& text) -> std::string {
                    char* end = nullptr;
@@ -1166,7 +1163,8 @@ int run(int argc, char** argv) {
   std::uint64_t offset = 0, limit = 100;
   auto wlist = work->add_subcommand("list", "List workunits by id");
   wlist->add_option("--offset", offset, "Skip this many")->capture_default_str();
-  wlist->add_option("--limit", limit, "At most this many")->capture_default_str()
+  wlist->add_option("--limit", limit, "At most this many")
+    ->capture_default_str()
     ->check(CLI::Range(1, 10000));
   wlist->callback([&] {
     action = [&] {
@@ -1204,7 +1202,8 @@ int run(int argc, char** argv) {
   });
   auto hlist = host->add_subcommand("list", "List hosts by id");
   hlist->add_option("--offset", offset, "Skip this many")->capture_default_str();
-  hlist->add_option("--limit", limit, "At most this many")->capture_default_str()
+  hlist->add_option("--limit", limit, "At most this many")
+    ->capture_default_str()
     ->check(CLI::Range(1, 10000));
   hlist->callback([&] {
     action = [&] {
@@ -1242,18 +1241,21 @@ int run(int argc, char** argv) {
                       "Positions that are multiples of K upload full state files; the others "
                       "are heartbeats without output files (default 0: none)");
   screate->add_flag("--final-state", ss.final_state, "The last element uploads full state");
-  screate->add_option("--max-result-time", ss.max_result_time,
-                      "Seconds a host may need for one element; slower hosts are not given "
-                      "the sequence (default: the deadline)")
+  screate
+    ->add_option("--max-result-time", ss.max_result_time,
+                 "Seconds a host may need for one element; slower hosts are not given "
+                 "the sequence (default: the deadline)")
     ->check(CLI::PositiveNumber);
-  screate->add_option("--replicas", s_replicas,
-                      "2: run the sequence on two hosts and compare element by element")
+  screate
+    ->add_option("--replicas", s_replicas,
+                 "2: run the sequence on two hosts and compare element by element")
     ->check(CLI::Range(1, 2));
   screate->add_option("--command-line", ss.command_line, "Command-line arguments of the app");
   auto sfe = screate->add_option("--fpops-est", s_fpops_est, "Estimated FLOPs of one element")
                ->check(CLI::PositiveNumber);
-  auto sdb = screate->add_option("--delay-bound", s_delay_bound,
-                                 "Deadline of an element, seconds after sending")
+  auto sdb = screate
+               ->add_option("--delay-bound", s_delay_bound,
+                            "Deadline of an element, seconds after sending")
                ->check(CLI::PositiveNumber);
   screate->add_option("--input", s_inputs,
                       "Input file PATH[:OPEN_NAME] of every element (repeatable), e.g. the "
@@ -1296,7 +1298,8 @@ int run(int argc, char** argv) {
   });
   auto slist = seq->add_subcommand("list", "List sequences by id");
   slist->add_option("--offset", offset, "Skip this many")->capture_default_str();
-  slist->add_option("--limit", limit, "At most this many")->capture_default_str()
+  slist->add_option("--limit", limit, "At most this many")
+    ->capture_default_str()
     ->check(CLI::Range(1, 10000));
   slist->callback([&] {
     action = [&] {
@@ -1320,8 +1323,7 @@ int run(int argc, char** argv) {
   });
   auto post_command = [&](const std::string& verb, json body) {
     body["by"] = operator_name(seq_by);
-    auto res = on.api().post(on.project_path() + "/sequences/" + path_escape(seq_key) + "/"
-                               + verb,
+    auto res = on.api().post(on.project_path() + "/sequences/" + path_escape(seq_key) + "/" + verb,
                              body);
     g.json ? print_json(res) : print_sequence(std::cout, res);
     return exit_ok;
@@ -1335,8 +1337,8 @@ int run(int argc, char** argv) {
   sreassign->add_option("seq", seq_key, "Sequence name or id")->required();
   auto seq_to_opt = sreassign->add_option("--to", to_host, "Host id to give the chain to");
   auto seq_un_opt = sreassign->add_flag("--unassign", unassign,
-                                    "Leave the chain unassigned: the next fast enough host "
-                                    "that asks for work takes it");
+                                        "Leave the chain unassigned: the next fast enough host "
+                                        "that asks for work takes it");
   seq_to_opt->excludes(seq_un_opt);
   sreassign->add_option("--replica", replica, "Which chain of a replicated sequence (0 or 1)")
     ->check(CLI::Range(0, 1));

@@ -12,8 +12,9 @@
 #include "tools/heap.hpp"
 #include "tools/prefault.hpp"
 
-#include <CLI/CLI.hpp>
 #include <caf/all.hpp>
+
+#include <CLI/CLI.hpp>
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
@@ -93,9 +94,10 @@ int main(int argc, char** argv) {
   app.add_option("--public-url", public_url, "Base URL clients use (default: the Host header)");
   app.add_option("--durability", durability, "sync (default) or async")
     ->check(CLI::IsMember({"sync", "async"}));
-  app.add_option("--actor-scheduler", scheduler,
-                 "sharing (default) or stealing: how actors share their threads "
-                 "(overrides server.actor_scheduler)")
+  app
+    .add_option("--actor-scheduler", scheduler,
+                "sharing (default) or stealing: how actors share their threads "
+                "(overrides server.actor_scheduler)")
     ->check(CLI::IsMember({"sharing", "stealing"}));
   app.add_option("--admin-token", token, "Admin API token (default: <data-dir>/admin_token)");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
@@ -154,8 +156,9 @@ int main(int argc, char** argv) {
   }
   auto data = fs::absolute(cfg.server.data_dir);
   cobble::storage::store_options so;
-  so.mode = cfg.server.mode == cobble::config::durability::sync ? cobble::storage::durability::sync
-                                                                 : cobble::storage::durability::async;
+  so.mode = cfg.server.mode == cobble::config::durability::sync
+              ? cobble::storage::durability::sync
+              : cobble::storage::durability::async;
   auto opened = cobble::storage::event_store::open(data / "log", so);
   if (!opened) {
     std::cerr << "cobbled: cannot open the event log in " << (data / "log") << ": "
@@ -240,9 +243,8 @@ int main(int argc, char** argv) {
   }
   ctx->http = &server.stats();
 
-  auto base = cfg.server.public_url.empty()
-                ? "http://" + opts.address + ":" + std::to_string(bound)
-                : cfg.server.public_url;
+  auto base = cfg.server.public_url.empty() ? "http://" + opts.address + ":" + std::to_string(bound)
+                                            : cfg.server.public_url;
   while (!base.empty() && base.back() == '/')
     base.pop_back();
   std::cout << "cobbled " << COBBLE_VERSION << ": data directory " << data.string()
@@ -276,8 +278,9 @@ int main(int argc, char** argv) {
   server.stop();
   {
     caf::scoped_actor self{sys};
-    self->request(node->node, std::chrono::seconds(60), cobble::atom::snapshot_v,
-                  cobble::atom::sync_v)
+    self
+      ->request(node->node, std::chrono::seconds(60), cobble::atom::snapshot_v,
+                cobble::atom::sync_v)
       .receive([](std::uint64_t seq) { spdlog::info("final snapshot at seq {}", seq); },
                [](caf::error& err) {
                  spdlog::error("shutdown snapshot failed: {}", cobble::describe(err));

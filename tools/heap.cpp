@@ -28,9 +28,8 @@ void enable_before_init(int, char**, char** envp) {
     mi_option_set_enabled(mi_option_large_os_pages, true);
 }
 
-[[gnu::section(".preinit_array"), gnu::used]] void (*const preinit_entry)(int, char**,
-                                                                         char**) =
-  enable_before_init;
+[[gnu::section(".preinit_array"), gnu::used]] void (*const preinit_entry)(int, char**, char**)
+  = enable_before_init;
 
 } // namespace
 
@@ -52,10 +51,10 @@ bool malloc_is_mimalloc() {
 
 std::string describe() {
   auto v = mi_version(); // e.g. 209
-  std::string out = "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10)
-                    + "." + std::to_string(v % 10);
+  std::string out = "mimalloc " + std::to_string(v / 100) + "." + std::to_string(v / 10 % 10) + "."
+                    + std::to_string(v % 10);
   out += mi_option_is_enabled(mi_option_large_os_pages) ? ", large OS pages on"
-                                                         : ", large OS pages off";
+                                                        : ", large OS pages off";
   if (!malloc_is_mimalloc())
     out += " (not in use: malloc is another allocator's)";
   return out;

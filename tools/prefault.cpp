@@ -2,16 +2,16 @@
 
 #include <mimalloc.h>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
-#include <string_view>
 #include <mutex>
+#include <string_view>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 namespace cobble::heap {
 

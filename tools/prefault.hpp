@@ -54,8 +54,8 @@ arena_range reserved_arena();
 /// default; at stop() or destruction, which must run on that thread, the default is restored
 /// and what the heap holds moves to it), and arena blocks are populated just ahead of
 /// mimalloc, on a thread of its own (or by explicit step() calls when constructed with
-/// `threaded = false`, for tests). Does nothing when there is no arena, when the kernel lacks MADV_POPULATE_WRITE
-/// (Linux < 5.14), or when the environment sets COBBLE_PREFAULT=0.
+/// `threaded = false`, for tests). Does nothing when there is no arena, when the kernel lacks
+/// MADV_POPULATE_WRITE (Linux < 5.14), or when the environment sets COBBLE_PREFAULT=0.
 class prefaulter {
 public:
   explicit prefaulter(std::size_t blocks_ahead = 2, bool threaded = true);
@@ -90,14 +90,14 @@ private:
   std::size_t blocks_ = 0;
   std::size_t ahead_;
   std::atomic<bool> active_{false};
-  std::vector<bool> done_;        ///< Blocks populated (touched by step() only).
-  std::size_t next_todo_ = 0;     ///< No block below this is left to populate.
+  std::vector<bool> done_;    ///< Blocks populated (touched by step() only).
+  std::size_t next_todo_ = 0; ///< No block below this is left to populate.
   std::atomic<std::size_t> started_{0};
   std::atomic<std::size_t> populated_{0};
 
   std::mutex mtx_;
   std::condition_variable cv_;
-  bool stopping_ = false;         ///< Guarded by mtx_.
+  bool stopping_ = false; ///< Guarded by mtx_.
   std::thread thread_;
   void* heap_ = nullptr;          ///< The building thread's heap in the arena (mi_heap_t*).
   void* previous_heap_ = nullptr; ///< Its default heap before.

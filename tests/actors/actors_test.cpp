@@ -2,13 +2,13 @@
 /// CAF's test coordinator, a real event store in a fresh temporary directory, and a manual
 /// clock. Scheduler RPCs come in as a 7.20 anonymous-platform client would send them.
 
+#include "../support/temp_dir.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/node.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
-#include "../support/temp_dir.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -66,8 +66,7 @@ struct actor_fixture {
   std::string auth; ///< The demo user's account key.
 
   actor_fixture()
-    : sys(init(sys_cfg)),
-      self(sys, true),
+    : sys(init(sys_cfg)), self(sys, true),
       sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
     // A failed REQUIRE may leave actors running; never hang in the destructor then.
     sys.await_actors_before_shutdown(false);
@@ -131,8 +130,8 @@ struct actor_fixture {
   }
 
   /// A scheduler request as a BOINC 7.20 client with app_info.xml sends it.
-  std::shared_ptr<sched_request> request(std::uint64_t hostid, double req_secs,
-                                         std::vector<reported_result> results = {}) {
+  std::shared_ptr<sched_request>
+  request(std::uint64_t hostid, double req_secs, std::vector<reported_result> results = {}) {
     auto r = std::make_shared<sched_request>();
     r->authenticator = auth;
     r->hostid = hostid;
@@ -148,8 +147,8 @@ struct actor_fixture {
     r->host.p_ncpus = 2;
     r->host.p_fpops = 1e9;
     r->host.os_name = "Linux";
-    r->app_versions.push_back(client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1,
-                                                 0, resource_type::cpu, 0});
+    r->app_versions.push_back(
+      client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0, resource_type::cpu, 0});
     r->results = std::move(results);
     return r;
   }
@@ -175,13 +174,9 @@ struct actor_fixture {
     return ask<workunit_view_ptr>(project, atom::workunit_v, name);
   }
 
-  project_summary_ptr status() {
-    return ask<project_summary_ptr>(project, atom::status_v);
-  }
+  project_summary_ptr status() { return ask<project_summary_ptr>(project, atom::status_v); }
 
-  host_view_ptr host(id_type id) {
-    return ask<host_view_ptr>(project, atom::host_v, id);
-  }
+  host_view_ptr host(id_type id) { return ask<host_view_ptr>(project, atom::host_v, id); }
 
   double now_seconds() const { return us_to_seconds(clk->now()); }
 };
@@ -242,8 +237,7 @@ TEST_CASE_METHOD(actor_fixture, "a new host gets an id and a job with everything
   CHECK(status()->results_in_progress == 2);
 }
 
-TEST_CASE_METHOD(actor_fixture, "two agreeing reports make the workunit assimilated",
-                 "[actors]") {
+TEST_CASE_METHOD(actor_fixture, "two agreeing reports make the workunit assimilated", "[actors]") {
   create({"job"});
   auto r1 = rpc(request(0, 3600));
   auto r2 = rpc(request(0, 3600));
@@ -362,8 +356,7 @@ TEST_CASE_METHOD(actor_fixture,
       seq_when_handed_over = store->last_seq();
     };
   };
-  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 3600)},
-                 rpc_sink_ptr{sink});
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 3600)}, rpc_sink_ptr{sink});
   sched.run();
   CHECK(ready_calls == 1);
   // When it was handed over, its events (the registration and the dispatch) were stored.
@@ -410,8 +403,7 @@ TEST_CASE_METHOD(actor_fixture,
       seq_when_handed_over = store->last_seq();
     };
   };
-  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 1)},
-                 rpc_sink_ptr{sink});
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 1)}, rpc_sink_ptr{sink});
   sched.run();
   REQUIRE(durable_calls == 1);
   REQUIRE(rendered->hostid.has_value());
@@ -432,11 +424,10 @@ TEST_CASE_METHOD(actor_fixture,
   CHECK(second.wu_name != first.wu_name);
   // Durable at hand-over, in this order: the report, then the dispatch.
   std::vector<std::uint16_t> kinds;
-  REQUIRE_FALSE(store->scan(before + 1, seq_when_handed_over,
-                            [&](const storage::event_record& r) {
-                              kinds.push_back(r.kind);
-                              return true;
-                            }));
+  REQUIRE_FALSE(store->scan(before + 1, seq_when_handed_over, [&](const storage::event_record& r) {
+    kinds.push_back(r.kind);
+    return true;
+  }));
   REQUIRE(kinds.size() >= 2);
   CHECK(kinds[0] == ev::result_reported::kind);
   CHECK(std::count(kinds.begin(), kinds.end(), ev::result_dispatched::kind) == 1);
@@ -455,8 +446,7 @@ TEST_CASE_METHOD(actor_fixture,
   CHECK(host(h)->state->in_progress.empty());
 }
 
-TEST_CASE_METHOD(actor_fixture, "a refusal through a sink is handed over at once",
-                 "[actors]") {
+TEST_CASE_METHOD(actor_fixture, "a refusal through a sink is handed over at once", "[actors]") {
   auto seq = store->last_seq();
   sched_reply_ptr rendered;
   int durable_calls = 0;

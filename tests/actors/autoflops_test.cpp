@@ -32,7 +32,8 @@ event make(payload p, time_us t = t0) {
 }
 
 /// A project with one app "af" that has a CPU and a GPU version (replication 1).
-config::project_config af_project(config::credit_policy_kind policy = config::credit_policy_kind::pfc) {
+config::project_config
+af_project(config::credit_policy_kind policy = config::credit_policy_kind::pfc) {
   auto p = config::demo().projects.at(0);
   p.apps.clear();
   config::app_config a;
@@ -116,8 +117,8 @@ struct af_fixture {
   }
 
   /// A successful report of `units` app units in `elapsed` seconds, then the transitioner.
-  std::vector<event> report(result_ref r, id_type host, double elapsed, double units,
-                            int state = 5) {
+  std::vector<event>
+  report(result_ref r, id_type host, double elapsed, double units, int state = 5) {
     report_rec rep;
     rep.success = state == 5;
     rep.client_state = state;
@@ -233,8 +234,7 @@ TEST_CASE("raw_flops_per_au is elapsed × raw FLOPS / app units", "[autoflops]")
   CHECK_FALSE(raw_flops_per_au(std::numeric_limits<double>::quiet_NaN(), 2e9, 1));
 }
 
-TEST_CASE("GPU-only propagation averages the estimates of apps with both kinds",
-          "[autoflops]") {
+TEST_CASE("GPU-only propagation averages the estimates of apps with both kinds", "[autoflops]") {
   CHECK_FALSE(propagated_flops_per_au({}));
   CHECK_FALSE(propagated_flops_per_au({0, -1}));
   CHECK(*propagated_flops_per_au({1e11, 3e11, 0}) == Approx(2e11));
@@ -389,8 +389,7 @@ TEST_CASE("estimates: all gives BOINC clients the server's seconds_per_app_unit"
   CHECK(jobs2[0].workunit.rsc_fpops_est == g.app().rsc_fpops_est);
 }
 
-TEST_CASE("a reference job runs on every host and alone feeds est_flops_per_au",
-          "[autoflops]") {
+TEST_CASE("a reference job runs on every host and alone feeds est_flops_per_au", "[autoflops]") {
   auto cfg = af_project();
   cfg.apps[0].autoflops.reference_job = "ref";
   cfg.apps[0].autoflops.flops_samples = 2;
@@ -464,7 +463,8 @@ TEST_CASE("app_units policy: lone results get a check replica at random or under
   rep.client_state = 5;
   rep.elapsed = 10;
   rep.flags = flag_suspect;
-  rep.outputs.push_back(file_rec{g.logic.state.result_name(j2.at(0).dispatched.result) + "_0", 64, "m"});
+  rep.outputs.push_back(
+    file_rec{g.logic.state.result_name(j2.at(0).dispatched.result) + "_0", 64, "m"});
   g.logic.apply_delivered(make(ev::result_reported{j2.at(0).dispatched.result, h, rep}));
   auto suspect = g.logic.transition(j2.at(0).dispatched.result.wu, g.now);
   REQUIRE(of_kind<ev::results_created>(suspect).size() == 1);
@@ -477,8 +477,9 @@ TEST_CASE("app_units policy: an abort or timeout cuts the daily quota by the fac
   credit_settings cs;
   apply(h, make(ev::host_registered{1, 1, {}}), {});
   auto dispatch = [&](std::uint32_t index, const std::string& name) {
-    apply(h, make(ev::result_dispatched{result_ref{1, index}, 1, t0 + 86400 * us_per_second,
-                                        version_echo{1, "p", 1, ""}, 1e9, 40}),
+    apply(h,
+          make(ev::result_dispatched{result_ref{1, index}, 1, t0 + 86400 * us_per_second,
+                                     version_echo{1, "p", 1, ""}, 1e9, 40}),
           name, cs);
   };
   dispatch(0, "a_0");
@@ -655,8 +656,9 @@ TEST_CASE("the server's seconds_per_app_unit follows reported app units", "[auto
   host_state h;
   credit_settings cs;
   apply(h, make(ev::host_registered{1, 1, {}}), {});
-  apply(h, make(ev::result_dispatched{result_ref{1, 0}, 1, t0 + 86400 * us_per_second,
-                                      version_echo{1, "p", 1, ""}, 1e9, 0}),
+  apply(h,
+        make(ev::result_dispatched{result_ref{1, 0}, 1, t0 + 86400 * us_per_second,
+                                   version_echo{1, "p", 1, ""}, 1e9, 0}),
         "a_0", cs);
   report_rec rep;
   rep.success = true;
@@ -667,8 +669,8 @@ TEST_CASE("the server's seconds_per_app_unit follows reported app units", "[auto
   CHECK(h.app_versions.at(1).spau.avg == Approx(25));
   CHECK(h.app_versions.at(1).spau_var.with_units == 1);
   // A report without app units counts the job's predicted ones (from the dispatch).
-  ev::result_dispatched d{result_ref{1, 1}, 1, t0 + 86400 * us_per_second,
-                          version_echo{1, "p", 1, ""}, 1e9, 0, 8};
+  ev::result_dispatched d{
+    result_ref{1, 1}, 1, t0 + 86400 * us_per_second, version_echo{1, "p", 1, ""}, 1e9, 0, 8};
   apply(h, make(d), "a_1", cs);
   CHECK(h.in_progress.at("a_1").predicted_app_units == 8);
   rep.app_units = 0;
@@ -766,7 +768,8 @@ TEST_CASE("older payload versions decode with AutoFlops defaults", "[autoflops][
   ev::project_configured pc3{"p", "P", {a}, {}};
   auto r4 = to_record(make(pc3));
   CHECK(static_cast<std::uint8_t>(r4.payload[0]) == 4);
-  CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.host_min_spread == 0.3);
+  CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.host_min_spread
+        == 0.3);
   r4.payload.clear();
   {
     storage::writer w{r4.payload};
@@ -775,7 +778,8 @@ TEST_CASE("older payload versions decode with AutoFlops defaults", "[autoflops][
     enc.put(pc3);
   }
   REQUIRE(from_record(r4));
-  CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.host_min_spread == 0.1);
+  CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.host_min_spread
+        == 0.1);
   CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.est_x == 3);
   // result_dispatched v2: no predicted app units (decodes as 1); v3 keeps them.
   ev::result_dispatched rd{result_ref{3, 1}, 4, t0, version_echo{1, "p", 1, ""}, 2e9, 40, 50};
@@ -813,7 +817,8 @@ TEST_CASE("snapshots keep the AutoFlops statistics", "[autoflops][snapshot]") {
   boinc_host b{f};
   run_unit_jobs(b, 3, 0.2, 1);
   b.take(12);
-  w.projects.push_back(project_world{f.logic.state, {}, {}, {}}); // project_state copies, never assigns
+  w.projects.push_back(
+    project_world{f.logic.state, {}, {}, {}}); // project_state copies, never assigns
   w.projects[0].hosts[b.id] = b.h;
   auto blob = encode_snapshot(w);
   CHECK(snapshot_format(blob) == 6);

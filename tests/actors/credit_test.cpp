@@ -19,7 +19,9 @@ constexpr time_us t0 = 1'700'000'000LL * us_per_second;
 constexpr time_us hour = 3600 * us_per_second;
 constexpr time_us day = 24 * hour;
 
-constexpr time_us cobble_t0() { return t0; }
+constexpr time_us cobble_t0() {
+  return t0;
+}
 
 average_var avg_of(double value, std::uint64_t n) {
   average_var a;
@@ -48,8 +50,7 @@ report_rec report(bool success, int client_state = 5, double elapsed = 100) {
 
 // -- averages -------------------------------------------------------------------
 
-TEST_CASE("averages are a straight mean for the first N samples, then exponential",
-          "[credit]") {
+TEST_CASE("averages are a straight mean for the first N samples, then exponential", "[credit]") {
   average_var a;
   for (double x : {1.0, 2.0, 3.0, 4.0})
     a.update(x, 4, 0.5, 10);
@@ -184,8 +185,7 @@ TEST_CASE("anonymous-platform jobs claim min_avg_pfc(A) x E(J)", "[credit]") {
 
 // -- host normalization --------------------------------------------------------------
 
-TEST_CASE("Scale(H) is PFCmean(V)/PFCmean(H,V), capped, and at most 1 on probation",
-          "[credit]") {
+TEST_CASE("Scale(H) is PFCmean(V)/PFCmean(H,V), capped, and at most 1 on probation", "[credit]") {
   credit_settings s;
   CHECK(host_scale(avg_of(2, 100), avg_of(4, 10), false, s) == Approx(0.5));
   CHECK(host_scale(avg_of(2, 100), avg_of(0.1, 10), false, s) == 10); // cap
@@ -314,7 +314,7 @@ struct hav_fixture {
 
   std::string dispatch(time_us t, int quota = 4) {
     auto name = "wu_" + std::to_string(next) + "_0";
-    ev::result_dispatched d{{static_cast<id_type>(next), 0}, 1, t + 7 * day,
+    ev::result_dispatched d{{static_cast<id_type>(next), 0},   1,   t + 7 * day,
                             version_echo{version, "p", 1, ""}, 1e9, quota};
     ++next;
     apply(h, make(d, t), name, s);
@@ -326,8 +326,8 @@ struct hav_fixture {
     apply(h, make(ev::result_reported{held.result, 1, rep, {}, true, 0}, t), name, s);
   }
 
-  void validated(const std::string& name, bool valid, double pfc, double et, bool cheat,
-                 time_us t) {
+  void
+  validated(const std::string& name, bool valid, double pfc, double et, bool cheat, time_us t) {
     ev::host_result_validated v{1, {0, 0}, version, valid, pfc, et, cheat, 1};
     apply(h, make(v, t), name, s);
   }
@@ -368,8 +368,7 @@ TEST_CASE("max_jobs_per_day: -1 per crash, not per abort, doubled per success", 
   CHECK(g.hav().max_jobs_per_day == 1);
 }
 
-TEST_CASE("turnaround, ETmean(H,V) and PFCmean(H,V) are per (host, app version)",
-          "[credit]") {
+TEST_CASE("turnaround, ETmean(H,V) and PFCmean(H,V) are per (host, app version)", "[credit]") {
   hav_fixture f;
   auto a = f.dispatch(t0);
   f.report(a, report(true), t0 + 2 * hour);

@@ -112,47 +112,65 @@ std::vector<event> samples() {
   out.push_back(make(ev::host_described{6, sample_info()}));
   out.push_back(make(ev::workunit_created{9, "wu_9", 3, sample_params(), 3, "admin"}));
   out.push_back(make(ev::results_created{9, 2, "inconclusive"}));
-  out.push_back(make(ev::result_dispatched{result_ref{9, 1}, 6, t0 + 3600 * us_per_second,
-                                           version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"},
-                                           4.5e9, 400}));
-  out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report(),
-                                         average_var{12, 2.5}, false, t0 + 99}));
+  out.push_back(
+    make(ev::result_dispatched{result_ref{9, 1}, 6, t0 + 3600 * us_per_second,
+                               version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"}, 4.5e9, 400}));
+  out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report(), average_var{12, 2.5},
+                                         false, t0 + 99}));
   out.push_back(make(ev::result_timed_out{result_ref{9, 2}, 6}));
   credit_rec granted{1e12, 2.5, 0.5, 0.75, 1.25, 1.5, credit_probation};
-  out.push_back(make(ev::workunit_validated{
-    9, 1u, {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}},
-    {granted, credit_rec{}}}));
+  out.push_back(make(
+    ev::workunit_validated{9,
+                           1u,
+                           {verdict{1, true, 6, 7, 123.25, 120.5}, verdict{2, false, 8, 7, 99, 98}},
+                           {granted, credit_rec{}}}));
   out.push_back(make(ev::workunit_assimilated{9, 1}));
   out.push_back(make(ev::workunit_failed{9, "too many errors (4)"}));
   out.push_back(make(ev::workunit_files_deleted{9, {"in_0cc175b9c0f1b6a831c399e269772661"}}));
   auto w1 = sequence_wu_id(4, 0), w2 = sequence_wu_id(4, 1), w3 = sequence_wu_id(4, 2);
   auto params = sample_params();
   params.min_quorum = params.target_nresults = params.max_total_results = 1;
-  out.push_back(make(ev::sequence_created{
-    4, "climate", 3, 259200, 2, true, params,
-    {seq_element_rec{w1, "climate@1", 1, 0, seq_element_kind::heartbeat},
-     seq_element_rec{w2, "climate@1r1", 1, 1, seq_element_kind::state}},
-    "alice"}));
+  out.push_back(
+    make(ev::sequence_created{4,
+                              "climate",
+                              3,
+                              259200,
+                              2,
+                              true,
+                              params,
+                              {seq_element_rec{w1, "climate@1", 1, 0, seq_element_kind::heartbeat},
+                               seq_element_rec{w2, "climate@1r1", 1, 1, seq_element_kind::state}},
+                              "alice"}));
   out.push_back(make(ev::sequence_extended{
     4, {seq_element_rec{w3, "climate@2", 2, 0, seq_element_kind::state}}, "handler"}));
   out.push_back(make(ev::sequence_ended{4, "converged", {w3}, {{6, "climate@2_0"}}, "bob"}));
   out.push_back(make(ev::sequence_assigned{4, 1, 6, "scheduler"}));
   out.push_back(make(ev::sequence_deassigned{
-    4, 1, 6, "missed the deadline", 7, {w2}, {"climate@1r1_0"},
-    {seq_element_rec{w3, "climate@1r1b1", 1, 1, seq_element_kind::state}}, "relocation check",
+    4,
+    1,
+    6,
+    "missed the deadline",
+    7,
+    {w2},
+    {"climate@1r1_0"},
+    {seq_element_rec{w3, "climate@1r1b1", 1, 1, seq_element_kind::state}},
+    "relocation check",
     {file_rec{"in_0123456789abcdef0123456789abcdef", 4096, "0123456789abcdef0123456789abcdef"}},
     {"state.nc"}}));
   out.push_back(make(ev::sequence_element_checked{4, 1, true, {w1, w2}}));
   out.push_back(make(ev::sequence_restart_saved{
-    4, 1, 7, w2,
+    4,
+    1,
+    7,
+    w2,
     {file_rec{"in_0123456789abcdef0123456789abcdef", 4096, "0123456789abcdef0123456789abcdef"}},
     {"state.nc"}}));
-  out.push_back(make(ev::host_result_validated{6, result_ref{9, 1}, 7, true, 2.5, 1e-7, true,
-                                               1.5}));
+  out.push_back(
+    make(ev::host_result_validated{6, result_ref{9, 1}, 7, true, 2.5, 1e-7, true, 1.5}));
   out.push_back(make(ev::credit_normalized{3, 2.25, {version_scale{7, average_var{100, 2}, 0.5}}}));
-  out.push_back(make(ev::credit_imported{
-    "other.example",
-    {credit_export_rec{"p", "app", "x86_64-pc-linux-gnu", "cuda", 1, true, 12.5, 0.2}}}));
+  out.push_back(make(ev::credit_imported{"other.example",
+                                         {credit_export_rec{"p", "app", "x86_64-pc-linux-gnu",
+                                                            "cuda", 1, true, 12.5, 0.2}}}));
   out.push_back(make(ev::autoflops_sampled{3, 9, 12.5, 37.25, {{2e11, false}, {9e11, true}}}));
   return out;
 }
@@ -195,22 +213,23 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
   REQUIRE(all.size() == 24);
-  const char* names[] = {"project_configured", "user_created",       "host_registered",
-                         "host_described",     "workunit_created",   "results_created",
-                         "result_dispatched",  "result_reported",    "result_timed_out",
-                         "workunit_validated", "workunit_assimilated", "workunit_failed",
-                         "workunit_files_deleted", "sequence_created", "sequence_extended",
-                         "sequence_ended", "sequence_assigned", "sequence_deassigned",
-                         "sequence_element_checked", "sequence_restart_saved",
-                         "host_result_validated", "credit_normalized", "credit_imported",
-                         "autoflops_sampled"};
+  const char* names[]
+    = {"project_configured",       "user_created",           "host_registered",
+       "host_described",           "workunit_created",       "results_created",
+       "result_dispatched",        "result_reported",        "result_timed_out",
+       "workunit_validated",       "workunit_assimilated",   "workunit_failed",
+       "workunit_files_deleted",   "sequence_created",       "sequence_extended",
+       "sequence_ended",           "sequence_assigned",      "sequence_deassigned",
+       "sequence_element_checked", "sequence_restart_saved", "host_result_validated",
+       "credit_normalized",        "credit_imported",        "autoflops_sampled"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
     CHECK(std::string{kind_name(static_cast<std::uint16_t>(i + 1))} == names[i]);
   }
   CHECK(std::string{kind_name(0)} == "unknown");
-  CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))} == "unknown");
+  CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))}
+        == "unknown");
   CHECK(std::string{kind_name(25)} == "unknown");
 }
 
@@ -377,8 +396,7 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
   }
 }
 
-TEST_CASE("a sequence_deassigned of payload version 1 decodes without state files",
-          "[events]") {
+TEST_CASE("a sequence_deassigned of payload version 1 decodes without state files", "[events]") {
   auto d = std::get<ev::sequence_deassigned>(samples()[17].data);
   CHECK(payload_version(ev::sequence_deassigned::kind) == 2);
   // Written as version 1 did: no restart_inputs or restart_open_names.
@@ -465,7 +483,8 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   CHECK(touching(entity_kind::user, 6).empty());
   CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1, 22, 23});
   // Sequence 4: its own events, and any event of a workunit in its id range.
-  CHECK(touching(entity_kind::sequence, 4) == std::vector<std::uint16_t>{14, 15, 16, 17, 18, 19, 20});
+  CHECK(touching(entity_kind::sequence, 4)
+        == std::vector<std::uint16_t>{14, 15, 16, 17, 18, 19, 20});
   auto report = make(ev::result_reported{result_ref{sequence_wu_id(4, 2), 0}, 6, {}});
   CHECK(touches(report, entity_kind::sequence, 4));
   CHECK_FALSE(touches(report, entity_kind::sequence, 5));

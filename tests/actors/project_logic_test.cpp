@@ -1,9 +1,8 @@
 /// Tests of project_logic (actors/project): the decisions of a project without actors —
 /// configuration, work creation, job selection, the transitioner and the deadline sweep.
 
-#include "actors/project.hpp"
-
 #include "actors/error.hpp"
+#include "actors/project.hpp"
 #include "config/config.hpp"
 
 #include <catch2/catch.hpp>
@@ -19,8 +18,8 @@ using namespace cobble;
 namespace {
 
 constexpr time_us t0 = 1'700'000'000LL * us_per_second;
-constexpr double demo_est = 3.6e12;   // the demo app's rsc_fpops_est
-constexpr double host_fpops = 1e9;    // so one demo job is 3600 s on one CPU
+constexpr double demo_est = 3.6e12; // the demo app's rsc_fpops_est
+constexpr double host_fpops = 1e9;  // so one demo job is 3600 s on one CPU
 constexpr double one_job_secs = demo_est / host_fpops;
 
 config::project_config demo_project() {
@@ -81,8 +80,8 @@ struct logic_fixture {
     r.requests.resize(n_resource_types);
     r.requests[0] = resource_request{secs, inst, 0};
     r.anonymous = true;
-    r.offered.push_back(client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0,
-                                           resource_type::cpu, 0});
+    r.offered.push_back(
+      client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0, resource_type::cpu, 0});
     return r;
   }
 
@@ -112,8 +111,8 @@ struct logic_fixture {
   }
 
   /// A report as the log delivers it to the project, then the transitioner's events.
-  std::vector<event> report(result_ref r, id_type host, bool success, std::string md5 = "m1",
-                            double elapsed = 100) {
+  std::vector<event>
+  report(result_ref r, id_type host, bool success, std::string md5 = "m1", double elapsed = 100) {
     report_rec rep;
     rep.success = success;
     rep.client_state = success ? 5 : 3;
@@ -164,8 +163,8 @@ TEST_CASE("configure records the project and creates the demo user once", "[proj
   project_logic logic;
   auto cfg = demo_project();
   auto first = logic.configure(cfg, t0);
-  REQUIRE(kinds(first) == std::vector<std::uint16_t>{ev::project_configured::kind,
-                                                    ev::user_created::kind});
+  REQUIRE(kinds(first)
+          == std::vector<std::uint16_t>{ev::project_configured::kind, ev::user_created::kind});
   const auto& pc = std::get<ev::project_configured>(first[0].data);
   CHECK(pc.name == "demo");
   CHECK(pc.long_name == "Cobble demo project");
@@ -551,9 +550,9 @@ TEST_CASE("transition: two agreeing successes validate and assimilate", "[projec
   CHECK(f.report(r0, h1, true, "same", 100).empty());
   CHECK(f.wu(id).state == wu_state::active);
   auto events = f.report(r1, h2, true, "same", 120);
-  REQUIRE(kinds(events) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
-                                                     ev::autoflops_sampled::kind,
-                                                     ev::workunit_assimilated::kind});
+  REQUIRE(kinds(events)
+          == std::vector<std::uint16_t>{ev::workunit_validated::kind, ev::autoflops_sampled::kind,
+                                        ev::workunit_assimilated::kind});
   const auto& v = std::get<ev::workunit_validated>(events[0].data);
   CHECK(v.canonical == std::optional<std::uint32_t>{r0.index});
   REQUIRE(v.verdicts.size() == 2);
@@ -590,9 +589,9 @@ TEST_CASE("transition: disagreement asks for one more opinion", "[project_logic]
   auto r2 = f.give_one(h3);
   CHECK(r2 == result_ref{id, 2});
   events = f.report(r2, h3, true, "good");
-  REQUIRE(kinds(events) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
-                                                     ev::autoflops_sampled::kind,
-                                                     ev::workunit_assimilated::kind});
+  REQUIRE(kinds(events)
+          == std::vector<std::uint16_t>{ev::workunit_validated::kind, ev::autoflops_sampled::kind,
+                                        ev::workunit_assimilated::kind});
   const auto& wu = f.wu(id);
   CHECK(wu.state == wu_state::assimilated);
   CHECK(wu.canonical == std::optional<std::uint32_t>{0});
@@ -690,16 +689,15 @@ TEST_CASE("transition: accept_all validates differing outputs", "[project_logic]
   auto r1 = f.give_one(h2);
   f.report(r0, h1, true, "one");
   auto events = f.report(r1, h2, true, "two");
-  REQUIRE(kinds(events) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
-                                                     ev::autoflops_sampled::kind,
-                                                     ev::workunit_assimilated::kind});
+  REQUIRE(kinds(events)
+          == std::vector<std::uint16_t>{ev::workunit_validated::kind, ev::autoflops_sampled::kind,
+                                        ev::workunit_assimilated::kind});
   CHECK(f.wu(id).state == wu_state::assimilated);
   CHECK(f.wu(id).results[0].validation == validate_state::valid);
   CHECK(f.wu(id).results[1].validation == validate_state::valid);
 }
 
-TEST_CASE("transition: a late success is checked against the canonical result",
-          "[project_logic]") {
+TEST_CASE("transition: a late success is checked against the canonical result", "[project_logic]") {
   // Three replicas, quorum 2: two agree and the workunit is done while the third is still
   // out. When the third comes back, the validator must judge it against the canonical result
   // (so that its host and app version get their verdict), as BOINC's validator does.
@@ -716,9 +714,9 @@ TEST_CASE("transition: a late success is checked against the canonical result",
   auto r2 = f.give_one(h3);
   f.report(r0, h1, true, "good");
   auto done = f.report(r1, h2, true, "good");
-  REQUIRE(kinds(done) == std::vector<std::uint16_t>{ev::workunit_validated::kind,
-                                                   ev::autoflops_sampled::kind,
-                                                   ev::workunit_assimilated::kind});
+  REQUIRE(kinds(done)
+          == std::vector<std::uint16_t>{ev::workunit_validated::kind, ev::autoflops_sampled::kind,
+                                        ev::workunit_assimilated::kind});
   CHECK(f.wu(id).results[2].state == result_state::in_progress);
   // No one else gets a replica of a finished workunit.
   CHECK(f.select(f.anon_request(h4, 1e9)).empty());

@@ -4,6 +4,7 @@
 /// examples of the design (a climate run, a set of trajectories), relocation, reassignment,
 /// revocation, replicated sequences, and the refusals.
 
+#include "../support/temp_dir.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
@@ -11,7 +12,6 @@
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 #include "storage/file_store.hpp"
-#include "../support/temp_dir.hpp"
 
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
@@ -85,8 +85,7 @@ struct seq_fixture {
 
   /// `jobs_per_day` > 0: the demo app's max_jobs_per_day (the daily quota per CPU).
   explicit seq_fixture(bool with_files = false, int jobs_per_day = 0)
-    : sys(init(sys_cfg)),
-      self(sys, true),
+    : sys(init(sys_cfg)), self(sys, true),
       sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
     sys.await_actors_before_shutdown(false);
     if (jobs_per_day > 0)
@@ -148,9 +147,9 @@ struct seq_fixture {
   }
 
   /// A request from Cobble's client library: anonymous platform, the sequences it holds.
-  std::shared_ptr<sched_request> request(id_type hostid, double req_secs,
-                                         std::vector<reported_result> results = {},
-                                         std::vector<std::string> held = {}) {
+  std::shared_ptr<sched_request>
+  request(id_type hostid, double req_secs, std::vector<reported_result> results = {},
+          std::vector<std::string> held = {}) {
     auto r = std::make_shared<sched_request>();
     r->authenticator = auth;
     r->hostid = hostid;
@@ -164,8 +163,8 @@ struct seq_fixture {
     r->host.p_ncpus = 1;
     r->host.p_fpops = 1e9; // the demo app's 3.6e12 FLOPs: one hour per element
     r->host.os_name = "Linux";
-    r->app_versions.push_back(client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1,
-                                                 0, resource_type::cpu, 0});
+    r->app_versions.push_back(
+      client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0, resource_type::cpu, 0});
     r->results = std::move(results);
     r->sequences_held = std::move(held);
     return r;
@@ -181,9 +180,9 @@ struct seq_fixture {
     return *reply->hostid;
   }
 
-  sequence_view_ptr create(const std::string& name, std::uint32_t count,
-                           std::uint32_t state_every, std::uint8_t replicas = 1,
-                           double max_result_time = 3 * 86400, double delay_bound = 10 * 86400) {
+  sequence_view_ptr create(const std::string& name, std::uint32_t count, std::uint32_t state_every,
+                           std::uint8_t replicas = 1, double max_result_time = 3 * 86400,
+                           double delay_bound = 10 * 86400) {
     auto s = std::make_shared<sequence_spec>();
     s->name = name;
     s->app = "testapp";
@@ -246,8 +245,8 @@ std::vector<std::string> names_of(const sched_reply& reply) {
   return out;
 }
 
-const seq_element_state& at(const sequence_view& v, std::uint32_t position,
-                            std::size_t replica = 0) {
+const seq_element_state&
+at(const sequence_view& v, std::uint32_t position, std::size_t replica = 0) {
   return v.state.replicas.at(replica).chain.at(position - 1);
 }
 
@@ -290,8 +289,9 @@ std::string read_all(const std::filesystem::path& p) {
 
 } // namespace
 
-TEST_CASE_METHOD(seq_files_fixture, "a relocated sequence continues on the new host from the "
-                                    "state files of its last validated state upload",
+TEST_CASE_METHOD(seq_files_fixture,
+                 "a relocated sequence continues on the new host from the "
+                 "state files of its last validated state upload",
                  "[sequences]") {
   const std::string s3 = "state after three elements\n";
   const std::string s6 = std::string(5000, 'x') + "state after six elements\n";
@@ -375,8 +375,9 @@ TEST_CASE_METHOD(seq_files_fixture, "a relocated sequence continues on the new h
   CHECK(workunit("clim@6")->wu.files_deleted);
 }
 
-TEST_CASE_METHOD(seq_fixture, "a six-month climate run: 60 elements on one host, full state "
-                              "every 7th, always two elements in hand",
+TEST_CASE_METHOD(seq_fixture,
+                 "a six-month climate run: 60 elements on one host, full state "
+                 "every 7th, always two elements in hand",
                  "[sequences]") {
   auto v = create("climate", 60, 7);
   REQUIRE(v->state.replicas.size() == 1);
@@ -447,8 +448,9 @@ TEST_CASE_METHOD(seq_fixture, "a six-month climate run: 60 elements on one host,
   CHECK(pw.project.workunits.at(w7->wu.id) == w7->wu);
 }
 
-TEST_CASE_METHOD(seq_fixture, "trajectories extended two or three results at a time by the "
-                              "result handler until ended",
+TEST_CASE_METHOD(seq_fixture,
+                 "trajectories extended two or three results at a time by the "
+                 "result handler until ended",
                  "[sequences]") {
   const std::vector<std::string> names{"traj-1", "traj-2", "traj-3"};
   for (const auto& n : names)
@@ -463,8 +465,7 @@ TEST_CASE_METHOD(seq_fixture, "trajectories extended two or three results at a t
     holding[h] = names_of(*reply);
     sequence_of[h] = reply->results[0].wu_name.substr(0, 6);
   }
-  CHECK(std::set<std::string>{sequence_of[hosts[0]], sequence_of[hosts[1]],
-                              sequence_of[hosts[2]]}
+  CHECK(std::set<std::string>{sequence_of[hosts[0]], sequence_of[hosts[1]], sequence_of[hosts[2]]}
         == std::set<std::string>(names.begin(), names.end()));
 
   // The result handler: extends a sequence nearing its end by 2 or 3 elements, unless it
@@ -537,8 +538,9 @@ TEST_CASE_METHOD(seq_fixture, "trajectories extended two or three results at a t
   CHECK(show("traj-1")->state.length() == 10);
 }
 
-TEST_CASE_METHOD(seq_fixture, "a host that misses a deadline loses the sequence and it continues "
-                              "elsewhere from the last full state upload",
+TEST_CASE_METHOD(seq_fixture,
+                 "a host that misses a deadline loses the sequence and it continues "
+                 "elsewhere from the last full state upload",
                  "[sequences]") {
   create("clim", 20, 3, 1, 3 * 86400, 10 * 86400);
   auto a = new_host();
@@ -628,7 +630,8 @@ TEST_CASE_METHOD(seq_fixture, "an operator reassigns a sequence and the old host
     REQUIRE(v->state.dead_branches.size() == 1);
     CHECK(v->state.dead_branches[0].by == "carol");
     CHECK(v->state.dead_branches[0].restart == 0);
-    CHECK(v->state.dead_branches[0].reason == "reassigned by operator to host " + std::to_string(b));
+    CHECK(v->state.dead_branches[0].reason
+          == "reassigned by operator to host " + std::to_string(b));
     CHECK(events_of_kind(ev::sequence_deassigned::kind) == 1);
     CHECK(events_of_kind(ev::sequence_assigned::kind) == 2);
     // The old host lists it and learns it no longer holds it.
@@ -656,7 +659,7 @@ TEST_CASE_METHOD(seq_fixture, "an operator reassigns a sequence and the old host
     CHECK(is(err, ec::unknown_host));
     CHECK(describe(err).find("999") != std::string::npos);
     c->to = a;
-    CHECK(is(refuse("run", c), ec::conflict));        // already there
+    CHECK(is(refuse("run", c), ec::conflict)); // already there
     c->to = b;
     c->replica = 1;
     CHECK(is(refuse("run", c), ec::invalid_argument)); // no such replica
@@ -827,8 +830,9 @@ struct seq_quota_fixture : seq_fixture {
 
 } // namespace
 
-TEST_CASE_METHOD(seq_quota_fixture, "the daily job quota holds for sequence elements and "
-                                    "counts them with ordinary jobs",
+TEST_CASE_METHOD(seq_quota_fixture,
+                 "the daily job quota holds for sequence elements and "
+                 "counts them with ordinary jobs",
                  "[sequences][credit]") {
   // 01:00 UTC: the whole test runs within one day, then the next.
   advance(day - clk->now() % day + 3600 * us_per_second);

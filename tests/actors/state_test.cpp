@@ -1,22 +1,20 @@
 /// Tests of actors/state: every pure apply function, the world that routes events to the
 /// states, and snapshots.
 
-#include "actors/state.hpp"
+#include "../support/temp_dir.hpp"
 #include "actors/error.hpp"
 #include "actors/snapshot_load.hpp"
+#include "actors/state.hpp"
 #include "storage/codec.hpp"
 #include "storage/error.hpp"
 #include "storage/event_store.hpp"
 #include "storage/keys.hpp"
-#include "../support/temp_dir.hpp"
-
-#include <rocksdb/db.h>
 
 #include <catch2/catch.hpp>
+#include <rocksdb/db.h>
 
 #include <fstream>
 #include <memory>
-
 #include <string>
 #include <vector>
 
@@ -133,7 +131,9 @@ std::vector<event> history() {
   add(ev::result_dispatched{{2, 0}, 1, t0 + 6 + hour, echo1()}, t0 + 6);
   add(ev::result_reported{{1, 0}, 1, ok_report(100)}, t0 + 100);
   add(ev::result_reported{{1, 1}, 2, ok_report(120)}, t0 + 101);
-  add(ev::workunit_validated{1, 0u, {verdict{0, true, 1, 1, 100, 99}, verdict{1, true, 2, 1, 120, 119}}},
+  add(ev::workunit_validated{1,
+                             0u,
+                             {verdict{0, true, 1, 1, 100, 99}, verdict{1, true, 2, 1, 120, 119}}},
       t0 + 101);
   add(ev::workunit_assimilated{1, 0}, t0 + 101);
   add(ev::result_timed_out{{2, 0}, 1}, t0 + 2 * hour);
@@ -343,7 +343,7 @@ TEST_CASE("workunit_validated records verdicts and the canonical result once", "
   }
   SECTION("a canonical result: unsent replicas are no longer needed") {
     apply(s, make(ev::workunit_validated{
-                    1, 0u, {verdict{0, true, 1, 1, 10, 9}, verdict{1, false, 2, 1, 10, 9}}}));
+               1, 0u, {verdict{0, true, 1, 1, 10, 9}, verdict{1, false, 2, 1, 10, 9}}}));
     const auto* wu = s.workunit(1);
     CHECK(wu->state == wu_state::validated);
     CHECK(wu->canonical == std::optional<std::uint32_t>{0});
@@ -483,10 +483,12 @@ TEST_CASE("host apply: results in progress and host_app_version counts", "[state
 TEST_CASE("app version apply counts its own verdicts only", "[state][app_version]") {
   app_version_state av;
   av.id = 1;
-  apply(av, make(ev::workunit_validated{1, 0u,
-                                        {verdict{0, true, 1, 1, 100, 90}, verdict{1, true, 2, 1, 50, 40},
-                                         verdict{2, false, 3, 1, 10, 9},
-                                         verdict{3, true, 4, 2, 1000, 999}}}));
+  apply(av,
+        make(ev::workunit_validated{1,
+                                    0u,
+                                    {verdict{0, true, 1, 1, 100, 90},
+                                     verdict{1, true, 2, 1, 50, 40}, verdict{2, false, 3, 1, 10, 9},
+                                     verdict{3, true, 4, 2, 1000, 999}}}));
   CHECK(av.n_valid == 2);
   CHECK(av.n_invalid == 1);
   CHECK(av.elapsed_sum == 150);
@@ -620,8 +622,8 @@ TEST_CASE("the workunit table keeps dense and other ids in id order", "[state]")
   CHECK(order == std::vector<id_type>{1, 2, 3, 4, 5, 10, seq_id});
   // Equality does not depend on where an id is kept.
   wu_table u;
-  for (id_type id : {seq_id, id_type{10}, id_type{5}, id_type{4}, id_type{3}, id_type{2},
-                     id_type{1}}) {
+  for (id_type id :
+       {seq_id, id_type{10}, id_type{5}, id_type{4}, id_type{3}, id_type{2}, id_type{1}}) {
     u[id] = t.at(id);
   }
   CHECK(u == t);
@@ -795,7 +797,7 @@ TEST_CASE("a snapshot loaded while it is read equals the one decoded from the wh
       CHECK(loaded.error() == storage::ec::corruption);
       CHECK_THAT(storage::describe(loaded.error()),
                  Catch::Contains("snapshot " + std::to_string(w.seq) + ": checksum mismatch"));
-    } // closed before the chunk is repaired
+    }         // closed before the chunk is repaired
     damage(); // undo (xor again)
   }
 }

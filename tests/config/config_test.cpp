@@ -1,6 +1,5 @@
-#include "config/config.hpp"
-
 #include "../support/temp_dir.hpp"
+#include "config/config.hpp"
 
 #include <catch2/catch.hpp>
 

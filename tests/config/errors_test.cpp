@@ -1,6 +1,5 @@
-#include "config/config.hpp"
-
 #include "../support/temp_dir.hpp"
+#include "config/config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -25,8 +24,8 @@ void expect_error(std::string_view yaml, int line, const std::string& key,
     CHECK(e.line() == line);
     CHECK(e.key() == key);
     CHECK_THAT(e.message(), Catch::Contains(part));
-    auto prefix =
-        file.string() + ":" + std::to_string(line) + ": " + (key.empty() ? "" : key + ": ");
+    auto prefix = file.string() + ":" + std::to_string(line) + ": "
+                  + (key.empty() ? "" : key + ": ");
     CHECK(std::string(e.what()).rfind(prefix, 0) == 0);
   }
 }
@@ -36,8 +35,8 @@ std::string with_app(const std::string& app_lines) {
   return "projects:\n"
          "  - name: p\n"
          "    apps:\n"
-         "      - name: a\n" +
-         app_lines;
+         "      - name: a\n"
+         + app_lines;
 }
 
 constexpr const char* version = "        versions: [{}]\n";

@@ -57,8 +57,8 @@ std::string config() {
 }
 
 /// The <TAG> ... </TAG> element of `doc` that contains `needle`, if any.
-std::optional<std::string> xml_element(const std::string& doc, const std::string& tag,
-                                       const std::string& needle) {
+std::optional<std::string>
+xml_element(const std::string& doc, const std::string& tag, const std::string& needle) {
   const std::string open = "<" + tag + ">", close = "</" + tag + ">";
   for (auto pos = doc.find(open); pos != std::string::npos; pos = doc.find(open, pos + 1)) {
     auto end = doc.find(close, pos);
@@ -114,8 +114,7 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
                    {"predicted_app_units", 1}});
   }
   // The wait does not change the output: it is the plain run's.
-  const auto short_md5 =
-      testapp_md5(root.path / "scratch", "--iterations 1000", std::nullopt);
+  const auto short_md5 = testapp_md5(root.path / "scratch", "--iterations 1000", std::nullopt);
 
   // The client stays (no --exit_when_idle): it must still be there for the long job.
   boinc_client c{"client", root.path / "client", client_options{false, 2}};
@@ -131,8 +130,8 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
   auto poll_until = [&](const std::string& what, auto&& done) {
     for (;;) {
       if (steady::now() >= deadline)
-        FAIL(diagnostics("timed out after " + std::to_string(budget.count()) +
-                         " s waiting for " + what));
+        FAIL(diagnostics("timed out after " + std::to_string(budget.count()) + " s waiting for "
+                         + what));
       std::vector<child_process*> pipes{s.proc.get()};
       if (c.proc)
         pipes.push_back(c.proc.get());
@@ -213,9 +212,9 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
   const double bound = spau * predicted * bound_factor;
   const double estimate = spau * predicted * est_factor;
   const double natural = overrun * bound;
-  INFO("seconds_per_app_unit " << spau << ", sigma " << sigma << ", predicted app units " << predicted
-                               << ", AutoFlops bound " << bound << " s, natural run time "
-                               << natural << " s");
+  INFO("seconds_per_app_unit " << spau << ", sigma " << sigma << ", predicted app units "
+                               << predicted << ", AutoFlops bound " << bound
+                               << " s, natural run time " << natural << " s");
   REQUIRE(bound > 120);
   {
     std::ostringstream cmd;
@@ -227,8 +226,8 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
                    {"predicted_app_units", predicted}});
   }
   // A user's "update" makes the client contact the project now (the project asks for an
-  // RPC within 3 s of the last one anyway); a work request goes with it even if an earlier empty reply made
-  // the client back off.
+  // RPC within 3 s of the last one anyway); a work request goes with it even if an earlier empty
+  // reply made the client back off.
   {
     auto [code, out] = c.boinccmd({"--project", s.master_url(), "update"});
     INFO("boinccmd: " << out);
@@ -273,8 +272,7 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
   // task R: exceeded elapsed time limit L (BG/FG)" (log times have whole seconds).
   std::optional<double> started_at, aborted_at, logged_limit;
   const std::regex start_line{"Starting task " + result_name + "(\\s|$)"};
-  static const std::regex abort_line{
-      "Aborting task (\\S+): exceeded elapsed time limit ([0-9.]+)"};
+  static const std::regex abort_line{"Aborting task (\\S+): exceeded elapsed time limit ([0-9.]+)"};
   for (const auto& line : c.log) {
     std::smatch m;
     if (std::regex_search(line, start_line) && !started_at)
@@ -305,13 +303,14 @@ TEST_CASE("a real BOINC client's elapsed-time limit is the AutoFlops bound", "[e
   CHECK(elapsed >= bound);
   CHECK(elapsed <= bound + 10);
   CHECK(reported_after < natural);
-  std::fprintf(stderr,
-               "AutoFlops e2e: short jobs done after %.1f s; seconds_per_app_unit %.3f s; sigma %.3f; "
-               "predicted app units %.0f; bound %.2f s; client limit %.2f s; ran %.0f s "
-               "(log); elapsed reported %.2f s; reported %.1f s after dispatch; natural run "
-               "time %.0f s\n",
-               short_phase, spau, sigma, predicted, bound, *logged_limit, ran, elapsed, reported_after,
-               natural);
+  std::fprintf(
+    stderr,
+    "AutoFlops e2e: short jobs done after %.1f s; seconds_per_app_unit %.3f s; sigma %.3f; "
+    "predicted app units %.0f; bound %.2f s; client limit %.2f s; ran %.0f s "
+    "(log); elapsed reported %.2f s; reported %.1f s after dispatch; natural run "
+    "time %.0f s\n",
+    short_phase, spau, sigma, predicted, bound, *logged_limit, ran, elapsed, reported_after,
+    natural);
 
   // -- the log verifies after a clean stop ----------------------------------------------
   s.stop_and_verify_log();

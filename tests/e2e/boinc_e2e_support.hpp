@@ -17,11 +17,6 @@
 #include <nlohmann/json.hpp>
 #include <openssl/evp.h>
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -35,6 +30,11 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 namespace cobble::e2e {
 
@@ -104,8 +104,8 @@ inline unsigned short free_port() {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = 0;
   socklen_t len = sizeof addr;
-  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-            ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  bool ok = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0
+            && ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
   ::close(fd);
   REQUIRE(ok);
   return ntohs(addr.sin_port);
@@ -185,7 +185,8 @@ inline std::string server_config(const std::string& long_name, const std::string
   listen: 127.0.0.1:0
 projects:
   - name: demo
-    long_name: )" + long_name + R"(
+    long_name: )"
+         + long_name + R"(
     request_delay: 1s
     next_rpc_delay: 3s
     deadline_check_interval: 10s
@@ -200,7 +201,8 @@ projects:
         rsc_fpops_bound: 1e12
         max_output_nbytes: 1MiB
         output_names: [out.txt]
-)" + app_settings + R"(        versions:
+)" + app_settings
+         + R"(        versions:
           - {platform: x86_64-pc-linux-gnu, version_num: 100}
 )";
 }
@@ -217,9 +219,9 @@ struct server {
     cobble::test::spawn_options opts;
     opts.die_with_parent = true;
     proc = std::make_unique<child_process>(
-        std::vector<std::string>{COBBLE_BINARY_DIR "/tools/cobbled", "--config", config.string(),
-                                 "--data-dir", data.string(), "--port", "0", "--log-level", "warn"},
-        opts);
+      std::vector<std::string>{COBBLE_BINARY_DIR "/tools/cobbled", "--config", config.string(),
+                               "--data-dir", data.string(), "--port", "0", "--log-level", "warn"},
+      opts);
     auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
     INFO("cobbled output:\n" << tail(proc->lines(), 50));
     REQUIRE(listening);
@@ -274,8 +276,9 @@ struct server {
   void stop_and_verify_log() {
     proc->signal(SIGTERM);
     CHECK(proc->wait(60s).value_or(-1) == 0);
-    auto [code, out] = cobble::test::run_command(
-        {COBBLE_BINARY_DIR "/tools/cobble", "log", "verify", "--data-dir", data.string()}, 60s);
+    auto [code, out] = cobble::test::run_command({COBBLE_BINARY_DIR "/tools/cobble", "log",
+                                                  "verify", "--data-dir", data.string()},
+                                                 60s);
     INFO(out);
     CHECK(code == 0);
   }
@@ -309,8 +312,8 @@ inline std::string cc_config_xml(int ncpus) {
   <options>
     <report_results_immediately>1</report_results_immediately>
     <allow_multiple_clients>1</allow_multiple_clients>
-    <ncpus>)" +
-         std::to_string(ncpus) + R"(</ncpus>
+    <ncpus>)"
+         + std::to_string(ncpus) + R"(</ncpus>
   </options>
 </cc_config>
 )";
@@ -351,7 +354,7 @@ struct boinc_client {
   int starts = 0;
 
   boinc_client(std::string n, fs::path d, client_options o = {})
-      : name(std::move(n)), dir(std::move(d)), options(o) {}
+    : name(std::move(n)), dir(std::move(d)), options(o) {}
   boinc_client(const boinc_client&) = delete;
   boinc_client& operator=(const boinc_client&) = delete;
 
@@ -372,8 +375,8 @@ struct boinc_client {
     fs::copy_file(COBBLE_BINARY_DIR "/tools/testapp/testapp", pdir / "testapp",
                   fs::copy_options::overwrite_existing);
     fs::permissions(pdir / "testapp",
-                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
-                        fs::perms::others_read | fs::perms::others_exec,
+                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec
+                      | fs::perms::others_read | fs::perms::others_exec,
                     fs::perm_options::replace);
     write_file(dir / "cc_config.xml", cc_config_xml(options.ncpus));
     write_file(dir / "global_prefs_override.xml", global_prefs_override_xml());
@@ -424,8 +427,8 @@ struct boinc_client {
                                   gui_rpc_password};
     argv.insert(argv.end(), args.begin(), args.end());
     auto result = cobble::test::run_command(argv, 30s);
-    log.push_back("=== test: boinccmd " + json(args).dump() + " -> " +
-                  std::to_string(result.first));
+    log.push_back("=== test: boinccmd " + json(args).dump() + " -> "
+                  + std::to_string(result.first));
     return result;
   }
 
@@ -494,9 +497,9 @@ struct boinc_client {
   std::string notable() {
     collect();
     static const std::regex interesting{
-        "error|Error|fail|Fail|Backing off|deferred|Can't|can't|absent|discarding|"
-        "unparsed_xml|No app|Invalid|exceeds|exceeded|Aborting|aborted|Message from server|"
-        "exiting|Not requesting tasks|Elapsed time limit|retval -|status -|status 1\\b"};
+      "error|Error|fail|Fail|Backing off|deferred|Can't|can't|absent|discarding|"
+      "unparsed_xml|No app|Invalid|exceeds|exceeded|Aborting|aborted|Message from server|"
+      "exiting|Not requesting tasks|Elapsed time limit|retval -|status -|status 1\\b"};
     static const std::regex stamp{"^\\S+ \\S+ "};
     static const std::regex digits{"\\d+"};
     std::map<std::string, std::pair<int, std::string>> seen; // shape -> count, first line
@@ -519,8 +522,8 @@ struct boinc_client {
 
   std::string log_tail(std::size_t n) {
     collect();
-    return "---- " + name + " (" + dir.string() + "): notable lines ----\n" + notable() + "---- " +
-           name + ": last lines ----\n" + tail(log, n);
+    return "---- " + name + " (" + dir.string() + "): notable lines ----\n" + notable() + "---- "
+           + name + ": last lines ----\n" + tail(log, n);
   }
 
 private:

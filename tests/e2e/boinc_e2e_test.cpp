@@ -61,9 +61,9 @@ struct progress {
   std::int64_t in_progress = -1, unsent = -1;
   json summary;
   std::string text() const {
-    return std::to_string(assimilated) + "/" + std::to_string(workunits) + " assimilated, " +
-           std::to_string(failed) + " failed, results in progress " + std::to_string(in_progress) +
-           ", unsent " + std::to_string(unsent);
+    return std::to_string(assimilated) + "/" + std::to_string(workunits) + " assimilated, "
+           + std::to_string(failed) + " failed, results in progress " + std::to_string(in_progress)
+           + ", unsent " + std::to_string(unsent);
   }
 };
 
@@ -108,8 +108,8 @@ bool could_get_work(const server& s, std::uint64_t hostid) {
 /// server's answer {"stored_name", "md5", "nbytes", "existed"}.
 json stage_file(const server& s, const std::string& content) {
   http_client c{"127.0.0.1", s.port};
-  auto r =
-      c.post("/api/projects/" + project + "/files", content, s.token, "application/octet-stream");
+  auto r = c.post("/api/projects/" + project + "/files", content, s.token,
+                  "application/octet-stream");
   INFO("POST /api/projects/" << project << "/files -> " << r.status << " " << r.body);
   REQUIRE(r.status == 201);
   auto body = json::parse(r.body);

@@ -1,21 +1,21 @@
-#include "net/admin_api.hpp"
-
+#include "../support/temp_dir.hpp"
 #include "actors/clock.hpp"
 #include "actors/node.hpp"
 #include "config/config.hpp"
+#include "net/admin_api.hpp"
 #include "storage/event_store.hpp"
-#include "../support/temp_dir.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
-#include <caf/actor_system.hpp>
-#include <caf/actor_system_config.hpp>
-#include <caf/scoped_actor.hpp>
-#include <nlohmann/json.hpp>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <memory>
@@ -206,9 +206,11 @@ TEST_CASE_METHOD(admin_fixture, "projects are listed and summarized", "[net][adm
 }
 
 TEST_CASE_METHOD(admin_fixture, "work is created, listed and shown", "[net][admin]") {
-  auto one = post("/api/projects/demo/workunits",
-                  {{"app", "testapp"}, {"name", "wu-one"}, {"rsc_fpops_est", 1e12},
-                   {"command_line", "--seed 1"}, {"delay_bound", 3600}});
+  auto one = post("/api/projects/demo/workunits", {{"app", "testapp"},
+                                                   {"name", "wu-one"},
+                                                   {"rsc_fpops_est", 1e12},
+                                                   {"command_line", "--seed 1"},
+                                                   {"delay_bound", 3600}});
   REQUIRE(one.status == 201);
   CHECK(one.body["names"] == json::array({"wu-one"}));
   REQUIRE(one.body["ids"].size() == 1);
@@ -281,19 +283,19 @@ TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
   CHECK(dup.status == 409);
   CHECK_THAT(error_of(dup), Catch::Contains("dup"));
 
-  auto unknown_field =
-    post("/api/projects/demo/workunits", {{"app", "testapp"}, {"colour", "blue"}});
+  auto unknown_field = post("/api/projects/demo/workunits",
+                            {{"app", "testapp"}, {"colour", "blue"}});
   CHECK(unknown_field.status == 400);
   CHECK_THAT(error_of(unknown_field), Catch::Contains("colour"));
 
   auto in_item = post("/api/projects/demo/workunits",
-                      {{"items", json::array({{{"app", "testapp"}},
-                                              {{"app", "testapp"}, {"flavour", 1}}})}});
+                      {{"items", json::array(
+                                   {{{"app", "testapp"}}, {{"app", "testapp"}, {"flavour", 1}}})}});
   CHECK(in_item.status == 400);
   CHECK_THAT(error_of(in_item), Catch::Contains("flavour") && Catch::Contains("item 1"));
 
-  auto wrong_type =
-    post("/api/projects/demo/workunits", {{"app", "testapp"}, {"min_quorum", "two"}});
+  auto wrong_type = post("/api/projects/demo/workunits",
+                         {{"app", "testapp"}, {"min_quorum", "two"}});
   CHECK(wrong_type.status == 400);
   CHECK_THAT(error_of(wrong_type), Catch::Contains("min_quorum"));
 
@@ -305,8 +307,8 @@ TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
   CHECK(invalid.status == 400);
   CHECK_THAT(error_of(invalid), Catch::Contains("delay_bound"));
 
-  auto count_and_name =
-    post("/api/projects/demo/workunits", {{"app", "testapp"}, {"name", "n"}, {"count", 2}});
+  auto count_and_name = post("/api/projects/demo/workunits",
+                             {{"app", "testapp"}, {"name", "n"}, {"count", 2}});
   CHECK(count_and_name.status == 400);
 
   // AutoFlops: predicted app units must be a positive number.
@@ -384,15 +386,22 @@ TEST_CASE_METHOD(admin_fixture, "credit data is exported, imported and aggregate
   CHECK(v["app_has_cpu_and_gpu"] == false);
   // Another server's export of an app with CPU and GPU versions.
   json other = {{"source", "other.example"},
-                {"versions",
-                 json::array({{{"project", "sci"}, {"app", "fold"}, {"platform", "p"},
-                               {"plan_class", "cuda"}, {"resource", "nvidia"},
-                               {"app_has_cpu_and_gpu", true}, {"expavg_credit", 300.0},
-                               {"scale", 0.2}},
-                              {{"project", "sci2"}, {"app", "dock"}, {"platform", "p"},
-                               {"plan_class", "cuda"}, {"resource", "NVIDIA"},
-                               {"app_has_cpu_and_gpu", true}, {"expavg_credit", 100.0},
-                               {"scale", 0.6}}})}};
+                {"versions", json::array({{{"project", "sci"},
+                                           {"app", "fold"},
+                                           {"platform", "p"},
+                                           {"plan_class", "cuda"},
+                                           {"resource", "nvidia"},
+                                           {"app_has_cpu_and_gpu", true},
+                                           {"expavg_credit", 300.0},
+                                           {"scale", 0.2}},
+                                          {{"project", "sci2"},
+                                           {"app", "dock"},
+                                           {"platform", "p"},
+                                           {"plan_class", "cuda"},
+                                           {"resource", "NVIDIA"},
+                                           {"app_has_cpu_and_gpu", true},
+                                           {"expavg_credit", 100.0},
+                                           {"scale", 0.6}}})}};
   auto imported = post("/api/projects/demo/credit/import", other);
   REQUIRE(imported.status == 200);
   CHECK(imported.body["imported"] == 2);

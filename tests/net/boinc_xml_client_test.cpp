@@ -139,7 +139,8 @@ TEST_CASE("a server's scheduler reply reads back on the client side", "[boinc_xm
   CHECK(b.result_aborts == std::vector<std::string>{"bad_1"});
   CHECK(b.sequences_revoked == std::vector<std::string>{"climate"});
   // A reply without a hostid has none.
-  auto plain = parse_sched_reply("<scheduler_reply><request_delay>5</request_delay></scheduler_reply>");
+  auto plain = parse_sched_reply(
+    "<scheduler_reply><request_delay>5</request_delay></scheduler_reply>");
   REQUIRE(plain.ok());
   CHECK_FALSE(plain.value->hostid);
   CHECK_FALSE(plain.value->dont_use_dcf);
@@ -149,7 +150,8 @@ TEST_CASE("scheduler reply errors", "[boinc_xml]") {
   CHECK_FALSE(parse_sched_reply("").ok());
   CHECK(parse_sched_reply("<scheduler_reply><hostid>").error.find("malformed") == 0);
   CHECK(parse_sched_reply("<html/>").error.find("expected <scheduler_reply>") != std::string::npos);
-  auto bad = parse_sched_reply("<scheduler_reply><request_delay>soon</request_delay></scheduler_reply>");
+  auto bad = parse_sched_reply(
+    "<scheduler_reply><request_delay>soon</request_delay></scheduler_reply>");
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.error.find("request_delay") != std::string::npos);
 }

@@ -29,11 +29,13 @@ std::string fixture(const std::string& name) {
 }
 
 std::string minimal_request(const std::string& inner) {
-  return "<scheduler_request>\n<authenticator>key</authenticator>\n" + inner +
-         "</scheduler_request>\n";
+  return "<scheduler_request>\n<authenticator>key</authenticator>\n" + inner
+         + "</scheduler_request>\n";
 }
 
-double as_double(const pugi::xml_node& n) { return std::strtod(n.child_value(), nullptr); }
+double as_double(const pugi::xml_node& n) {
+  return std::strtod(n.child_value(), nullptr);
+}
 
 } // namespace
 
@@ -230,15 +232,15 @@ TEST_CASE("dont_send_work and other result plan classes", "[boinc_xml]") {
   }
   SECTION("1 and 0") {
     CHECK(parse_sched_request(minimal_request("<dont_send_work>1</dont_send_work>"))
-              .value->dont_send_work);
+            .value->dont_send_work);
     CHECK_FALSE(parse_sched_request(minimal_request("<dont_send_work>0</dont_send_work>"))
-                    .value->dont_send_work);
+                  .value->dont_send_work);
   }
   SECTION("other_result plan class and missing index") {
-    auto r = parse_sched_request(minimal_request(
-        "<other_results><other_result><name>x</name><app_version>2</app_version>"
-        "<plan_class>mt</plan_class></other_result><other_result><name>y</name>"
-        "</other_result></other_results>"));
+    auto r = parse_sched_request(
+      minimal_request("<other_results><other_result><name>x</name><app_version>2</app_version>"
+                      "<plan_class>mt</plan_class></other_result><other_result><name>y</name>"
+                      "</other_result></other_results>"));
     REQUIRE(r.ok());
     REQUIRE(r.value->other_results.size() == 2);
     CHECK(r.value->other_results[0].app_version_index == 2);
@@ -249,20 +251,20 @@ TEST_CASE("dont_send_work and other result plan classes", "[boinc_xml]") {
 
 TEST_CASE("stderr_out is capped at 64 KiB", "[boinc_xml]") {
   std::string big(200000, 'x');
-  auto r = parse_sched_request(minimal_request("<result><name>r</name><stderr_out><![CDATA[" +
-                                               big + "]]></stderr_out></result>"));
+  auto r = parse_sched_request(minimal_request("<result><name>r</name><stderr_out><![CDATA[" + big
+                                               + "]]></stderr_out></result>"));
   REQUIRE(r.ok());
   CHECK(r.value->results.at(0).stderr_out.size() == max_stderr_bytes);
 }
 
 TEST_CASE("NaN, infinite and negative times parse", "[boinc_xml]") {
-  auto r = parse_sched_request(minimal_request(
-      "<result><name>r</name><final_elapsed_time>nan</final_elapsed_time>"
-      "<final_cpu_time>-inf</final_cpu_time></result>"
-      "<result><name>s</name><final_elapsed_time>-nan</final_elapsed_time>"
-      "<final_cpu_time>-5.5</final_cpu_time></result>"
-      "<result><name>t</name><final_elapsed_time>1e400</final_elapsed_time>"
-      "<final_cpu_time>+2</final_cpu_time></result>"));
+  auto r = parse_sched_request(
+    minimal_request("<result><name>r</name><final_elapsed_time>nan</final_elapsed_time>"
+                    "<final_cpu_time>-inf</final_cpu_time></result>"
+                    "<result><name>s</name><final_elapsed_time>-nan</final_elapsed_time>"
+                    "<final_cpu_time>-5.5</final_cpu_time></result>"
+                    "<result><name>t</name><final_elapsed_time>1e400</final_elapsed_time>"
+                    "<final_cpu_time>+2</final_cpu_time></result>"));
   INFO(r.error);
   REQUIRE(r.ok());
   const auto& res = r.value->results;
@@ -300,7 +302,8 @@ TEST_CASE("scheduler request errors", "[boinc_xml]") {
     CHECK_FALSE(t.error.empty());
   }
   SECTION("wrong root") {
-    auto r = parse_sched_request("<scheduler_reply><authenticator>k</authenticator></scheduler_reply>");
+    auto r = parse_sched_request(
+      "<scheduler_reply><authenticator>k</authenticator></scheduler_reply>");
     CHECK_FALSE(r.ok());
     CHECK_THAT(r.error, Contains("scheduler_request"));
   }
@@ -309,8 +312,8 @@ TEST_CASE("scheduler request errors", "[boinc_xml]") {
     CHECK_FALSE(r.ok());
     CHECK_THAT(r.error, Contains("authenticator"));
     CHECK_FALSE(parse_sched_request(
-                    "<scheduler_request><authenticator>  </authenticator></scheduler_request>")
-                    .ok());
+                  "<scheduler_request><authenticator>  </authenticator></scheduler_request>")
+                  .ok());
   }
   SECTION("non-numeric hostid") {
     auto r = parse_sched_request(minimal_request("<hostid>abc</hostid>"));
@@ -321,11 +324,13 @@ TEST_CASE("scheduler request errors", "[boinc_xml]") {
   SECTION("negative hostid and fractional ints") {
     CHECK_FALSE(parse_sched_request(minimal_request("<hostid>-1</hostid>")).ok());
     CHECK_FALSE(parse_sched_request(minimal_request("<rpc_seqno>1.5</rpc_seqno>")).ok());
-    CHECK_FALSE(parse_sched_request(minimal_request("<host_info><p_ncpus>99999999999</p_ncpus></host_info>")).ok());
+    CHECK_FALSE(
+      parse_sched_request(minimal_request("<host_info><p_ncpus>99999999999</p_ncpus></host_info>"))
+        .ok());
   }
   SECTION("bad number deep inside a result") {
     auto r = parse_sched_request(minimal_request(
-        "<result><name>r</name><final_elapsed_time>12s</final_elapsed_time></result>"));
+      "<result><name>r</name><final_elapsed_time>12s</final_elapsed_time></result>"));
     CHECK_FALSE(r.ok());
     CHECK_THAT(r.error, Contains("final_elapsed_time"));
   }
@@ -421,8 +426,8 @@ TEST_CASE("a reply with a job has every element", "[boinc_xml]") {
 
   auto fin = root.child("file_info");
   CHECK(std::string(fin.child_value("name")) == "wu_1_in");
-  CHECK(std::string(fin.child_value("download_url")) ==
-        "http://127.0.0.1:8080/cobble/download/wu_1_in");
+  CHECK(std::string(fin.child_value("download_url"))
+        == "http://127.0.0.1:8080/cobble/download/wu_1_in");
   CHECK(as_double(fin.child("nbytes")) == 1234);
   CHECK(std::string(fin.child_value("md5_cksum")) == "0123456789abcdef0123456789abcdef");
   CHECK_FALSE(fin.child("upload_url"));
@@ -528,8 +533,10 @@ TEST_CASE("reply text is escaped", "[boinc_xml]") {
 
 TEST_CASE("reply numbers round-trip and are never empty", "[boinc_xml]") {
   auto r = job_reply();
-  const double odd[] = {1790000000.5, 0.1, 1.0 / 3.0, 6.048e14, 2.4192e15, 123456789.123456789,
-                        5e-324, 1.7976931348623157e308};
+  const double odd[] = {1790000000.5, 0.1,
+                        1.0 / 3.0,    6.048e14,
+                        2.4192e15,    123456789.123456789,
+                        5e-324,       1.7976931348623157e308};
   for (double v : odd) {
     r.results[0].report_deadline = v;
     auto xml = write_sched_reply(r, urls);
@@ -589,23 +596,30 @@ TEST_CASE("the master page has column-0 scheduler lines", "[boinc_xml]") {
 
 namespace {
 
-std::string upload_body(const std::string& name, const std::string& nbytes, const std::string& offset,
-                        const std::string& data) {
+std::string upload_body(const std::string& name, const std::string& nbytes,
+                        const std::string& offset, const std::string& data) {
   return "<data_server_request>\n"
          "    <core_client_major_version>7</core_client_major_version>\n"
          "    <core_client_minor_version>20</core_client_minor_version>\n"
          "    <core_client_release>5</core_client_release>\n"
          "<file_upload>\n"
          "<file_info>\n"
-         "<name>" + name + "</name>\n"
-         "<xml_signature>\n"
-         "</xml_signature>\n"
-         "<max_nbytes>65536</max_nbytes>\n"
-         "</file_info>\n"
-         "<nbytes>" + nbytes + "</nbytes>\n"
-         "<md5_cksum>0cc175b9c0f1b6a831c399e269772661</md5_cksum>\n"
-         "<offset>" + offset + "</offset>\n"
-         "<data>\n" + data;
+         "<name>"
+         + name
+         + "</name>\n"
+           "<xml_signature>\n"
+           "</xml_signature>\n"
+           "<max_nbytes>65536</max_nbytes>\n"
+           "</file_info>\n"
+           "<nbytes>"
+         + nbytes
+         + "</nbytes>\n"
+           "<md5_cksum>0cc175b9c0f1b6a831c399e269772661</md5_cksum>\n"
+           "<offset>"
+         + offset
+         + "</offset>\n"
+           "<data>\n"
+         + data;
 }
 
 } // namespace
@@ -624,7 +638,7 @@ TEST_CASE("upload: get_file_size header", "[boinc_xml][upload]") {
 
   CHECK_FALSE(parse_upload_header("<data_server_request>\n<get_file_size>../etc/passwd"
                                   "</get_file_size>\n</data_server_request>\n")
-                  .ok());
+                .ok());
 }
 
 TEST_CASE("upload: file_upload header with binary data", "[boinc_xml][upload]") {
@@ -644,10 +658,12 @@ TEST_CASE("upload: file_upload header with binary data", "[boinc_xml][upload]") 
   CHECK(body.substr(h.data_offset) == data);
 
   SECTION("resume at an offset, with a signature and %.0f-style numbers") {
-    std::string b2 = "<data_server_request>\n<file_upload>\n<file_info>\n    <name>f</name>\n"
-                     "    <nbytes>0.000000</nbytes>\n<xml_signature>\nabcdef\n0123\n</xml_signature>\n"
-                     "    <max_nbytes>100.000000</max_nbytes>\n</file_info>\n<nbytes>100</nbytes>\n"
-                     "<offset>40</offset>\r\n<data>\r\n" + std::string(60, '\0');
+    std::string b2
+      = "<data_server_request>\n<file_upload>\n<file_info>\n    <name>f</name>\n"
+        "    <nbytes>0.000000</nbytes>\n<xml_signature>\nabcdef\n0123\n</xml_signature>\n"
+        "    <max_nbytes>100.000000</max_nbytes>\n</file_info>\n<nbytes>100</nbytes>\n"
+        "<offset>40</offset>\r\n<data>\r\n"
+        + std::string(60, '\0');
     auto r2 = parse_upload_header(b2);
     INFO(r2.error);
     REQUIRE(r2.ok());
@@ -660,7 +676,9 @@ TEST_CASE("upload: file_upload header with binary data", "[boinc_xml][upload]") 
 }
 
 TEST_CASE("upload: header errors", "[boinc_xml][upload]") {
-  SECTION("empty") { CHECK_FALSE(parse_upload_header("").ok()); }
+  SECTION("empty") {
+    CHECK_FALSE(parse_upload_header("").ok());
+  }
   SECTION("missing <data>") {
     auto body = upload_body("f", "3", "0", "");
     body.resize(body.size() - std::string("<data>\n").size());
@@ -694,9 +712,9 @@ TEST_CASE("upload: header errors", "[boinc_xml][upload]") {
 }
 
 TEST_CASE("upload reply", "[boinc_xml][upload]") {
-  CHECK(upload_reply(0, 1234, "") ==
-        "<data_server_reply>\n    <status>0</status>\n    <file_size>1234</file_size>\n"
-        "</data_server_reply>\n");
+  CHECK(upload_reply(0, 1234, "")
+        == "<data_server_reply>\n    <status>0</status>\n    <file_size>1234</file_size>\n"
+           "</data_server_reply>\n");
   auto r = upload_reply(-1, std::nullopt, "too big <x> & y");
   CHECK_THAT(r, Contains("<status>-1</status>"));
   CHECK_THAT(r, !Contains("file_size"));
@@ -706,8 +724,7 @@ TEST_CASE("upload reply", "[boinc_xml][upload]") {
   CHECK(std::string(doc.child("data_server_reply").child_value("message")) == "too big <x> & y");
 }
 
-TEST_CASE("work sequences: the list a client holds and the revocation notices",
-          "[boinc_xml]") {
+TEST_CASE("work sequences: the list a client holds and the revocation notices", "[boinc_xml]") {
   SECTION("a request lists the sequences it believes it holds") {
     auto r = parse_sched_request(minimal_request(
       "<work_sequences>\n  <name>climate</name>\n  <name> traj-2 </name>\n</work_sequences>\n"));

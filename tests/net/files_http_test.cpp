@@ -23,20 +23,31 @@ std::string pattern(std::size_t n, unsigned seed) {
   return out;
 }
 
-std::string upload_body(const std::string& name, const std::string& signature, long long max,
-                        long long nbytes, const std::string& md5, long long offset,
-                        std::string_view data) {
+std::string
+upload_body(const std::string& name, const std::string& signature, long long max, long long nbytes,
+            const std::string& md5, long long offset, std::string_view data) {
   // The header exactly as the 7.20 client writes it (file_xfer.cpp), then the raw bytes.
   std::string h = "<data_server_request>\n"
                   "    <core_client_major_version>7</core_client_major_version>\n"
                   "    <core_client_minor_version>20</core_client_minor_version>\n"
                   "    <core_client_release>5</core_client_release>\n"
-                  "<file_upload>\n<file_info>\n    <name>" + name + "</name>\n"
-                  "    <max_nbytes>" + std::to_string(max) + "</max_nbytes>\n"
-                  "<xml_signature>\n" + signature + "\n</xml_signature>\n</file_info>\n"
-                  "<nbytes>" + std::to_string(nbytes) + "</nbytes>\n"
-                  "<md5_cksum>" + md5 + "</md5_cksum>\n"
-                  "<offset>" + std::to_string(offset) + "</offset>\n<data>\n";
+                  "<file_upload>\n<file_info>\n    <name>"
+                  + name
+                  + "</name>\n"
+                    "    <max_nbytes>"
+                  + std::to_string(max)
+                  + "</max_nbytes>\n"
+                    "<xml_signature>\n"
+                  + signature
+                  + "\n</xml_signature>\n</file_info>\n"
+                    "<nbytes>"
+                  + std::to_string(nbytes)
+                  + "</nbytes>\n"
+                    "<md5_cksum>"
+                  + md5
+                  + "</md5_cksum>\n"
+                    "<offset>"
+                  + std::to_string(offset) + "</offset>\n<data>\n";
   return h + std::string{data};
 }
 
@@ -44,7 +55,8 @@ std::string size_query(const std::string& name) {
   return "<data_server_request>\n    <core_client_major_version>7</core_client_major_version>\n"
          "    <core_client_minor_version>20</core_client_minor_version>\n"
          "    <core_client_release>5</core_client_release>\n"
-         "<get_file_size>" + name + "</get_file_size>\n</data_server_request>\n";
+         "<get_file_size>"
+         + name + "</get_file_size>\n</data_server_request>\n";
 }
 
 int status_of(const std::string& body) {
@@ -89,11 +101,11 @@ TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {
   auto input = dir.path() / "input.dat";
   auto content = pattern(100000, 7);
   std::ofstream{input, std::ios::binary} << content;
-  auto [code, out] = run_command(
-    {COBBLE_BINARY_DIR "/tools/cobble", "--server", "http://127.0.0.1:" + std::to_string(s.port),
-     "--data-dir", s.data.string(), "work", "create", "--app", "testapp", "--count", "2",
-     "--input", input.string() + ":in.txt"},
-    60s);
+  auto [code, out] = run_command({COBBLE_BINARY_DIR "/tools/cobble", "--server",
+                                  "http://127.0.0.1:" + std::to_string(s.port), "--data-dir",
+                                  s.data.string(), "work", "create", "--app", "testapp", "--count",
+                                  "2", "--input", input.string() + ":in.txt"},
+                                 60s);
   INFO(out);
   REQUIRE(code == 0);
   // Identical content is stored once.
@@ -174,16 +186,14 @@ TEST_CASE("uploads resume at their offset and bad uploads are refused with statu
   CHECK(status_of(q.body) == 0);
   CHECK(q.body.find("<file_size>0</file_size>") != std::string::npos);
   // An interrupted upload: the first part arrives, the rest does not.
-  auto first = c.post("/demo/upload",
-                      upload_body(out->name, out->signature, max, n, md5, 0,
-                                  std::string_view{content}.substr(0, 1234567)));
+  auto first = c.post("/demo/upload", upload_body(out->name, out->signature, max, n, md5, 0,
+                                                  std::string_view{content}.substr(0, 1234567)));
   CHECK(status_of(first.body) == 1);
   q = c.post("/demo/upload", size_query(out->name));
   CHECK(q.body.find("<file_size>1234567</file_size>") != std::string::npos);
   // The client resumes at the stored size.
-  auto rest = c.post("/demo/upload",
-                     upload_body(out->name, out->signature, max, n, md5, 1234567,
-                                 std::string_view{content}.substr(1234567)));
+  auto rest = c.post("/demo/upload", upload_body(out->name, out->signature, max, n, md5, 1234567,
+                                                 std::string_view{content}.substr(1234567)));
   INFO(rest.body);
   CHECK(status_of(rest.body) == 0);
   CHECK(read_file(s.data / "projects/demo/upload" / out->name) == content);
@@ -231,11 +241,11 @@ TEST_CASE("assimilation keeps the canonical output and deletes finished work's f
   server s{dir.path() / "data", {"--config", cfg.string()}};
   auto input = dir.path() / "input.dat";
   std::ofstream{input, std::ios::binary} << pattern(5000, 3);
-  auto [code, out] = run_command(
-    {COBBLE_BINARY_DIR "/tools/cobble", "--server", "http://127.0.0.1:" + std::to_string(s.port),
-     "--data-dir", s.data.string(), "work", "create", "--app", "testapp", "--name", "wu_files",
-     "--input", input.string() + ":in.txt"},
-    60s);
+  auto [code, out] = run_command({COBBLE_BINARY_DIR "/tools/cobble", "--server",
+                                  "http://127.0.0.1:" + std::to_string(s.port), "--data-dir",
+                                  s.data.string(), "work", "create", "--app", "testapp", "--name",
+                                  "wu_files", "--input", input.string() + ":in.txt"},
+                                 60s);
   INFO(out);
   REQUIRE(code == 0);
   auto output = pattern(20000, 5);

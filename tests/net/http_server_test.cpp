@@ -102,8 +102,8 @@ private:
 
 handler echo() {
   return [](request&& req, responder respond) {
-    auto body = std::string(req.method_string()) + " " + std::string(req.target()) + " " +
-                std::to_string(req.body().size());
+    auto body = std::string(req.method_string()) + " " + std::string(req.target()) + " "
+                + std::to_string(req.body().size());
     respond(make_response(req, http::status::ok, std::move(body)));
   };
 }
@@ -410,7 +410,7 @@ TEST_CASE("handlers answer from another thread", "[http]") {
 TEST_CASE("a handler that throws or drops its responder yields 500", "[http]") {
   std::vector<route> routes;
   routes.push_back(
-      make_route("/throw", [](request&&, responder) { throw std::runtime_error("boom"); }));
+    make_route("/throw", [](request&&, responder) { throw std::runtime_error("boom"); }));
   routes.push_back(make_route("/drop", [](request&&, responder) {}));
   routes.push_back(make_route("/twice", [](request&& req, responder respond) {
     respond(make_response(req, http::status::ok, "first"));
@@ -442,10 +442,10 @@ TEST_CASE("many concurrent connections are all answered", "[http]") {
         client c{port};
         for (int j = 0; j < n_requests; ++j) {
           auto target = "/post/" + std::to_string(i) + "/" + std::to_string(j);
-          auto res =
-              c.roundtrip(http::verb::post, target, std::string(static_cast<size_t>(j), 'z'));
-          if (res.result() == http::status::ok &&
-              res.body() == "POST " + target + " " + std::to_string(j))
+          auto res = c.roundtrip(http::verb::post, target,
+                                 std::string(static_cast<size_t>(j), 'z'));
+          if (res.result() == http::status::ok
+              && res.body() == "POST " + target + " " + std::to_string(j))
             ++ok;
         }
       } catch (const std::exception&) {

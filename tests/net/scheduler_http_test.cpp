@@ -200,10 +200,10 @@ TEST_CASE("bad scheduler requests get a message and a delay and change nothing")
   auto before = admin_get(s, "/api/projects/demo");
 
   auto full = make_request(s.account_key, 0, 100, 1, {});
-  for (const auto& body : {std::string{"<scheduler_request><authent"},
-                           full.substr(0, full.size() / 2), std::string{"garbage"},
-                           std::string{"<scheduler_request></scheduler_request>"},
-                           make_request("not-a-key", 0, 100, 1, {})}) {
+  for (const auto& body :
+       {std::string{"<scheduler_request><authent"}, full.substr(0, full.size() / 2),
+        std::string{"garbage"}, std::string{"<scheduler_request></scheduler_request>"},
+        make_request("not-a-key", 0, 100, 1, {})}) {
     auto r = rpc(c, body);
     CHECK_FALSE(r.messages.empty());
     CHECK(r.request_delay > 0);
@@ -281,8 +281,9 @@ TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifie
         in_progress = res["state"] == "in_progress" && res["host"] == *a.hostid;
     CHECK(in_progress);
     http_client c{"127.0.0.1", s->port};
-    auto again = rpc(c, make_request(s->account_key, *a.hostid, 0, 0,
-                                     {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5_a}}}}));
+    auto again = rpc(c,
+                     make_request(s->account_key, *a.hostid, 0, 0,
+                                  {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5_a}}}}));
     CHECK_FALSE(again.hostid);
     CHECK(again.acks.size() == 1);
     b = rpc(c, make_request(s->account_key, 0, 100, 1, {}));
@@ -304,8 +305,9 @@ TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifie
   CHECK(status["counters"]["results_reported"] == 2);
   CHECK(status["counters"]["results_dispatched"] == 2);
   CHECK(s->stop() == 0);
-  auto [code, out] = cobble::test::run_command(
-    {COBBLE_BINARY_DIR "/tools/cobble", "log", "verify", "--data-dir", dir.path().string()}, 120s);
+  auto [code, out] = cobble::test::run_command({COBBLE_BINARY_DIR "/tools/cobble", "log", "verify",
+                                                "--data-dir", dir.path().string()},
+                                               120s);
   INFO(out);
   CHECK(code == 0);
 }

@@ -72,10 +72,10 @@ outer sample() {
 } // namespace
 
 TEST_CASE("codec round-trips integers at their limits", "[storage][codec]") {
-  for (std::int64_t v : {std::int64_t{0}, std::int64_t{1}, std::int64_t{-1}, std::int64_t{63},
-                         std::int64_t{-64}, std::int64_t{64}, std::int64_t{-65},
-                         std::numeric_limits<std::int64_t>::min(),
-                         std::numeric_limits<std::int64_t>::max()})
+  for (std::int64_t v :
+       {std::int64_t{0}, std::int64_t{1}, std::int64_t{-1}, std::int64_t{63}, std::int64_t{-64},
+        std::int64_t{64}, std::int64_t{-65}, std::numeric_limits<std::int64_t>::min(),
+        std::numeric_limits<std::int64_t>::max()})
     CHECK(round_trip(v) == v);
   for (std::uint64_t v : {std::uint64_t{0}, std::uint64_t{127}, std::uint64_t{128},
                           std::numeric_limits<std::uint64_t>::max()})
@@ -109,10 +109,10 @@ TEST_CASE("codec fixed-width writers are big-endian", "[storage][codec]") {
 TEST_CASE("codec round-trips doubles bit for bit", "[storage][codec]") {
   auto bits = [](double d) { return std::bit_cast<std::uint64_t>(d); };
   auto payload_nan = std::bit_cast<double>(std::uint64_t{0x7ff8000000000123ull});
-  for (double d : {0.0, -0.0, 1.5, -1e308, std::numeric_limits<double>::denorm_min(),
-                   std::numeric_limits<double>::infinity(),
-                   -std::numeric_limits<double>::infinity(),
-                   std::numeric_limits<double>::quiet_NaN(), payload_nan})
+  for (double d :
+       {0.0, -0.0, 1.5, -1e308, std::numeric_limits<double>::denorm_min(),
+        std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+        std::numeric_limits<double>::quiet_NaN(), payload_nan})
     CHECK(bits(round_trip(d)) == bits(d));
   CHECK(std::signbit(round_trip(-0.0)));
   CHECK(round_trip(1.25f) == 1.25f);

@@ -6,8 +6,7 @@
 
 using namespace cobble::storage;
 
-TEST_CASE("storage errors compare by code and render without an actor system",
-          "[storage][error]") {
+TEST_CASE("storage errors compare by code and render without an actor system", "[storage][error]") {
   auto e = make_error(ec::corruption, "event 42: checksum mismatch");
   CHECK(e == ec::corruption);
   CHECK(e != ec::not_found);

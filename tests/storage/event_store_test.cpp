@@ -1,13 +1,11 @@
-#include "storage/event_store.hpp"
-
+#include "../support/temp_dir.hpp"
 #include "storage/error.hpp"
+#include "storage/event_store.hpp"
 #include "storage/keys.hpp"
 #include "storage/snapshot_stream.hpp"
-#include "../support/temp_dir.hpp"
-
-#include <rocksdb/db.h>
 
 #include <catch2/catch.hpp>
+#include <rocksdb/db.h>
 
 #include <algorithm>
 #include <fstream>
@@ -38,8 +36,7 @@ std::vector<event_record> make_batch(std::size_t n, std::uint64_t first_entity =
   return xs;
 }
 
-std::unique_ptr<event_store> open_store(const std::filesystem::path& dir,
-                                        store_options opts = {}) {
+std::unique_ptr<event_store> open_store(const std::filesystem::path& dir, store_options opts = {}) {
   auto st = event_store::open(dir, opts);
   if (!st)
     FAIL("open failed: " << describe(st.error()));
@@ -53,8 +50,8 @@ std::unique_ptr<event_store> open_read_only(const std::filesystem::path& dir) {
   return open_store(dir, ro);
 }
 
-std::vector<event_record> scan_all(const event_store& st, std::uint64_t from = 0,
-                                   std::uint64_t to = UINT64_MAX) {
+std::vector<event_record>
+scan_all(const event_store& st, std::uint64_t from = 0, std::uint64_t to = UINT64_MAX) {
   std::vector<event_record> out;
   auto err = st.scan(from, to, [&](const event_record& x) {
     out.push_back(x);
@@ -112,8 +109,8 @@ std::string blob_of(std::size_t n) {
 }
 
 /// Where the store in `dir` keeps the file of snapshot `seq`, generation `gen`.
-std::filesystem::path snapshot_file(const std::filesystem::path& dir, std::uint64_t seq,
-                                    std::uint64_t gen = 0) {
+std::filesystem::path
+snapshot_file(const std::filesystem::path& dir, std::uint64_t seq, std::uint64_t gen = 0) {
   return dir / snapshot_dir_name / snapshot_file_name(seq, gen);
 }
 
@@ -183,8 +180,7 @@ TEST_CASE("append assigns seqs and scan returns them in order", "[storage][event
   CHECK(missing.error() == ec::not_found);
 }
 
-TEST_CASE("reopen keeps last_seq and contents, and numbering continues",
-          "[storage][event_store]") {
+TEST_CASE("reopen keeps last_seq and contents, and numbering continues", "[storage][event_store]") {
   temp_dir dir;
   std::vector<event_record> expected;
   {
@@ -259,8 +255,7 @@ TEST_CASE("a truncated event value is corruption too", "[storage][event_store]")
   CHECK_THAT(describe(err), Catch::Contains("event 2: truncated"));
 }
 
-TEST_CASE("a gap in the sequence is corruption naming the missing seq",
-          "[storage][event_store]") {
+TEST_CASE("a gap in the sequence is corruption naming the missing seq", "[storage][event_store]") {
   temp_dir dir;
   {
     auto st = open_store(dir.path());
@@ -332,7 +327,8 @@ TEST_CASE("chunked snapshots round-trip across several chunks", "[storage][event
   }
 }
 
-TEST_CASE("latest_snapshot picks the newest and prune keeps N (chunked)", "[storage][event_store]") {
+TEST_CASE("latest_snapshot picks the newest and prune keeps N (chunked)",
+          "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
   opts.snapshots = snapshot_storage::chunks;
@@ -438,8 +434,8 @@ namespace {
 
 /// Reads snapshot `seq` through a stream, in pieces of `piece` bytes as a decoder would (each
 /// read waits for its bytes); the blob, or the error finish() reports.
-caf::expected<std::string> read_streamed(const event_store& st, std::uint64_t seq,
-                                         std::size_t piece) {
+caf::expected<std::string>
+read_streamed(const event_store& st, std::uint64_t seq, std::size_t piece) {
   auto stream = st.stream_snapshot(seq);
   if (!stream)
     return std::move(stream.error());
@@ -460,7 +456,8 @@ caf::expected<std::string> read_streamed(const event_store& st, std::uint64_t se
 
 } // namespace
 
-TEST_CASE("a streamed chunked snapshot reads the same blob as read_snapshot", "[storage][event_store]") {
+TEST_CASE("a streamed chunked snapshot reads the same blob as read_snapshot",
+          "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
   opts.snapshots = snapshot_storage::chunks;
@@ -529,8 +526,7 @@ TEST_CASE("a streamed snapshot reports a missing or damaged chunk like read_snap
   CHECK((*stream)->finish() == ec::corruption);
 }
 
-TEST_CASE("a snapshot stream dropped before the end stops its reading",
-          "[storage][event_store]") {
+TEST_CASE("a snapshot stream dropped before the end stops its reading", "[storage][event_store]") {
   temp_dir dir;
   store_options opts;
   opts.snapshot_chunk_bytes = 16;
@@ -595,8 +591,7 @@ TEST_CASE("read-only open works after the writer closed, and fails on a missing 
   CHECK_FALSE(std::filesystem::exists(nowhere));
 }
 
-TEST_CASE("stats count one batch and one sync per append in sync mode",
-          "[storage][event_store]") {
+TEST_CASE("stats count one batch and one sync per append in sync mode", "[storage][event_store]") {
   temp_dir dir;
   auto st = open_store(dir.path());
   for (int i = 0; i < 3; ++i) {
@@ -794,7 +789,8 @@ TEST_CASE("a damaged, truncated or missing snapshot file is an error naming the 
   // Longer than the manifest says.
   auto longer = read_streamed(*st, 43, 100);
   REQUIRE_FALSE(longer);
-  CHECK_THAT(describe(longer.error()), Catch::Contains("has size 30001 but the manifest says 30000"));
+  CHECK_THAT(describe(longer.error()),
+             Catch::Contains("has size 30001 but the manifest says 30000"));
   auto latest = st->latest_snapshot();
   REQUIRE_FALSE(latest);
   CHECK_THAT(describe(latest.error()), Catch::Contains("snapshot 43"));
@@ -863,8 +859,7 @@ TEST_CASE("rewriting a file snapshot at the same seq replaces it safely",
     st.reset();
     st = open_store(dir.path());
     CHECK(*st->read_snapshot(30) == "shorter");
-    CHECK(snapshot_dir_files(dir.path())
-          == std::vector<std::string>{snapshot_file_name(30, 1)});
+    CHECK(snapshot_dir_files(dir.path()) == std::vector<std::string>{snapshot_file_name(30, 1)});
   }
   SECTION("back to chunks") {
     st.reset();

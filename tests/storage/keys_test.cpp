@@ -1,8 +1,8 @@
 #include "storage/keys.hpp"
 
-#include <catch2/catch.hpp>
-
 #include <boost/crc.hpp>
+
+#include <catch2/catch.hpp>
 
 #include <limits>
 #include <random>
@@ -11,8 +11,8 @@
 using namespace cobble::storage;
 
 TEST_CASE("event keys round-trip and sort numerically", "[storage][keys]") {
-  const std::uint64_t seqs[] = {0, 1, 255, 256, 65535, 65536, 1ull << 32,
-                                std::numeric_limits<std::uint64_t>::max()};
+  const std::uint64_t seqs[]
+    = {0, 1, 255, 256, 65535, 65536, 1ull << 32, std::numeric_limits<std::uint64_t>::max()};
   std::string previous;
   for (auto seq : seqs) {
     auto key = event_key{seq}.encode();
@@ -113,11 +113,10 @@ TEST_CASE("file snapshot manifests and file names round-trip", "[storage][keys]"
   CHECK(*id == snapshot_file_id{1234, 17});
   CHECK(parse_snapshot_file_name(snapshot_file_name(UINT64_MAX, UINT64_MAX))
         == snapshot_file_id{UINT64_MAX, UINT64_MAX});
-  for (const char* bad : {"", "1234-0.snap", "00000000000000001234-0.snap.tmp",
-                          "00000000000000001234-00.snap", "00000000000000001234-.snap",
-                          "00000000000000001234_0.snap", "0000000000000000123x-0.snap",
-                          "00000000000000001234-0.snp", "99999999999999999999-0.snap",
-                          "notes.txt"})
+  for (const char* bad :
+       {"", "1234-0.snap", "00000000000000001234-0.snap.tmp", "00000000000000001234-00.snap",
+        "00000000000000001234-.snap", "00000000000000001234_0.snap", "0000000000000000123x-0.snap",
+        "00000000000000001234-0.snp", "99999999999999999999-0.snap", "notes.txt"})
     CHECK_FALSE(parse_snapshot_file_name(bad));
 }
 
@@ -179,8 +178,7 @@ TEST_CASE("crc32 is the standard CRC-32", "[storage][keys]") {
   CHECK(crc32(std::string(32, '\xff')) == 0xff6cab0bu);
 }
 
-TEST_CASE("crc32 gives the checksums stored before (boost::crc_32_type)",
-          "[storage][keys]") {
+TEST_CASE("crc32 gives the checksums stored before (boost::crc_32_type)", "[storage][keys]") {
   // Every log and snapshot written so far carries boost's CRC-32: the implementation may
   // change, the values may not. Lengths and offsets cover the word-at-a-time paths and tails.
   std::mt19937 gen{8};
@@ -188,8 +186,8 @@ TEST_CASE("crc32 gives the checksums stored before (boost::crc_32_type)",
   for (auto& c : data)
     c = static_cast<char>(gen());
   for (std::size_t offset : {0u, 1u, 3u, 7u}) {
-    for (std::size_t len : {0u, 1u, 2u, 3u, 4u, 5u, 7u, 8u, 15u, 16u, 17u, 31u, 63u, 64u, 65u,
-                            255u, 1000u, 4095u, 4096u, 65537u}) {
+    for (std::size_t len : {0u,  1u,  2u,  3u,  4u,  5u,   7u,    8u,    15u,   16u,
+                            17u, 31u, 63u, 64u, 65u, 255u, 1000u, 4095u, 4096u, 65537u}) {
       std::string_view piece{data.data() + offset, len};
       boost::crc_32_type reference;
       reference.process_bytes(piece.data(), piece.size());

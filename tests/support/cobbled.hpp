@@ -33,7 +33,6 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-
 /// A running cobbled on its own data directory.
 struct server {
   fs::path data;
@@ -50,8 +49,13 @@ struct server {
   }
 
   void start() {
-    std::vector<std::string> args{COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", data.string(),
-                                  "--port", "0", "--log-level", "warn"};
+    std::vector<std::string> args{COBBLE_BINARY_DIR "/tools/cobbled",
+                                  "--data-dir",
+                                  data.string(),
+                                  "--port",
+                                  "0",
+                                  "--log-level",
+                                  "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
     proc = std::make_unique<child_process>(std::move(args));
     auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
@@ -96,9 +100,9 @@ struct report {
 
 /// A scheduler request in the 7.20.5 fixture's shape with our account, host and results.
 inline std::string make_request(const std::string& auth, std::uint64_t hostid, double req_secs,
-                         double req_instances, const std::vector<report>& results) {
-  static const std::string fixture =
-    read_file(fs::path{COBBLE_SOURCE_DIR} / "tests/net/fixtures/sched_request_7.20.5.xml");
+                                double req_instances, const std::vector<report>& results) {
+  static const std::string fixture = read_file(fs::path{COBBLE_SOURCE_DIR}
+                                               / "tests/net/fixtures/sched_request_7.20.5.xml");
   auto head = fixture.substr(0, fixture.find("    <result>"));
   auto tail = fixture.substr(fixture.find("<app_versions>"));
   head = std::regex_replace(head, std::regex{"<authenticator>[^<]*</authenticator>"},
@@ -117,21 +121,32 @@ inline std::string make_request(const std::string& auth, std::uint64_t hostid, d
                             "<other_results>\n</other_results>");
   std::string body;
   for (const auto& r : results) {
-    body += "    <result>\n        <name>" + r.name + "</name>\n"
-            "        <final_cpu_time>0.000000</final_cpu_time>\n"
-            "        <final_elapsed_time>" + r.elapsed + "</final_elapsed_time>\n"
-            "        <exit_status>" + std::to_string(r.exit_status) + "</exit_status>\n"
-            "        <state>" + std::to_string(r.state) + "</state>\n"
-            "        <platform>x86_64-pc-linux-gnu</platform>\n"
-            "        <version_num>100</version_num>\n"
-            "        <app_version_num>100</app_version_num>\n"
-            "<stderr_out>\n<core_client_version>7.20.5</core_client_version>\n"
-            "<![CDATA[\n<stderr_txt>\ndone\n</stderr_txt>\n]]>\n</stderr_out>\n";
+    body += "    <result>\n        <name>" + r.name
+            + "</name>\n"
+              "        <final_cpu_time>0.000000</final_cpu_time>\n"
+              "        <final_elapsed_time>"
+            + r.elapsed
+            + "</final_elapsed_time>\n"
+              "        <exit_status>"
+            + std::to_string(r.exit_status)
+            + "</exit_status>\n"
+              "        <state>"
+            + std::to_string(r.state)
+            + "</state>\n"
+              "        <platform>x86_64-pc-linux-gnu</platform>\n"
+              "        <version_num>100</version_num>\n"
+              "        <app_version_num>100</app_version_num>\n"
+              "<stderr_out>\n<core_client_version>7.20.5</core_client_version>\n"
+              "<![CDATA[\n<stderr_txt>\ndone\n</stderr_txt>\n]]>\n</stderr_out>\n";
     for (const auto& [name, md5] : r.files)
-      body += "    <file_info>\n        <name>" + name + "</name>\n"
-              "        <nbytes>12.000000</nbytes>\n        <max_nbytes>65536.000000</max_nbytes>\n"
-              "        <md5_cksum>" + md5 + "</md5_cksum>\n"
-              "        <upload_url>http://127.0.0.1/demo/upload</upload_url>\n    </file_info>\n";
+      body
+        += "    <file_info>\n        <name>" + name
+           + "</name>\n"
+             "        <nbytes>12.000000</nbytes>\n        <max_nbytes>65536.000000</max_nbytes>\n"
+             "        <md5_cksum>"
+           + md5
+           + "</md5_cksum>\n"
+             "        <upload_url>http://127.0.0.1/demo/upload</upload_url>\n    </file_info>\n";
     body += "    </result>\n";
   }
   return head + body + tail;
@@ -206,11 +221,10 @@ inline json admin_get(server& s, const std::string& target) {
 
 inline void create_work(server& s, const std::string& name) {
   http_client c{"127.0.0.1", s.port};
-  auto r = c.post("/api/projects/demo/workunits",
-                  json{{"app", "testapp"}, {"name", name}}.dump(), s.token, "application/json");
+  auto r = c.post("/api/projects/demo/workunits", json{{"app", "testapp"}, {"name", name}}.dump(),
+                  s.token, "application/json");
   INFO(r.body);
   REQUIRE(r.status == 201);
 }
-
 
 } // namespace cobble::test

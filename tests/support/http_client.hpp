@@ -53,8 +53,7 @@ public:
   http_reply get(const std::string& target, const std::string& token = {}) {
     return request(boost::beast::http::verb::get, target, {}, token);
   }
-  http_reply post(const std::string& target, const std::string& body,
-                  const std::string& token = {},
+  http_reply post(const std::string& target, const std::string& body, const std::string& token = {},
                   const std::string& content_type = "application/x-www-form-urlencoded") {
     return request(boost::beast::http::verb::post, target, body, token, content_type);
   }

@@ -1,13 +1,13 @@
 #include "process.hpp"
 
+#include <stdexcept>
+#include <thread>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <stdexcept>
-#include <thread>
 
 namespace cobble::test {
 
@@ -110,8 +110,8 @@ std::optional<std::string> child_process::read_line(std::chrono::milliseconds ti
   }
 }
 
-std::optional<std::string> child_process::wait_for(const std::string& needle,
-                                                   std::chrono::milliseconds timeout) {
+std::optional<std::string>
+child_process::wait_for(const std::string& needle, std::chrono::milliseconds timeout) {
   auto deadline = std::chrono::steady_clock::now() + timeout;
   for (;;) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -179,8 +179,8 @@ std::optional<int> child_process::wait(std::chrono::milliseconds timeout) {
   }
 }
 
-std::size_t pump_output(const std::vector<child_process*>& children,
-                        std::chrono::milliseconds timeout) {
+std::size_t
+pump_output(const std::vector<child_process*>& children, std::chrono::milliseconds timeout) {
   std::vector<pollfd> fds;
   for (auto* c : children)
     if (c != nullptr && c->output_fd() >= 0)
@@ -196,8 +196,8 @@ std::size_t pump_output(const std::vector<child_process*>& children,
   return added;
 }
 
-std::pair<int, std::string> run_command(std::vector<std::string> argv,
-                                        std::chrono::milliseconds timeout) {
+std::pair<int, std::string>
+run_command(std::vector<std::string> argv, std::chrono::milliseconds timeout) {
   child_process p{std::move(argv)};
   std::string out;
   auto deadline = std::chrono::steady_clock::now() + timeout;

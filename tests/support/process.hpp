@@ -45,8 +45,7 @@ public:
   std::optional<std::string> read_line(std::chrono::milliseconds timeout);
 
   /// Reads lines until one contains `needle`; returns it, or nullopt at the deadline.
-  std::optional<std::string> wait_for(const std::string& needle,
-                                      std::chrono::milliseconds timeout);
+  std::optional<std::string> wait_for(const std::string& needle, std::chrono::milliseconds timeout);
 
   /// Every line read so far.
   const std::vector<std::string>& lines() const { return lines_; }
@@ -84,11 +83,11 @@ private:
 /// Waits up to `timeout` (poll() on the children's pipes, never sleep) until any of them has
 /// output, then drains every child that has some. Returns the number of new lines. With no
 /// open pipe it returns 0 at once.
-std::size_t pump_output(const std::vector<child_process*>& children,
-                        std::chrono::milliseconds timeout);
+std::size_t
+pump_output(const std::vector<child_process*>& children, std::chrono::milliseconds timeout);
 
 /// Runs a command to completion (up to timeout), returns {exit code, output}.
-std::pair<int, std::string> run_command(std::vector<std::string> argv,
-                                        std::chrono::milliseconds timeout);
+std::pair<int, std::string>
+run_command(std::vector<std::string> argv, std::chrono::milliseconds timeout);
 
 } // namespace cobble::test

@@ -17,8 +17,7 @@ namespace cobble::test {
 class temp_dir {
 public:
   explicit temp_dir(const std::string& tag = "test") {
-    auto pattern =
-      (std::filesystem::temp_directory_path() / ("cobble-" + tag + "-XXXXXX")).string();
+    auto pattern = (std::filesystem::temp_directory_path() / ("cobble-" + tag + "-XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr)
       throw std::runtime_error("mkdtemp failed for " + pattern);
     path_ = pattern;

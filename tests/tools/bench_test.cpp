@@ -3,7 +3,6 @@
 // generator's log recovers to the hosts and jobs it was asked for.
 
 #include "../support/temp_dir.hpp"
-
 #include "actors/events.hpp"
 #include "actors/log.hpp"
 #include "net/boinc_xml.hpp"
@@ -42,8 +41,8 @@ TEST_CASE("the generator reads hostid, acks, jobs and outputs from a server-writ
   CHECK(got.jobs[0].outputs == std::vector<std::string>{"wu_c_0_0", "wu_c_0_1"});
   CHECK_FALSE(got.message);
 
-  auto none = scan_reply(net::write_sched_reply(sched_reply::error("go away", 3600),
-                                                {"http://127.0.0.1:1", "demo"}));
+  auto none = scan_reply(
+    net::write_sched_reply(sched_reply::error("go away", 3600), {"http://127.0.0.1:1", "demo"}));
   CHECK_FALSE(none.hostid);
   CHECK(none.jobs.empty());
   CHECK(none.message);
@@ -92,12 +91,11 @@ TEST_CASE("the crash check finds every lost change and every double dispatch") {
   auto store = storage::event_store::open(dir.path() / "log");
   REQUIRE(store);
   std::vector<storage::event_record> recs;
-  for (auto& e : {make(ev::workunit_created{1, "w", 1, {}, 2, "t"}),
-                  make(ev::host_registered{1, 1, {}}), make(ev::host_registered{2, 1, {}}),
-                  make(ev::result_dispatched{{1, 0}, 1, 0, {}}),
-                  make(ev::result_reported{{1, 0}, 1, {}}),
-                  make(ev::result_dispatched{{1, 1}, 2, 0, {}}),
-                  make(ev::result_dispatched{{1, 1}, 1, 0, {}})})
+  for (auto& e :
+       {make(ev::workunit_created{1, "w", 1, {}, 2, "t"}), make(ev::host_registered{1, 1, {}}),
+        make(ev::host_registered{2, 1, {}}), make(ev::result_dispatched{{1, 0}, 1, 0, {}}),
+        make(ev::result_reported{{1, 0}, 1, {}}), make(ev::result_dispatched{{1, 1}, 2, 0, {}}),
+        make(ev::result_dispatched{{1, 1}, 1, 0, {}})})
     recs.push_back(to_record(e));
   REQUIRE_FALSE((*store)->append(recs));
   auto facts = collect(**store);
@@ -115,12 +113,12 @@ TEST_CASE("the crash check finds every lost change and every double dispatch") {
   CHECK_FALSE(good.ok());
 
   ledger lost;
-  lost.record_host(3);                  // never registered
-  lost.record_dispatch("w_0", 2);       // sent to host 1, not 2
-  lost.record_dispatch("w_2", 1);       // no such result
-  lost.record_dispatch("nope_0", 1);    // no such workunit
-  lost.record_report("w_1", 2);         // dispatched, never reported
-  lost.record_dispatch("w_0", 1);       // came in a second reply
+  lost.record_host(3);               // never registered
+  lost.record_dispatch("w_0", 2);    // sent to host 1, not 2
+  lost.record_dispatch("w_2", 1);    // no such result
+  lost.record_dispatch("nope_0", 1); // no such workunit
+  lost.record_report("w_1", 2);      // dispatched, never reported
+  lost.record_dispatch("w_0", 1);    // came in a second reply
   auto bad = check(lost, facts);
   CHECK(bad.hosts_missing == 1);
   CHECK(bad.dispatches_checked == 3);

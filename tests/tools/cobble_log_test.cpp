@@ -1,10 +1,9 @@
 // Tests of `cobble log tail|replay|verify`: they run the built `cobble` binary on a data
 // directory prepared through the real event path (a node, admin requests, a snapshot).
 
-#include "../support/temp_dir.hpp"
 #include "../support/http_client.hpp"
 #include "../support/process.hpp"
-
+#include "../support/temp_dir.hpp"
 #include "actors/clock.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
@@ -16,9 +15,9 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
-#include <rocksdb/db.h>
 
 #include <catch2/catch.hpp>
+#include <rocksdb/db.h>
 
 #include <array>
 #include <chrono>
@@ -196,7 +195,7 @@ TEST_CASE("cobble log tail, replay and verify on a prepared data directory",
 
     auto created = seq_of(dir.path(), "name=alpha");
     auto before = run_cobble(data + " log replay --to " + std::to_string(created - 1)
-                         + " --entity wu:alpha");
+                             + " --entity wu:alpha");
     CHECK(before.code == 1);
     CHECK_THAT(before.output, Catch::Contains("no wu:alpha"));
 
@@ -288,8 +287,8 @@ TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
   std::uint64_t last = 0;
   {
     // One more event after the newest snapshot, so recovery must read it.
-    cobble::test::child_process server{{COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir",
-                                        dir.path().string(), "--port", "0"}};
+    cobble::test::child_process server{
+      {COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", dir.path().string(), "--port", "0"}};
     auto line = server.wait_for("listening on http://127.0.0.1:", 60s);
     REQUIRE(line);
     auto port = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
@@ -313,8 +312,9 @@ TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
     REQUIRE(snaps.back().seq < last);
   }
   corrupt_event(dir.path(), last);
-  auto [code, out] = cobble::test::run_command(
-    {COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", dir.path().string(), "--port", "0"}, 60s);
+  auto [code, out] = cobble::test::run_command({COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir",
+                                                dir.path().string(), "--port", "0"},
+                                               60s);
   INFO(out);
   CHECK(code == 1);
   CHECK_THAT(out, Catch::Contains("refusing to start"));

@@ -36,8 +36,8 @@ run_result run_cobble(const std::string& args) {
 }
 
 /// The 7.20.5 request shape, plus the sequences the client believes it holds.
-std::string request_listing(const server& s, std::uint64_t hostid, double req_secs,
-                            const std::string& seq) {
+std::string
+request_listing(const server& s, std::uint64_t hostid, double req_secs, const std::string& seq) {
   auto body = make_request(s.account_key, hostid, req_secs, req_secs > 0 ? 1 : 0, {});
   auto end = body.rfind("</scheduler_request>");
   REQUIRE(end != std::string::npos);
@@ -55,8 +55,9 @@ TEST_CASE("an operator runs a sequence with cobble seq and the host is told when
   auto online = "--server http://127.0.0.1:" + std::to_string(s.port) + " --token " + s.token;
   auto offline = "--data-dir '" + s.data.string() + "'";
 
-  auto created = run_cobble(online + " seq create traj --app testapp --count 3 --state-every 3"
-                                     " --max-result-time 86400 --by alice");
+  auto created = run_cobble(online
+                            + " seq create traj --app testapp --count 3 --state-every 3"
+                              " --max-result-time 86400 --by alice");
   INFO(created.output);
   REQUIRE(created.code == 0);
   CHECK_THAT(created.output, Catch::Contains("sequence traj (id 1, app testapp): 3 elements"));
@@ -88,8 +89,8 @@ TEST_CASE("an operator runs a sequence with cobble seq and the host is told when
   INFO(taken.output);
   REQUIRE(taken.code == 0);
   CHECK_THAT(taken.output, Catch::Contains("chain 0: host -"));
-  CHECK_THAT(taken.output, Catch::Contains("dead branch 1 of chain 0: taken from host "
-                                           + std::to_string(host)));
+  CHECK_THAT(taken.output,
+             Catch::Contains("dead branch 1 of chain 0: taken from host " + std::to_string(host)));
   CHECK_THAT(taken.output, Catch::Contains("by carol"));
   auto r = c.post("/demo/cgi", request_listing(s, host, 0, "traj"));
   REQUIRE(r.status == 200);

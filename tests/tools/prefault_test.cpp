@@ -3,15 +3,15 @@
 
 #include <catch2/catch.hpp>
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 using namespace cobble;
 
@@ -59,8 +59,7 @@ struct records {
 
 // The test process gets the arena as the programs do, before its big allocations. 1 GiB of
 // address space (32 blocks) is plenty here and reserves no memory.
-TEST_CASE("a prefaulter faults in the blocks ahead of mimalloc, and no further",
-          "[tools][heap]") {
+TEST_CASE("a prefaulter faults in the blocks ahead of mimalloc, and no further", "[tools][heap]") {
   heap::use_huge_pages();
   auto arena = heap::reserve_arena(std::size_t{1} << 30);
   REQUIRE(arena.start != nullptr);

@@ -7,9 +7,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <sys/ipc.h>
-#include <sys/shm.h>
-
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -17,6 +14,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include <sys/ipc.h>
+#include <sys/shm.h>
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -96,8 +96,7 @@ struct sysv_shared_memory {
 
 } // namespace
 
-TEST_CASE("testapp --wall-seconds runs that long and writes the plain run's output",
-          "[testapp]") {
+TEST_CASE("testapp --wall-seconds runs that long and writes the plain run's output", "[testapp]") {
   cobble::test::temp_dir plain{"testapp"}, waited{"testapp"};
   auto a = run_testapp(plain.path(), {"--iterations", "5000"});
   REQUIRE(a.code == 0);

@@ -1,15 +1,15 @@
 #include "child.hpp"
 
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <fstream>
-#include <sstream>
-#include <stdexcept>
 
 namespace cobble::bench {
 
@@ -78,8 +78,8 @@ bool child::read_some(int timeout_ms) {
   return true;
 }
 
-std::optional<std::string> child::wait_for(const std::string& needle,
-                                           std::chrono::milliseconds timeout) {
+std::optional<std::string>
+child::wait_for(const std::string& needle, std::chrono::milliseconds timeout) {
   auto deadline = clock_type::now() + timeout;
   std::size_t checked = 0;
   for (;;) {
@@ -125,7 +125,8 @@ std::optional<int> child::wait(std::chrono::milliseconds timeout) {
   return -1;
 }
 
-std::pair<int, std::string> run_command(std::vector<std::string> argv, std::chrono::milliseconds timeout) {
+std::pair<int, std::string>
+run_command(std::vector<std::string> argv, std::chrono::milliseconds timeout) {
   child c{std::move(argv)};
   auto code = c.wait(timeout);
   std::string out;

@@ -20,8 +20,7 @@ public:
 
   /// Reads lines until one contains `needle`; returns it, or nullopt at the deadline or at
   /// the end of the output.
-  std::optional<std::string> wait_for(const std::string& needle,
-                                      std::chrono::milliseconds timeout);
+  std::optional<std::string> wait_for(const std::string& needle, std::chrono::milliseconds timeout);
   /// Reads whatever output is there without waiting.
   void drain();
   /// Every line read so far.
@@ -42,7 +41,8 @@ private:
 };
 
 /// Runs a command to completion; {exit code (or 128 + signal), output}.
-std::pair<int, std::string> run_command(std::vector<std::string> argv, std::chrono::milliseconds timeout);
+std::pair<int, std::string>
+run_command(std::vector<std::string> argv, std::chrono::milliseconds timeout);
 
 /// Resident set size (VmRSS) of a process in bytes, 0 if unknown.
 std::uint64_t resident_bytes(int pid);

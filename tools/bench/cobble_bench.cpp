@@ -5,21 +5,18 @@
 #include "ledger.hpp"
 #include "load.hpp"
 #include "populate.hpp"
-
 #include "storage/event_store.hpp"
 #include "tools/heap.hpp"
 
-#include <CLI/CLI.hpp>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-
-#include <sys/resource.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <filesystem>
@@ -28,6 +25,9 @@
 #include <random>
 #include <regex>
 #include <thread>
+
+#include <sys/resource.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
@@ -145,8 +145,8 @@ struct server {
     : data(std::move(dir)), extra(std::move(args)), binary(std::move(bin)) {}
 
   void start() {
-    std::vector<std::string> args{binary, "--data-dir", data.string(), "--port", "0",
-                                  "--log-level", "error"};
+    std::vector<std::string> args{binary, "--data-dir",  data.string(), "--port",
+                                  "0",    "--log-level", "error"};
     args.insert(args.end(), extra.begin(), extra.end());
     auto t0 = std::chrono::steady_clock::now();
     proc = std::make_unique<child>(args);
@@ -195,7 +195,8 @@ struct server {
   json project() const {
     auto r = http_call(port, boost::beast::http::verb::get, "/api/projects/demo", {}, token);
     if (r.status != 200)
-      throw std::runtime_error("GET /api/projects/demo: " + std::to_string(r.status) + " " + r.body);
+      throw std::runtime_error("GET /api/projects/demo: " + std::to_string(r.status) + " "
+                               + r.body);
     return json::parse(r.body);
   }
 };
@@ -226,8 +227,8 @@ void print_load(const char* what, const load_result& r) {
                            "{:.1f} ms, errors {}, replies without work {}, {} requests in all\n",
                            what, r.rate(), r.seconds, r.rpcs,
                            r.seconds > 0 ? r.jobs / r.seconds : 0,
-                           r.seconds > 0 ? r.reports / r.seconds : 0, r.p50_ms, r.p99_ms,
-                           r.p999_ms, r.max_ms, r.errors, r.no_work, r.all_rpcs)
+                           r.seconds > 0 ? r.reports / r.seconds : 0, r.p50_ms, r.p99_ms, r.p999_ms,
+                           r.max_ms, r.errors, r.no_work, r.all_rpcs)
             << std::flush;
 }
 
@@ -244,8 +245,9 @@ void add_load_options(CLI::App* app, load_options& o, std::size_t& hosts) {
   app->add_option("--threads", o.threads, "Generator threads (one io_context each)")
     ->capture_default_str();
   app->add_option("--seconds", o.seconds, "Length of the measured window")->capture_default_str();
-  app->add_option("--warmup", o.warmup_seconds,
-                  "Warm-up before the window (at least until every host is registered)")
+  app
+    ->add_option("--warmup", o.warmup_seconds,
+                 "Warm-up before the window (at least until every host is registered)")
     ->capture_default_str();
   app->add_option("--jobs-per-rpc", o.jobs_per_rpc, "CPU instances each RPC asks work for")
     ->capture_default_str();
@@ -362,9 +364,8 @@ int cmd_throughput(throughput_cli& c) {
                       r.mode, grouped(r.ceiling.rate()), grouped(r.sched.rate()),
                       r.ceiling.rate() > 0 ? 100 * r.sched.rate() / r.ceiling.rate() : 0,
                       grouped(r.sched.jobs / secs), grouped(r.sched.reports / secs), r.sched.p50_ms,
-                      r.sched.p99_ms, r.sched.p999_ms,
-                      r.commits > 0 ? r.events / r.commits : 0, r.syncs / r.wall, r.server_cpu,
-                      r.gen_cpu);
+                      r.sched.p99_ms, r.sched.p999_ms, r.commits > 0 ? r.events / r.commits : 0,
+                      r.syncs / r.wall, r.server_cpu, r.gen_cpu);
   }
   md += "\n";
   for (const auto& r : rows) {
@@ -445,7 +446,8 @@ int cmd_crash(crash_cli& c) {
       facts = collect(**st);
     }
     last = check(g.acknowledged(), facts);
-    auto [vcode, vout] = run_command({c.bin.cobble, "log", "verify", "--data-dir", dir.string()}, 600s);
+    auto [vcode, vout] = run_command({c.bin.cobble, "log", "verify", "--data-dir", dir.string()},
+                                     600s);
     s.start();
     // The restarted server recovered exactly what the log holds.
     auto counters = s.project()["counters"];
@@ -472,7 +474,8 @@ int cmd_crash(crash_cli& c) {
   }
   // Let the last run's server finish cleanly, then verify once more against its snapshot.
   auto code = s.stop();
-  auto [vcode, vout] = run_command({c.bin.cobble, "log", "verify", "--data-dir", dir.string()}, 600s);
+  auto [vcode, vout] = run_command({c.bin.cobble, "log", "verify", "--data-dir", dir.string()},
+                                   600s);
   verify_failures += vcode == 0 ? 0 : 1;
   std::string md = fmt::format(
     "{} kill -9 of cobbled (durability {}) under load from {} hosts on {} connections, each "
@@ -492,8 +495,7 @@ int cmd_crash(crash_cli& c) {
     last.hosts_missing + last.dispatches_missing + last.reports_missing,
     last.double_dispatches + last.repeated_dispatches, verify_failures, recovered_mismatch, code,
     vcode == 0 ? "passes" : "FAILS",
-    verdict(failed_runs == 0 && verify_failures == 0 && recovered_mismatch == 0,
-            "see the table"));
+    verdict(failed_runs == 0 && verify_failures == 0 && recovered_mismatch == 0, "see the table"));
   emit(c.report, md);
   if (!c.report.empty())
     fs::remove_all(dir);
@@ -522,8 +524,8 @@ populate_result do_populate(const populate_options& p) {
   });
   std::cout << fmt::format("  {} events ({} hosts, {} workunits, {} jobs) in {:.1f} s ({:.0f} "
                            "events/s), log {:.0f} MB\n",
-                           r.events, r.hosts, r.workunits, r.jobs, r.seconds,
-                           r.events / r.seconds, r.log_bytes / 1e6);
+                           r.events, r.hosts, r.workunits, r.jobs, r.seconds, r.events / r.seconds,
+                           r.log_bytes / 1e6);
   return r;
 }
 
@@ -572,8 +574,9 @@ int cmd_scale(scale_cli& c) {
     }
   }
   std::cout << "  cobble log replay..." << std::endl;
-  auto [rcode, rout] = run_command({c.bin.cobble, "log", "replay", "--data-dir", c.p.data_dir.string()},
-                           3600s);
+  auto [rcode, rout] = run_command({c.bin.cobble, "log", "replay", "--data-dir",
+                                    c.p.data_dir.string()},
+                                   3600s);
   double replay_events = 0, replay_secs = 0;
   // Its summary line on stderr: "replayed N events in S s (R events/s)".
   std::smatch m;
@@ -584,8 +587,8 @@ int cmd_scale(scale_cli& c) {
   if (rcode != 0 || replay_secs <= 0)
     throw std::runtime_error("cobble log replay failed:\n" + rout);
   auto rate = replay_events / replay_secs;
-  std::cout << fmt::format("  replay: {:.0f} events in {:.2f} s ({:.0f} events/s)\n",
-                           replay_events, replay_secs, rate);
+  std::cout << fmt::format("  replay: {:.0f} events in {:.2f} s ({:.0f} events/s)\n", replay_events,
+                           replay_secs, rate);
   double scale_hosts = 1e6 / std::max<double>(1, pr.hosts);
   double scale_jobs = 1e7 / std::max<double>(1, pr.jobs);
   bool full = pr.hosts >= 1'000'000 && pr.jobs >= 10'000'000;
@@ -675,7 +678,8 @@ int main(int argc, char** argv) {
                  "cobbled's --config (e.g. from cobbled --print-config, edited); it must serve "
                  "a project named demo with a user named demo")
     ->check(CLI::ExistingFile);
-  tp->add_option("--work-dir", tc.work_dir, "Where data directories are made")->capture_default_str();
+  tp->add_option("--work-dir", tc.work_dir, "Where data directories are made")
+    ->capture_default_str();
   tp->add_option("--report", tc.report, "Append the Markdown section to this file");
 
   crash_cli cc;
@@ -699,8 +703,7 @@ int main(int argc, char** argv) {
   auto pop = app.add_subcommand("populate", "Generate a data directory with hosts and jobs");
   pop->add_option("--data-dir", po.data_dir, "A new data directory")->required();
   pop->add_option("--hosts", po.hosts, "Registered hosts")->capture_default_str();
-  pop->add_option("--jobs", po.jobs, "Queued jobs (results; 2 per workunit)")
-    ->capture_default_str();
+  pop->add_option("--jobs", po.jobs, "Queued jobs (results; 2 per workunit)")->capture_default_str();
   pop->add_option("--batch", po.batch, "Events per append")->capture_default_str();
 
   scale_cli sc;

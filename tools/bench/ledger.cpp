@@ -85,7 +85,8 @@ check_result check(const ledger& l, const log_facts& f) {
     ++out.hosts_checked;
     if (!f.hosts.count(id)) {
       ++out.hosts_missing;
-      note(out, "host " + std::to_string(id) + " was acknowledged but is not registered in the log");
+      note(out,
+           "host " + std::to_string(id) + " was acknowledged but is not registered in the log");
     }
   }
   for (const auto& [name, host] : l.dispatched) {
@@ -100,8 +101,8 @@ check_result check(const ledger& l, const log_facts& f) {
     ++out.reports_checked;
     if (!has_host(f.reports, resolve(f, name), host)) {
       ++out.reports_missing;
-      note(out, "result " + name + " was acknowledged as reported by host "
-                  + std::to_string(host) + " but the log has no such report");
+      note(out, "result " + name + " was acknowledged as reported by host " + std::to_string(host)
+                  + " but the log has no such report");
     }
   }
   for (const auto& [ref, hosts] : f.dispatches) {

@@ -19,9 +19,9 @@ namespace cobble::bench {
 /// The changes the server acknowledged to the generator (a reply arrived: per the protocol,
 /// everything in it is durable).
 struct ledger {
-  std::unordered_set<id_type> hosts;                      ///< Host ids handed out.
-  std::unordered_map<std::string, id_type> dispatched;    ///< Result name -> host it was sent to.
-  std::unordered_map<std::string, id_type> reported;      ///< Result name -> host that reported it.
+  std::unordered_set<id_type> hosts;                   ///< Host ids handed out.
+  std::unordered_map<std::string, id_type> dispatched; ///< Result name -> host it was sent to.
+  std::unordered_map<std::string, id_type> reported;   ///< Result name -> host that reported it.
   /// Result names that came in a reply a second time (to the same or another host).
   std::vector<std::string> repeated_dispatches;
 
@@ -52,10 +52,10 @@ struct check_result {
   std::uint64_t hosts_checked = 0, hosts_missing = 0;
   std::uint64_t dispatches_checked = 0, dispatches_missing = 0;
   std::uint64_t reports_checked = 0, reports_missing = 0;
-  std::uint64_t log_dispatches = 0;     ///< result_dispatched events in the log.
-  std::uint64_t double_dispatches = 0;  ///< Results with more than one dispatch in the log.
+  std::uint64_t log_dispatches = 0;      ///< result_dispatched events in the log.
+  std::uint64_t double_dispatches = 0;   ///< Results with more than one dispatch in the log.
   std::uint64_t repeated_dispatches = 0; ///< Result names acknowledged twice to the generator.
-  std::vector<std::string> problems;    ///< The first few, in words.
+  std::vector<std::string> problems;     ///< The first few, in words.
   bool ok() const {
     return hosts_missing == 0 && dispatches_missing == 0 && reports_missing == 0
            && double_dispatches == 0 && repeated_dispatches == 0;

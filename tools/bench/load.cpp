@@ -31,9 +31,9 @@ using steady = std::chrono::steady_clock;
 namespace {
 
 /// The text between <tag> and </tag> at or after `from` within [from, end), or nullopt.
-std::optional<std::string_view> element(std::string_view xml, std::string_view tag,
-                                        std::size_t from, std::size_t end,
-                                        std::size_t* after = nullptr) {
+std::optional<std::string_view>
+element(std::string_view xml, std::string_view tag, std::size_t from, std::size_t end,
+        std::size_t* after = nullptr) {
   std::string open = "<" + std::string{tag} + ">";
   std::string close = "</" + std::string{tag} + ">";
   auto b = xml.find(open, from);
@@ -94,7 +94,7 @@ namespace {
 /// The fixture cut into constant text and the places a host's values go.
 struct request_template {
   enum slot { auth, hostid, seqno, secs, instances, cpid, domain, results };
-  std::vector<std::string> text;  ///< text[i] precedes slots[i]; one more text at the end.
+  std::vector<std::string> text; ///< text[i] precedes slots[i]; one more text at the end.
   std::vector<slot> slots;
 
   request_template() {
@@ -185,13 +185,27 @@ std::string make_request(const std::string& authenticator, const sim_host& h, st
   for (std::size_t i = 0; i < t.slots.size(); ++i) {
     out += t.text[i];
     switch (t.slots[i]) {
-      case request_template::auth: out += authenticator; break;
-      case request_template::hostid: out += std::to_string(h.id); break;
-      case request_template::seqno: out += std::to_string(h.seqno); break;
-      case request_template::secs: out += std::to_string(req_secs); break;
-      case request_template::instances: out += std::to_string(req_instances); break;
-      case request_template::cpid: out += hex32(0xb0b0b0b0ULL, index); break;
-      case request_template::domain: out += "bench-host-" + std::to_string(index); break;
+      case request_template::auth:
+        out += authenticator;
+        break;
+      case request_template::hostid:
+        out += std::to_string(h.id);
+        break;
+      case request_template::seqno:
+        out += std::to_string(h.seqno);
+        break;
+      case request_template::secs:
+        out += std::to_string(req_secs);
+        break;
+      case request_template::instances:
+        out += std::to_string(req_instances);
+        break;
+      case request_template::cpid:
+        out += hex32(0xb0b0b0b0ULL, index);
+        break;
+      case request_template::domain:
+        out += "bench-host-" + std::to_string(index);
+        break;
       case request_template::results:
         for (const auto& j : h.held)
           append_report(out, j, job_seconds);
@@ -242,7 +256,7 @@ struct worker {
   const load_options* opts = nullptr;
   shared_window* window = nullptr;
   std::vector<sim_host>* hosts = nullptr;
-  std::deque<std::size_t> ready;   ///< Indices into hosts of hosts without an RPC in flight.
+  std::deque<std::size_t> ready; ///< Indices into hosts of hosts without an RPC in flight.
   ledger acked;
   std::vector<std::uint32_t> latency_us;
   load_result r;
@@ -369,8 +383,9 @@ load_result generator::run(const load_options& o) {
   if (!o.healthz && o.connections > hosts_.size())
     throw std::invalid_argument("--connections must not exceed --hosts");
   shared_window wnd;
-  wnd.warmup_until = steady::now() + std::chrono::duration_cast<steady::duration>(
-                                       std::chrono::duration<double>(o.warmup_seconds));
+  wnd.warmup_until = steady::now()
+                     + std::chrono::duration_cast<steady::duration>(
+                       std::chrono::duration<double>(o.warmup_seconds));
   wnd.seconds = o.seconds;
   std::size_t unregistered = 0;
   for (const auto& h : hosts_)

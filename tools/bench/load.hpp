@@ -61,10 +61,10 @@ struct load_options {
 struct load_result {
   double seconds = 0; ///< Length of the measured window.
   std::uint64_t rpcs = 0, jobs = 0, reports = 0;
-  std::uint64_t no_work = 0;     ///< Replies without a job (the queue ran dry?).
-  std::uint64_t messages = 0;    ///< Replies with a <message>.
-  std::uint64_t errors = 0;      ///< Failed connections or non-200 answers (whole run).
-  std::uint64_t all_rpcs = 0;    ///< Whole run, warm-up included.
+  std::uint64_t no_work = 0;  ///< Replies without a job (the queue ran dry?).
+  std::uint64_t messages = 0; ///< Replies with a <message>.
+  std::uint64_t errors = 0;   ///< Failed connections or non-200 answers (whole run).
+  std::uint64_t all_rpcs = 0; ///< Whole run, warm-up included.
   double p50_ms = 0, p99_ms = 0, p999_ms = 0, max_ms = 0;
   double rate() const { return seconds > 0 ? static_cast<double>(rpcs) / seconds : 0; }
 };

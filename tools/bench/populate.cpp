@@ -6,10 +6,10 @@
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 
-#include <malloc.h>
-
 #include <chrono>
 #include <stdexcept>
+
+#include <malloc.h>
 
 namespace cobble::bench {
 
@@ -34,8 +34,8 @@ time_us now_us() {
 
 } // namespace
 
-populate_result populate(const populate_options& o,
-                         const std::function<void(const populate_result&)>& progress) {
+populate_result
+populate(const populate_options& o, const std::function<void(const populate_result&)>& progress) {
   auto started = std::chrono::steady_clock::now();
   auto log_dir = o.data_dir / "log";
   if (fs::exists(log_dir))
@@ -124,8 +124,7 @@ populate_result populate(const populate_options& o,
   logic.state = project_state{};
   malloc_trim(0);
   r.log_bytes = dir_bytes(log_dir);
-  r.seconds =
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return r;
 }
 

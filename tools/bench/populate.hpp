@@ -15,9 +15,9 @@ namespace cobble::bench {
 struct populate_options {
   std::filesystem::path data_dir;
   std::uint64_t hosts = 1'000'000;
-  std::uint64_t jobs = 10'000'000;  ///< Queued results (replicas); workunits = jobs / replicas.
-  std::uint64_t batch = 10'000;     ///< Events per append.
-  double job_seconds = 3600;        ///< rsc_fpops_est = job_seconds × 1e9.
+  std::uint64_t jobs = 10'000'000; ///< Queued results (replicas); workunits = jobs / replicas.
+  std::uint64_t batch = 10'000;    ///< Events per append.
+  double job_seconds = 3600;       ///< rsc_fpops_est = job_seconds × 1e9.
 };
 
 struct populate_result {

@@ -11,7 +11,10 @@ public:
   /// Asked for work of this type and got none at `now`: back off for the next interval.
   void no_work(double now, double min_interval, double max_interval);
   /// Got a job of this type: no backoff any more.
-  void got_job() { interval_ = 0; until_ = 0; }
+  void got_job() {
+    interval_ = 0;
+    until_ = 0;
+  }
   /// True while backed off.
   bool backed_off(double now) const { return now < until_; }
   /// True once the interval has reached the limit (the design's "at the max").

@@ -21,7 +21,7 @@ namespace cobble::client {
 /// A scheduler RPC the client wants to make now.
 struct rpc_plan {
   int project = -1;
-  work_request request;     ///< Empty for a report-only RPC.
+  work_request request; ///< Empty for a report-only RPC.
   bool report_only = false;
   fetch_reason reason = fetch_reason::major_shortfall;
   int rsc = 0;
@@ -60,8 +60,8 @@ public:
 
   /// The reply to an RPC of `plan` arrived: per-resource backoffs, and no RPC to that project
   /// before now + request_delay.
-  void after_rpc(const rpc_plan& plan, const std::array<int, max_resources>& jobs_got,
-                 double now, double request_delay);
+  void after_rpc(const rpc_plan& plan, const std::array<int, max_resources>& jobs_got, double now,
+                 double request_delay);
 
   std::vector<resource>& resources() { return rs_; }
   const std::vector<resource>& resources() const { return rs_; }
@@ -76,7 +76,11 @@ public:
   /// Instance-seconds each project used of each resource in the last run().
   const std::vector<std::array<double, max_resources>>& last_usage() const { return usage_; }
   /// Forces the next plan_rpc() to decide afresh (something changed outside).
-  void touch() { next_check_ = 0; start_needed_ = true; running_stale_ = true; }
+  void touch() {
+    next_check_ = 0;
+    start_needed_ = true;
+    running_stale_ = true;
+  }
 
 private:
   std::vector<resource> rs_;
@@ -90,8 +94,8 @@ private:
   double last_debt_update_;
   double next_check_ = 0;
   std::uint64_t next_id_ = 1;
-  bool start_needed_ = true;        ///< An instance may have freed up, or a job arrived.
-  bool running_stale_ = true;       ///< running_ must be rebuilt.
+  bool start_needed_ = true;         ///< An instance may have freed up, or a job arrived.
+  bool running_stale_ = true;        ///< running_ must be rebuilt.
   std::vector<std::size_t> running_; ///< Indices of the running jobs (run() only).
 };
 

@@ -41,7 +41,7 @@ int pick(const std::vector<job>& jobs, int r, int p, double room, bool running_o
     const auto& j = jobs[i];
     if (taken[i] || j.rsc != r || j.project != p || j.instances > room + 1e-9)
       continue;
-    int k = j.state == job_state::running ? (running_ok ? 0 : 9)
+    int k = j.state == job_state::running     ? (running_ok ? 0 : 9)
             : j.state == job_state::preempted ? 1
             : j.state == job_state::queued    ? 2
                                               : 9;
@@ -65,8 +65,10 @@ void fill(std::vector<project>& ps, std::vector<job>& jobs, int r, double room, 
     for (std::size_t tries = 0; tries < ps.size(); ++tries) {
       int best = -1;
       for (std::size_t i = 0; i < ps.size(); ++i)
-        if (!out[i] && (best < 0 || ps[i].expected_future_debt
-                                        > ps[static_cast<std::size_t>(best)].expected_future_debt))
+        if (!out[i]
+            && (best < 0
+                || ps[i].expected_future_debt
+                     > ps[static_cast<std::size_t>(best)].expected_future_debt))
           best = static_cast<int>(i);
       if (best < 0)
         break;
@@ -144,8 +146,8 @@ double instances_used(const std::vector<job>& jobs, int r) {
   return n;
 }
 
-void preempt_apps(std::vector<project>& ps, std::vector<job>& jobs,
-                  const std::vector<resource>& rs, int r, const settings& s) {
+void preempt_apps(std::vector<project>& ps, std::vector<job>& jobs, const std::vector<resource>& rs,
+                  int r, const settings& s) {
   auto ri = static_cast<std::size_t>(r);
   const double pay_off = s.sched_period * relative_speed(rs, r);
   for (auto& p : ps)
@@ -185,14 +187,15 @@ void start_apps(std::vector<project>& ps, std::vector<job>& jobs, const std::vec
 
 void handle_finished_app(std::vector<project>& ps, job& j, const std::vector<resource>& rs) {
   auto& p = ps[static_cast<std::size_t>(j.project)];
-  p.done_this_period[static_cast<std::size_t>(j.rsc)] += j.work_done_this_period * relative_speed(rs, j.rsc);
+  p.done_this_period[static_cast<std::size_t>(j.rsc)] += j.work_done_this_period
+                                                         * relative_speed(rs, j.rsc);
   j.state = job_state::done;
   j.slot = -1;
   j.expected_pay_off = 0;
 }
 
-need_work need_to_get_work(const std::vector<job>& jobs, const std::vector<project>& ps,
-                           int ncpus, double min_work_buf_secs) {
+need_work need_to_get_work(const std::vector<job>& jobs, const std::vector<project>& ps, int ncpus,
+                           double min_work_buf_secs) {
   need_work out;
   out.avail_work_secs.assign(ps.size(), 0.0);
   std::vector<const job*> cpu;

@@ -19,8 +19,8 @@
 namespace cobble::client {
 
 /// At a period boundary, for resource `r`: decides which jobs run this period.
-void preempt_apps(std::vector<project>& ps, std::vector<job>& jobs,
-                  const std::vector<resource>& rs, int r, const settings& s);
+void preempt_apps(std::vector<project>& ps, std::vector<job>& jobs, const std::vector<resource>& rs,
+                  int r, const settings& s);
 
 /// Mid-period, for resource `r`: fills idle instances. `fraction_left` is the part of the
 /// period still to come (0..1).
@@ -37,11 +37,11 @@ double instances_used(const std::vector<job>& jobs, int r);
 /// 003's need_to_get_work, for the CPU jobs.
 struct need_work {
   bool need = false;
-  int num_cpus_busy = 0;          ///< CPU bins filled with min_work_buf_secs of work.
-  double total_work_secs = 0;     ///< Sum of the per-project capped work.
+  int num_cpus_busy = 0;               ///< CPU bins filled with min_work_buf_secs of work.
+  double total_work_secs = 0;          ///< Sum of the per-project capped work.
   std::vector<double> avail_work_secs; ///< Per project, before the cap.
 };
-need_work need_to_get_work(const std::vector<job>& jobs, const std::vector<project>& ps,
-                           int ncpus, double min_work_buf_secs);
+need_work need_to_get_work(const std::vector<job>& jobs, const std::vector<project>& ps, int ncpus,
+                           double min_work_buf_secs);
 
 } // namespace cobble::client

@@ -14,7 +14,9 @@ struct sim_job {
   double left; // seconds of work at full speed
 };
 
-double weight(const project& p) { return std::max(p.share, 1e-9); }
+double weight(const project& p) {
+  return std::max(p.share, 1e-9);
+}
 
 /// Water-filling: `total` instances go to the projects in proportion to their shares; a
 /// project never gets more than it can use, and what it leaves goes to the others.
@@ -57,7 +59,9 @@ void allocate(const std::vector<double>& demand, const std::vector<project>& ps,
 }
 
 /// Length of [a, b] within [0, h].
-double overlap(double a, double b, double h) { return std::max(0.0, std::min(b, h) - std::min(a, h)); }
+double overlap(double a, double b, double h) {
+  return std::max(0.0, std::min(b, h) - std::min(a, h));
+}
 
 } // namespace
 
@@ -98,7 +102,8 @@ rr_result rr_simulate(std::vector<job>& jobs, const std::vector<project>& ps,
       ++live;
     }
     for (auto& q : queue)
-      std::sort(q.begin(), q.end(), [](const sim_job& a, const sim_job& b) { return a.left < b.left; });
+      std::sort(q.begin(), q.end(),
+                [](const sim_job& a, const sim_job& b) { return a.left < b.left; });
     auto& res = out.rsc[r];
     res.saturated = -1;
     double t = 0;
@@ -133,7 +138,8 @@ rr_result rr_simulate(std::vector<job>& jobs, const std::vector<project>& ps,
           continue;
         done[p] += rate[p] * step;
         auto& q = queue[p];
-        while (pos[p] < q.size() && q[pos[p]].left - done[p] <= 1e-6 * std::max(1.0, q[pos[p]].left)) {
+        while (pos[p] < q.size()
+               && q[pos[p]].left - done[p] <= 1e-6 * std::max(1.0, q[pos[p]].left)) {
           auto& jj = jobs[q[pos[p]].index];
           jj.deadline_trouble = now + t > jj.deadline - s.deadline_margin;
           demand[p] -= q[pos[p]].inst;

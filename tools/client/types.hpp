@@ -39,11 +39,11 @@ enum class debt_eligibility {
 
 /// The client's preferences and policy parameters.
 struct settings {
-  double sched_period = 3600;    ///< 003: seconds between preempt_apps.
+  double sched_period = 3600;     ///< 003: seconds between preempt_apps.
   double connect_interval = 8640; ///< CI: work_buf_min (0.1 day).
   double additional_work = 21600; ///< AW: work_buf_additional (0.25 day).
-  double backoff_min = 60;       ///< First per-resource backoff.
-  double backoff_max = 86400;    ///< The cap the backoff doubles up to (1 day).
+  double backoff_min = 60;        ///< First per-resource backoff.
+  double backoff_max = 86400;     ///< The cap the backoff doubles up to (1 day).
   debt_eligibility eligibility = debt_eligibility::design;
   /// A project is overworked when its overall debt is below minus this (CPU-seconds).
   double overworked_debt = 3600;
@@ -58,8 +58,8 @@ struct settings {
 
 /// Work-fetch and debt state of one (project, resource) pair (001: RSC_PROJECT_WORK_FETCH).
 struct project_rsc {
-  backoff bo;              ///< Per-resource backoff.
-  double ltd = 0;          ///< Long-term debt in instance-seconds.
+  backoff bo;                  ///< Per-resource backoff.
+  double ltd = 0;              ///< Long-term debt in instance-seconds.
   double secs_this_period = 0; ///< Instance-seconds used since the last debt update.
   double last_asked = -1e300;  ///< When work of this type was last asked of the project.
 };
@@ -67,10 +67,10 @@ struct project_rsc {
 /// One attached project.
 struct project {
   std::string name;
-  double share = 100;            ///< Resource share.
-  bool suspended = false;        ///< Suspended via GUI.
+  double share = 100;     ///< Resource share.
+  bool suspended = false; ///< Suspended via GUI.
   bool no_more_tasks = false;
-  double min_rpc_time = 0;       ///< No RPC before this (request_delay, overall backoff).
+  double min_rpc_time = 0; ///< No RPC before this (request_delay, overall backoff).
   std::array<project_rsc, max_resources> rsc{};
   /// 003: expected future debt while choosing (per resource being scheduled), overall units.
   double expected_future_debt = 0;
@@ -87,23 +87,23 @@ enum class job_state : std::uint8_t { queued, running, preempted, done };
 struct job {
   std::uint64_t id = 0;
   std::string name;
-  int project = 0;             ///< Index into the projects.
-  int rsc = 0;                 ///< Index into the resources.
-  double instances = 1;        ///< Instances of `rsc` one job uses.
-  double est_secs = 0;         ///< Estimated elapsed seconds in total.
-  double elapsed = 0;          ///< Elapsed seconds so far.
-  double deadline = 0;         ///< Report deadline.
-  double received = 0;         ///< When it arrived.
+  int project = 0;      ///< Index into the projects.
+  int rsc = 0;          ///< Index into the resources.
+  double instances = 1; ///< Instances of `rsc` one job uses.
+  double est_secs = 0;  ///< Estimated elapsed seconds in total.
+  double elapsed = 0;   ///< Elapsed seconds so far.
+  double deadline = 0;  ///< Report deadline.
+  double received = 0;  ///< When it arrived.
   job_state state = job_state::queued;
-  double expected_pay_off = 0; ///< 003, overall units; reset when preempted.
+  double expected_pay_off = 0;      ///< 003, overall units; reset when preempted.
   double work_done_this_period = 0; ///< 003: instance-seconds since preempt_apps.
-  bool deadline_trouble = false; ///< Set by the round-robin simulation.
-  int slot = -1;               ///< Device instance it runs on (first one), -1 if none.
-  std::string app_version;     ///< Key of seconds_per_app_unit (app and plan class).
-  double app_units = 1;        ///< Predicted app units.
+  bool deadline_trouble = false;    ///< Set by the round-robin simulation.
+  int slot = -1;                    ///< Device instance it runs on (first one), -1 if none.
+  std::string app_version;          ///< Key of seconds_per_app_unit (app and plan class).
+  double app_units = 1;             ///< Predicted app units.
   /// Set by whoever executes jobs (the emulator); no policy reads it.
   double actual_secs = 0;
-  double finished_at = 0;      ///< When it completed (state done).
+  double finished_at = 0; ///< When it completed (state done).
 
   /// Estimated seconds left (never below one second while not done).
   double remaining() const { return est_secs > elapsed + 1 ? est_secs - elapsed : 1; }

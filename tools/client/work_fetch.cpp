@@ -37,7 +37,9 @@ bool can_contact(const project& p, double now) {
   return !p.suspended && !p.no_more_tasks && now >= p.min_rpc_time;
 }
 
-bool overworked(const project& p, const settings& s) { return p.overall_debt < -s.overworked_debt; }
+bool overworked(const project& p, const settings& s) {
+  return p.overall_debt < -s.overworked_debt;
+}
 
 namespace {
 
@@ -85,9 +87,9 @@ work_request all_shortfalls(const rr_result& rr, std::size_t n, int r) {
 
 } // namespace
 
-std::optional<fetch_decision> choose_fetch(const std::vector<project>& ps,
-                                           const std::vector<resource>& rs, const rr_result& rr,
-                                           double now, const settings& s) {
+std::optional<fetch_decision>
+choose_fetch(const std::vector<project>& ps, const std::vector<resource>& rs, const rr_result& rr,
+             double now, const settings& s) {
   const auto n = std::min(rs.size(), static_cast<std::size_t>(max_resources));
   const double ci = s.connect_interval;
   const double horizon = s.connect_interval + s.additional_work;
@@ -116,7 +118,8 @@ std::optional<fetch_decision> choose_fetch(const std::vector<project>& ps,
     if (!(x.saturated < horizon))
       continue;
     auto ok = not_backed_off(r);
-    int p = best(ps, r, [&](const project& pr, std::size_t i) { return ok(pr, i) && !overworked(pr, s); });
+    int p = best(ps, r,
+                 [&](const project& pr, std::size_t i) { return ok(pr, i) && !overworked(pr, s); });
     if (p >= 0)
       return fetch_decision{p, r, fetch_reason::minor_shortfall, all_shortfalls(rr, n, r)};
   }

@@ -55,9 +55,9 @@ bool can_contact(const project& p, double now);
 bool overworked(const project& p, const settings& s);
 
 /// The design's decision, or nullopt when no work is needed or no project can be asked.
-std::optional<fetch_decision> choose_fetch(const std::vector<project>& ps,
-                                           const std::vector<resource>& rs, const rr_result& rr,
-                                           double now, const settings& s);
+std::optional<fetch_decision>
+choose_fetch(const std::vector<project>& ps, const std::vector<resource>& rs, const rr_result& rr,
+             double now, const settings& s);
 
 /// After a reply to `asked`: a resource asked for that got no job backs off (doubling up to
 /// the maximum); any resource that got a job is cleared.

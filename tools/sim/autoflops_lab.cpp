@@ -27,7 +27,6 @@ namespace cobble::sim {
 
 namespace {
 
-
 auto positive = [](auto x) { return x > 0 && std::isfinite(static_cast<double>(x)); };
 auto fraction = [](double x) { return x > 0 && x <= 1; };
 auto probability = [](double x) { return x >= 0 && x <= 1; };
@@ -35,10 +34,10 @@ auto probability = [](double x) { return x >= 0 && x <= 1; };
 void parse_autoflops(const checked_map& parent, const YAML::Node& n, const std::string& path,
                      config::autoflops_config& c) {
   checked_map m(n, parent.source(), path,
-           {"estimates", "est_x", "bound_x", "min_samples", "warmup_bound_factor", "log_ratio",
-            "flops_samples", "flops_percentile", "flops_alpha", "reference_job",
-            "abort_quota_factor", "resend_probability", "suspicion_error_rate",
-            "host_min_spread"});
+                {"estimates", "est_x", "bound_x", "min_samples", "warmup_bound_factor", "log_ratio",
+                 "flops_samples", "flops_percentile", "flops_alpha", "reference_job",
+                 "abort_quota_factor", "resend_probability", "suspicion_error_rate",
+                 "host_min_spread"});
   std::string est = c.estimates == config::estimate_clients::off      ? "off"
                     : c.estimates == config::estimate_clients::client ? "client"
                                                                       : "all";
@@ -51,20 +50,22 @@ void parse_autoflops(const checked_map& parent, const YAML::Node& n, const std::
   m.read("bound_x", c.bound_x, x_ok, "in [0, 100]");
   if (c.bound_x < c.est_x)
     m.fail(n, m.child("bound_x"), "must be at least est_x");
-  m.read("min_samples", c.min_samples, [](std::uint64_t x) { return x >= 2; }, "at least 2");
-  m.read("warmup_bound_factor", c.warmup_bound_factor, [](double x) { return x >= 1; },
-         "at least 1");
+  m.read(
+    "min_samples", c.min_samples, [](std::uint64_t x) { return x >= 2; }, "at least 2");
+  m.read(
+    "warmup_bound_factor", c.warmup_bound_factor, [](double x) { return x >= 1; }, "at least 1");
   m.read("log_ratio", c.log_ratio);
-  m.read("flops_samples", c.flops_samples,
-         [](std::uint64_t x) { return x >= 1 && x <= 100000; }, "1 to 100000");
+  m.read(
+    "flops_samples", c.flops_samples, [](std::uint64_t x) { return x >= 1 && x <= 100000; },
+    "1 to 100000");
   m.read("flops_percentile", c.flops_percentile, fraction, "in (0, 1]");
   m.read("flops_alpha", c.flops_alpha, fraction, "in (0, 1]");
   m.read("reference_job", c.reference_job);
   m.read("abort_quota_factor", c.abort_quota_factor, fraction, "in (0, 1]");
   m.read("resend_probability", c.resend_probability, probability, "in [0, 1]");
   m.read("suspicion_error_rate", c.suspicion_error_rate, probability, "in [0, 1]");
-  m.read("host_min_spread", c.host_min_spread, [](double x) { return x >= 0 && x <= 10; },
-         "in [0, 10]");
+  m.read(
+    "host_min_spread", c.host_min_spread, [](double x) { return x >= 0 && x <= 10; }, "in [0, 10]");
 }
 
 } // namespace
@@ -78,24 +79,26 @@ af_scenario parse_af_scenario(const std::string& yaml, const std::string& source
   }
   af_scenario s;
   s.file = source;
-  checked_map top(root, source, "",
-             {"seed", "jobs", "max_days", "app", "populations"});
+  checked_map top(root, source, "", {"seed", "jobs", "max_days", "app", "populations"});
   top.read("seed", s.seed);
-  top.read("jobs", s.jobs, [](int x) { return x >= 1 && x <= 10000000; }, "1 to 10000000");
+  top.read(
+    "jobs", s.jobs, [](int x) { return x >= 1 && x <= 10000000; }, "1 to 10000000");
   top.read("max_days", s.max_days, positive, "positive");
   if (auto a = root["app"]; a.IsDefined() && !a.IsNull()) {
     checked_map m(a, source, "app",
-             {"predicted_min", "predicted_max", "units_per_predicted", "noise", "noise_kind",
-              "time_noise", "flops_per_au", "cpu_version", "gpu_version", "delay_bound",
-              "credit_policy", "autoflops"});
+                  {"predicted_min", "predicted_max", "units_per_predicted", "noise", "noise_kind",
+                   "time_noise", "flops_per_au", "cpu_version", "gpu_version", "delay_bound",
+                   "credit_policy", "autoflops"});
     m.read("predicted_min", s.predicted_min, positive, "positive");
     m.read("predicted_max", s.predicted_max, positive, "positive");
     if (s.predicted_max < s.predicted_min)
       m.fail(a, "app.predicted_max", "must be at least predicted_min");
     m.read("units_per_predicted", s.units_per_predicted, positive, "positive");
-    m.read("noise", s.noise, [](double x) { return x >= 0 && x <= 3; }, "in [0, 3]");
+    m.read(
+      "noise", s.noise, [](double x) { return x >= 0 && x <= 3; }, "in [0, 3]");
     m.choice("noise_kind", s.noise_kind, {"lognormal", "normal"});
-    m.read("time_noise", s.time_noise, [](double x) { return x >= 0 && x <= 1; }, "in [0, 1]");
+    m.read(
+      "time_noise", s.time_noise, [](double x) { return x >= 0 && x <= 1; }, "in [0, 1]");
     m.read("flops_per_au", s.flops_per_au, positive, "positive");
     m.read("cpu_version", s.cpu_version);
     m.read("gpu_version", s.gpu_version);
@@ -113,13 +116,14 @@ af_scenario parse_af_scenario(const std::string& yaml, const std::string& source
   for (std::size_t i = 0; i < pops.size(); ++i) {
     auto path = "populations[" + std::to_string(i) + "]";
     checked_map m(pops[i], source, path,
-             {"name", "count", "device", "cpu_flops_min", "cpu_flops_max", "gpu_factor_min",
-              "gpu_factor_max", "efficiency_min", "efficiency_max"});
+                  {"name", "count", "device", "cpu_flops_min", "cpu_flops_max", "gpu_factor_min",
+                   "gpu_factor_max", "efficiency_min", "efficiency_max"});
     af_population p;
     m.read("name", p.name);
     if (p.name.empty())
       p.name = "pop" + std::to_string(i);
-    m.read("count", p.count, [](int x) { return x >= 1 && x <= 10000; }, "1 to 10000");
+    m.read(
+      "count", p.count, [](int x) { return x >= 1 && x <= 10000; }, "1 to 10000");
     m.choice("device", p.device, {"cpu", "gpu"});
     if (p.device == "gpu" && !s.gpu_version)
       m.fail(pops[i], m.child("device"), "the app has no gpu version");
@@ -232,7 +236,7 @@ struct af_run {
   }
 
   af_run(const af_scenario& sc, const std::filesystem::path& dir)
-      : s(sc), rng(sc.seed), h(options(sc, dir)) {
+    : s(sc), rng(sc.seed), h(options(sc, dir)) {
     auto a = h.authenticator("af", "lab");
     if (!a)
       throw std::runtime_error("lab: no account");
@@ -243,8 +247,7 @@ struct af_run {
         x.pop = &pop;
         x.gpu = pop.device == "gpu";
         x.cpu_flops = uniform(pop.cpu_flops_min, pop.cpu_flops_max);
-        x.gpu_flops =
-          x.gpu ? x.cpu_flops * log_uniform(pop.gpu_factor_min, pop.gpu_factor_max) : 0;
+        x.gpu_flops = x.gpu ? x.cpu_flops * log_uniform(pop.gpu_factor_min, pop.gpu_factor_max) : 0;
         double lo = pop.efficiency_min > 0 ? pop.efficiency_min : (x.gpu ? 0.05 : 0.35);
         double hi = pop.efficiency_max > 0 ? pop.efficiency_max : (x.gpu ? 0.15 : 0.65);
         x.efficiency = uniform(lo, std::max(lo, hi));
@@ -560,8 +563,9 @@ void add_autoflops_command(CLI::App& app) {
     ->required();
   cmd->add_option_function<std::uint64_t>(
     "--seed", [seed](std::uint64_t x) { *seed = x; }, "Override the scenario's random seed");
-  cmd->add_option_function<int>(
-       "--jobs", [jobs](int x) { *jobs = x; }, "Override the scenario's number of jobs")
+  cmd
+    ->add_option_function<int>(
+      "--jobs", [jobs](int x) { *jobs = x; }, "Override the scenario's number of jobs")
     ->check(CLI::Range(1, 10000000));
   cmd->add_option("--data-dir", *keep,
                   "Run in this (new) data directory and keep it (for `cobble log tail`)");
@@ -572,8 +576,7 @@ void add_autoflops_command(CLI::App& app) {
         s.seed = **seed;
       if (*jobs)
         s.jobs = **jobs;
-      if (!keep->empty() && std::filesystem::exists(*keep)
-          && !std::filesystem::is_empty(*keep))
+      if (!keep->empty() && std::filesystem::exists(*keep) && !std::filesystem::is_empty(*keep))
         throw std::runtime_error("--data-dir " + *keep + " exists and is not empty");
       std::cout << format_af_table(run_autoflops_lab(s, *keep));
     } catch (const af_scenario_error& e) {

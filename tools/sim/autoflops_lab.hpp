@@ -29,28 +29,29 @@ namespace cobble::sim {
 struct af_population {
   std::string name;
   int count = 1;
-  std::string device = "cpu";   ///< cpu | gpu (one NVIDIA GPU; it asks only for GPU work)
-  double cpu_flops_min = 2e9;   ///< CPU benchmark, uniform in [min, max].
+  std::string device = "cpu"; ///< cpu | gpu (one NVIDIA GPU; it asks only for GPU work)
+  double cpu_flops_min = 2e9; ///< CPU benchmark, uniform in [min, max].
   double cpu_flops_max = 4e9;
-  double gpu_factor_min = 10;   ///< GPU peak = CPU benchmark × factor, log-uniform.
+  double gpu_factor_min = 10; ///< GPU peak = CPU benchmark × factor, log-uniform.
   double gpu_factor_max = 100;
-  double efficiency_min = 0;    ///< Actual/peak FLOPS, uniform; 0: the device's default
-  double efficiency_max = 0;    ///< (CPU 0.35-0.65, GPU 0.05-0.15).
+  double efficiency_min = 0; ///< Actual/peak FLOPS, uniform; 0: the device's default
+  double efficiency_max = 0; ///< (CPU 0.35-0.65, GPU 0.05-0.15).
 };
 
 /// A scenario file.
 struct af_scenario {
   std::string file;
   std::uint64_t seed = 1;
-  int jobs = 3000;                ///< Jobs dispatched in all (then hosts stop asking).
-  double max_days = 400;          ///< Virtual time limit.
-  double predicted_min = 1;       ///< Predicted app units, log-uniform in [min, max].
+  int jobs = 3000;          ///< Jobs dispatched in all (then hosts stop asking).
+  double max_days = 400;    ///< Virtual time limit.
+  double predicted_min = 1; ///< Predicted app units, log-uniform in [min, max].
   double predicted_max = 100;
   double units_per_predicted = 3; ///< Actual = this × predicted × noise (systematic bias).
   double noise = 0.2;             ///< Spread of actual/predicted (sigma).
-  std::string noise_kind = "lognormal"; ///< lognormal (exp(N(0, sigma))) | normal (1 + N(0, sigma)).
-  double time_noise = 0.02;       ///< Per-job jitter of a host's speed (lognormal sigma).
-  double flops_per_au = 1e11;     ///< True FLOPs per app unit.
+  std::string noise_kind
+    = "lognormal";            ///< lognormal (exp(N(0, sigma))) | normal (1 + N(0, sigma)).
+  double time_noise = 0.02;   ///< Per-job jitter of a host's speed (lognormal sigma).
+  double flops_per_au = 1e11; ///< True FLOPs per app unit.
   bool cpu_version = true;
   bool gpu_version = true;
   double delay_bound = 30 * 86400;
@@ -68,11 +69,11 @@ af_scenario parse_af_scenario(const std::string& yaml, const std::string& source
 /// Completion-time figures of one device class (or "all").
 struct af_version_figure {
   std::string version;
-  std::uint64_t jobs = 0;          ///< Jobs that finished or hit the bound.
-  std::uint64_t estimated = 0;     ///< ... of them sent with an AutoFlops estimate and bound.
+  std::uint64_t jobs = 0;      ///< Jobs that finished or hit the bound.
+  std::uint64_t estimated = 0; ///< ... of them sent with an AutoFlops estimate and bound.
   std::uint64_t within_estimate = 0;
-  std::uint64_t within_bound = 0;  ///< The others were aborted at the bound.
-  std::uint64_t warm = 0;          ///< Estimated jobs sent after the statistics' warm-up.
+  std::uint64_t within_bound = 0; ///< The others were aborted at the bound.
+  std::uint64_t warm = 0;         ///< Estimated jobs sent after the statistics' warm-up.
   std::uint64_t warm_within_estimate = 0;
   std::uint64_t warm_within_bound = 0;
   double fraction_estimate() const { return estimated ? double(within_estimate) / estimated : 0; }
@@ -93,13 +94,13 @@ struct af_result {
   int hosts = 0;
   std::uint64_t rpcs = 0;
   std::uint64_t validated = 0;
-  std::uint64_t checks = 0;           ///< Cherry-picking check replicas created.
+  std::uint64_t checks = 0; ///< Cherry-picking check replicas created.
   double virtual_days = 0;
   std::vector<af_version_figure> versions; ///< CPU, GPU, all.
-  double est_flops_per_au = 0;        ///< Final estimate.
+  double est_flops_per_au = 0;             ///< Final estimate.
   double true_flops_per_au = 0;
-  std::uint64_t array_full_at = 0;    ///< Validated jobs when the first array filled.
-  std::uint64_t settled_at = 0;       ///< Validated jobs until est stays within 5% of final.
+  std::uint64_t array_full_at = 0; ///< Validated jobs when the first array filled.
+  std::uint64_t settled_at = 0;    ///< Validated jobs until est stays within 5% of final.
   std::vector<af_credit_figure> credit;
   std::string credit_policy;
 };

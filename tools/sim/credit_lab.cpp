@@ -28,7 +28,6 @@ namespace {
 const char* const adversary_kinds[] = {"inflate_elapsed", "inflate_benchmark", "huge_pfc",
                                        "cherry_picker", "slow_multithread"};
 
-
 auto positive = [](auto x) { return x > 0 && std::isfinite(static_cast<double>(x)); };
 auto at_least_one = [](auto x) { return x >= 1; };
 
@@ -36,10 +35,9 @@ void parse_credit(const checked_map& parent, const YAML::Node& n, const std::str
                   config::credit_config& c) {
   checked_map m(n, parent.source(), path,
                 {"normalization_interval", "version_average_samples", "host_average_samples",
-                 "version_alpha", "host_alpha", "version_sample_threshold",
-                 "host_sample_threshold", "sample_cap", "host_scale_cap", "cheat_factor",
-                 "flops_per_cobblestone", "credit_half_life", "error_rate_initial",
-                 "error_rate_alpha", "version_pfc"});
+                 "version_alpha", "host_alpha", "version_sample_threshold", "host_sample_threshold",
+                 "sample_cap", "host_scale_cap", "cheat_factor", "flops_per_cobblestone",
+                 "credit_half_life", "error_rate_initial", "error_rate_alpha", "version_pfc"});
   m.read("normalization_interval", c.normalization_interval, positive, "positive (seconds)");
   m.read("version_average_samples", c.version_average_samples, at_least_one, "at least 1");
   m.read("host_average_samples", c.host_average_samples, at_least_one, "at least 1");
@@ -50,11 +48,13 @@ void parse_credit(const checked_map& parent, const YAML::Node& n, const std::str
   m.read("host_sample_threshold", c.host_sample_threshold);
   m.read("sample_cap", c.sample_cap, at_least_one, "at least 1");
   m.read("host_scale_cap", c.host_scale_cap, at_least_one, "at least 1");
-  m.read("cheat_factor", c.cheat_factor, [](double x) { return x > 1; }, "above 1");
+  m.read(
+    "cheat_factor", c.cheat_factor, [](double x) { return x > 1; }, "above 1");
   m.read("flops_per_cobblestone", c.flops_per_cobblestone, positive, "positive");
   m.read("credit_half_life", c.credit_half_life, positive, "positive (seconds)");
-  m.read("error_rate_initial", c.error_rate_initial,
-         [](double x) { return x >= 0 && x <= 1; }, "in [0, 1]");
+  m.read(
+    "error_rate_initial", c.error_rate_initial, [](double x) { return x >= 0 && x <= 1; },
+    "in [0, 1]");
   m.read("error_rate_alpha", c.error_rate_alpha, fraction, "in (0, 1]");
   std::string est;
   m.read("version_pfc", est);
@@ -83,14 +83,16 @@ lab_scenario parse_lab_scenario(const std::string& yaml, const std::string& sour
                   {"seed", "jobs_per_host", "skip_jobs", "max_days", "projects", "populations"});
   top.read("seed", s.seed);
   top.read("jobs_per_host", s.jobs_per_host, at_least_one, "at least 1");
-  top.read("skip_jobs", s.skip_jobs, [](int x) { return x >= 0; }, "0 or more");
+  top.read(
+    "skip_jobs", s.skip_jobs, [](int x) { return x >= 0; }, "0 or more");
   top.read("max_days", s.max_days, positive, "positive");
   if (s.skip_jobs >= s.jobs_per_host)
     top.fail(root["skip_jobs"], "skip_jobs", "must be below jobs_per_host");
   auto projects = root["projects"];
   if (!projects.IsDefined() || !projects.IsSequence() || projects.size() == 0)
-    top.fail(projects.IsDefined() ? projects : root, "projects", "a list of at least one project "
-                                                                 "is required");
+    top.fail(projects.IsDefined() ? projects : root, "projects",
+             "a list of at least one project "
+             "is required");
   std::set<std::string> names;
   for (std::size_t i = 0; i < projects.size(); ++i) {
     auto path = "projects[" + std::to_string(i) + "]";
@@ -99,12 +101,13 @@ lab_scenario parse_lab_scenario(const std::string& yaml, const std::string& sour
                    "size_noise", "bound_factor", "delay_bound", "credit"});
     lab_project p;
     m.read("name", p.name);
-    if (p.name.empty() || p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-")
-                            != std::string::npos)
+    if (p.name.empty()
+        || p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
       m.fail(projects[i], m.child("name"), "every project needs a name of [a-z0-9_-]");
     if (!names.insert(p.name).second)
       m.fail(projects[i]["name"], m.child("name"), "duplicate project name '" + p.name + "'");
-    m.read("replication", p.replication, [](int x) { return x >= 1 && x <= 5; }, "1 to 5");
+    m.read(
+      "replication", p.replication, [](int x) { return x >= 1 && x <= 5; }, "1 to 5");
     m.read("host_scale_check", p.host_scale_check);
     if (auto v = m.get("versions"); v.IsDefined()) {
       if (!v.IsSequence() || v.size() == 0)
@@ -153,7 +156,8 @@ lab_scenario parse_lab_scenario(const std::string& yaml, const std::string& sour
              "no project named '" + p.project + "'");
     if (p.name.empty())
       p.name = p.project + "-" + std::to_string(i);
-    m.read("count", p.count, [](int x) { return x >= 1 && x <= 10000; }, "1 to 10000");
+    m.read(
+      "count", p.count, [](int x) { return x >= 1 && x <= 10000; }, "1 to 10000");
     m.read("device", p.device);
     if (p.device != "cpu" && p.device != "gpu")
       m.fail(pops[i]["device"], m.child("device"), "must be cpu or gpu");
@@ -181,9 +185,11 @@ lab_scenario parse_lab_scenario(const std::string& yaml, const std::string& sour
                + "' (inflate_elapsed, inflate_benchmark, huge_pfc, cherry_picker, "
                  "slow_multithread)");
     m.read("factor", p.factor, at_least_one, "at least 1");
-    m.read("cheat_at", p.cheat_at, [](int x) { return x >= 1; }, "at least 1");
+    m.read(
+      "cheat_at", p.cheat_at, [](int x) { return x >= 1; }, "at least 1");
     p.jobs = s.jobs_per_host;
-    m.read("jobs", p.jobs, [&](int x) { return x > s.skip_jobs; }, "above skip_jobs");
+    m.read(
+      "jobs", p.jobs, [&](int x) { return x > s.skip_jobs; }, "above skip_jobs");
     s.populations.push_back(std::move(p));
   }
   return s;
@@ -207,17 +213,17 @@ constexpr const char* md5 = "00112233445566778899aabbccddeeff";
 
 /// A job's truth, known to the lab only.
 struct job_truth {
-  double est = 0;      ///< E(J)
-  double factor = 1;   ///< true size / E(J)
+  double est = 0;    ///< E(J)
+  double factor = 1; ///< true size / E(J)
 };
 
 /// What a host is running.
 struct running_job {
   std::string name;
   id_type wu = 0;
-  double elapsed = 0;  ///< Reported elapsed time.
+  double elapsed = 0; ///< Reported elapsed time.
   double cpu = 0;
-  double busy = 0;     ///< True seconds the device was busy.
+  double busy = 0; ///< True seconds the device was busy.
   bool abort = false;
 };
 
@@ -229,10 +235,10 @@ struct lab_host {
   double gpu_flops = 0;
   double efficiency = 0;
   id_type id = 0;
-  int completed = 0;   ///< Jobs reported (successes and aborts).
+  int completed = 0; ///< Jobs reported (successes and aborts).
   int successes = 0;
   std::optional<running_job> job;
-  bool describe_cheat = false; ///< The next request claims a huge benchmark.
+  bool describe_cheat = false;       ///< The next request claims a huge benchmark.
   std::map<id_type, double> busy_of; ///< wu -> true busy seconds, for successes.
 };
 
@@ -289,7 +295,7 @@ struct lab_run {
   }
 
   lab_run(const lab_scenario& sc, const std::filesystem::path& dir)
-      : s(sc), rng(sc.seed), h(options(sc, dir)) {
+    : s(sc), rng(sc.seed), h(options(sc, dir)) {
     truth.resize(s.projects.size());
     wu_ids.resize(s.projects.size());
     created_results.assign(s.projects.size(), 0);
@@ -312,8 +318,7 @@ struct lab_run {
         x.project = pi;
         x.gpu = pop.device == "gpu";
         x.cpu_flops = uniform(pop.cpu_flops_min, pop.cpu_flops_max);
-        x.gpu_flops = x.gpu ? x.cpu_flops * log_uniform(pop.gpu_factor_min, pop.gpu_factor_max)
-                            : 0;
+        x.gpu_flops = x.gpu ? x.cpu_flops * log_uniform(pop.gpu_factor_min, pop.gpu_factor_max) : 0;
         double lo = pop.efficiency_min > 0 ? pop.efficiency_min : (x.gpu ? 0.05 : 0.35);
         double hi = pop.efficiency_max > 0 ? pop.efficiency_max : (x.gpu ? 0.15 : 0.65);
         x.efficiency = uniform(lo, std::max(lo, hi));
@@ -451,8 +456,7 @@ struct lab_run {
     if (is(x, "cherry_picker")) {
       // Keeps the jobs that are short for their estimate (or small, when E(J) is exact).
       const auto& lp = s.projects[x.project];
-      bool big = lp.size_noise > 1 ? t.factor > 1
-                                   : t.est > std::sqrt(lp.job_min * lp.job_max);
+      bool big = lp.size_noise > 1 ? t.factor > 1 : t.est > std::sqrt(lp.job_min * lp.job_max);
       if (big) {
         j.abort = true;
         j.busy = 60;
@@ -468,8 +472,8 @@ struct lab_run {
 /// A validated job of a host, in log order.
 struct credited_job {
   double granted = 0;
-  double work = 0;       ///< True FLOPs.
-  double busy = 0;       ///< True seconds.
+  double work = 0; ///< True FLOPs.
+  double busy = 0; ///< True seconds.
   double scale_h = 1;
 };
 
@@ -636,8 +640,7 @@ lab_result run_credit_lab(const lab_scenario& s, const std::filesystem::path& da
     }
     r.projects.push_back(pf);
   }
-  r.wall_seconds =
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  r.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return r;
 }
 
@@ -654,9 +657,10 @@ std::string format_table(const lab_result& r) {
     out += fmt::format("| {} | {} | {} | {} | {:.4f} |\n", d.project, d.device, d.hosts, d.jobs,
                        d.credit_per_tflop);
   out += "\nProjects\n\n";
-  out += "| project | protection | honest jobs | GPU/CPU credit per work | credit per CPU host-hour "
-         "| honest hosts' granted/deserved (min - max) "
-         "| jobs until Scale(H) within 5% (median / max) |\n|---|---|---|---|---|---|---|\n";
+  out
+    += "| project | protection | honest jobs | GPU/CPU credit per work | credit per CPU host-hour "
+       "| honest hosts' granted/deserved (min - max) "
+       "| jobs until Scale(H) within 5% (median / max) |\n|---|---|---|---|---|---|---|\n";
   double lo = 0, hi = 0;
   for (const auto& p : r.projects) {
     out += fmt::format("| {} | {} | {} | {} | {:.3f} | {:.3f} - {:.3f} | {:.0f} / {:.0f} |\n",
@@ -709,8 +713,7 @@ void add_credit_command(CLI::App& app) {
       auto s = load_lab_scenario(*file);
       if (*seed)
         s.seed = **seed;
-      if (!keep->empty() && std::filesystem::exists(*keep)
-          && !std::filesystem::is_empty(*keep))
+      if (!keep->empty() && std::filesystem::exists(*keep) && !std::filesystem::is_empty(*keep))
         throw std::runtime_error("--data-dir " + *keep + " exists and is not empty");
       std::cout << format_table(run_credit_lab(s, *keep));
     } catch (const scenario_error& e) {

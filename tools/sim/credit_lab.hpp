@@ -26,17 +26,17 @@ namespace cobble::sim {
 /// A project of a scenario: one app ("labapp") with a CPU and/or an NVIDIA version.
 struct lab_project {
   std::string name;
-  int replication = 1;            ///< min_quorum = target_nresults.
-  bool host_scale_check = false;  ///< Cherry-picking protection.
+  int replication = 1;           ///< min_quorum = target_nresults.
+  bool host_scale_check = false; ///< Cherry-picking protection.
   bool cpu_version = true;
   bool gpu_version = true;
-  double job_min = 1e12;          ///< E(J) is log-uniform in [job_min, job_max].
+  double job_min = 1e12; ///< E(J) is log-uniform in [job_min, job_max].
   double job_max = 1e14;
   /// True size = E(J) × f, f log-uniform in [1/size_noise, size_noise] (1: E(J) is exact).
   double size_noise = 1;
-  double bound_factor = 1000;     ///< rsc_fpops_bound = this × E(J).
+  double bound_factor = 1000; ///< rsc_fpops_bound = this × E(J).
   double delay_bound = 14 * 86400;
-  config::credit_config credit;   ///< The project's credit settings.
+  config::credit_config credit; ///< The project's credit settings.
 };
 
 /// A group of emulated hosts attached to one project.
@@ -44,28 +44,28 @@ struct lab_population {
   std::string name;
   std::string project;
   int count = 1;
-  std::string device = "cpu";     ///< cpu | gpu (one NVIDIA GPU; it asks only for GPU work)
-  double cpu_flops_min = 2e9;     ///< CPU benchmark (p_fpops), uniform in [min, max].
+  std::string device = "cpu"; ///< cpu | gpu (one NVIDIA GPU; it asks only for GPU work)
+  double cpu_flops_min = 2e9; ///< CPU benchmark (p_fpops), uniform in [min, max].
   double cpu_flops_max = 4e9;
-  double gpu_factor_min = 10;     ///< GPU peak = CPU benchmark × factor, log-uniform.
+  double gpu_factor_min = 10; ///< GPU peak = CPU benchmark × factor, log-uniform.
   double gpu_factor_max = 100;
-  double efficiency_min = 0;      ///< Actual/peak FLOPS, uniform; 0: the device's default
-  double efficiency_max = 0;      ///< (CPU 0.35-0.65, GPU 0.05-0.15).
+  double efficiency_min = 0; ///< Actual/peak FLOPS, uniform; 0: the device's default
+  double efficiency_max = 0; ///< (CPU 0.35-0.65, GPU 0.05-0.15).
   /// "" (honest), inflate_elapsed, inflate_benchmark, huge_pfc, cherry_picker,
   /// slow_multithread.
   std::string adversary;
-  double factor = 10;             ///< Inflation factor (and the multithread slowdown).
-  int cheat_at = 150;             ///< huge_pfc: the job that claims PFC ~1e304.
-  int jobs = 0;                   ///< Jobs each host completes (default: jobs_per_host).
+  double factor = 10; ///< Inflation factor (and the multithread slowdown).
+  int cheat_at = 150; ///< huge_pfc: the job that claims PFC ~1e304.
+  int jobs = 0;       ///< Jobs each host completes (default: jobs_per_host).
 };
 
 /// A scenario file.
 struct lab_scenario {
   std::string file;
   std::uint64_t seed = 1;
-  int jobs_per_host = 300;        ///< Each host stops after completing this many jobs.
-  int skip_jobs = 100;            ///< Figures count validated jobs after the first this many.
-  double max_days = 400;          ///< Virtual time limit.
+  int jobs_per_host = 300; ///< Each host stops after completing this many jobs.
+  int skip_jobs = 100;     ///< Figures count validated jobs after the first this many.
+  double max_days = 400;   ///< Virtual time limit.
   std::vector<lab_project> projects;
   std::vector<lab_population> populations;
 };
@@ -84,7 +84,7 @@ struct device_figure {
   std::string device;
   int hosts = 0;
   std::uint64_t jobs = 0;
-  double credit_per_tflop = 0;    ///< Granted Cobblestones per 1e12 FLOPs of true work.
+  double credit_per_tflop = 0; ///< Granted Cobblestones per 1e12 FLOPs of true work.
 };
 
 /// One adversary population's outcome.
@@ -93,21 +93,21 @@ struct adversary_figure {
   std::string name;
   std::string kind;
   bool protection = false;
-  std::uint64_t jobs = 0;         ///< Validated jobs counted (after skip_jobs).
-  double ratio = 0;               ///< Granted / deserved (deserved: honest credit per work).
+  std::uint64_t jobs = 0; ///< Validated jobs counted (after skip_jobs).
+  double ratio = 0;       ///< Granted / deserved (deserved: honest credit per work).
 };
 
 /// One project's figures.
 struct project_figure {
   std::string name;
   bool protection = false;
-  std::uint64_t jobs = 0;             ///< Validated jobs of honest hosts.
-  double credit_per_host_hour = 0;    ///< Honest CPU hosts, over their busy time.
-  double gpu_cpu_ratio = 0;           ///< Device neutrality (0: not both device classes).
-  double settle_median = 0;           ///< Validated jobs until Scale(H) stays within 5%.
+  std::uint64_t jobs = 0;          ///< Validated jobs of honest hosts.
+  double credit_per_host_hour = 0; ///< Honest CPU hosts, over their busy time.
+  double gpu_cpu_ratio = 0;        ///< Device neutrality (0: not both device classes).
+  double settle_median = 0;        ///< Validated jobs until Scale(H) stays within 5%.
   double settle_max = 0;
-  double honest_min = 0;              ///< Lowest and highest granted/deserved of one honest
-  double honest_max = 0;              ///< host (the noise floor of the adversaries' ratios).
+  double honest_min = 0; ///< Lowest and highest granted/deserved of one honest
+  double honest_max = 0; ///< host (the noise floor of the adversaries' ratios).
 };
 
 /// A run's figures.
@@ -116,7 +116,7 @@ struct lab_result {
   std::uint64_t seed = 0;
   int hosts = 0;
   std::uint64_t rpcs = 0;
-  std::uint64_t validated = 0;        ///< Validated results.
+  std::uint64_t validated = 0; ///< Validated results.
   double virtual_days = 0;
   double wall_seconds = 0;
   std::vector<project_figure> projects;

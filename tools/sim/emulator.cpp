@@ -1,7 +1,7 @@
 #include "tools/sim/emulator.hpp"
 
-#include "tools/sim/harness.hpp"
 #include "actors/error.hpp"
+#include "tools/sim/harness.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -57,8 +57,8 @@ struct dispatch {
 
 /// One attachment of a host to a project.
 struct attachment {
-  int sp = 0;         ///< Scenario project index.
-  int cp = -1;        ///< Client project index (-1 until attached).
+  int sp = 0;  ///< Scenario project index.
+  int cp = -1; ///< Client project index (-1 until attached).
   std::uint64_t hostid = 0;
   std::int64_t seqno = 0;
 };
@@ -72,8 +72,8 @@ struct host {
   std::mt19937_64 rng;
   bool on = true, active = true;
   double next_on_toggle = 0, next_active_toggle = 0;
-  std::vector<double> flops_used;   ///< Per scenario project, within the figures window.
-  std::vector<double> last_ran;     ///< Per scenario project, any resource.
+  std::vector<double> flops_used; ///< Per scenario project, within the figures window.
+  std::vector<double> last_ran;   ///< Per scenario project, any resource.
   std::vector<std::array<double, R>> last_ran_r;
   double monotony_sum = 0;
   std::array<double, R> monotony_r_sum{};
@@ -171,18 +171,19 @@ void emulator::setup() {
       for (int r = 1; r < R; ++r)
         rs[static_cast<std::size_t>(r)] = client::resource{resource_name(r), 0, 0};
       for (const auto& g : spec.gpus)
-        rs[static_cast<std::size_t>(resource_index(g.type))] =
-            client::resource{g.type, g.count, g.flops};
+        rs[static_cast<std::size_t>(resource_index(g.type))] = client::resource{g.type, g.count,
+                                                                                g.flops};
       if (hosts_.empty())
         for (int r = 0; r < R; ++r) {
-          out_.host0_instances[static_cast<std::size_t>(r)] = rs[static_cast<std::size_t>(r)].ninstances;
+          out_.host0_instances[static_cast<std::size_t>(r)]
+            = rs[static_cast<std::size_t>(r)].ninstances;
           out_.speeds[static_cast<std::size_t>(r)] = rs[static_cast<std::size_t>(r)].peak_flops;
         }
       h.c = std::make_unique<client::client>(std::move(rs), sc_.client, 0.0);
       for (std::size_t p = 0; p < np; ++p) {
         bool wanted = spec.projects.empty()
-                      || std::find(spec.projects.begin(), spec.projects.end(),
-                                   sc_.projects[p].name) != spec.projects.end();
+                      || std::find(spec.projects.begin(), spec.projects.end(), sc_.projects[p].name)
+                           != spec.projects.end();
         if (wanted)
           h.att.push_back(attachment{static_cast<int>(p), -1, 0, 0});
       }
@@ -197,9 +198,9 @@ void emulator::setup() {
     }
   for (int r = 0; r < R; ++r) {
     open_project_[static_cast<std::size_t>(r)].assign(
-        static_cast<std::size_t>(out_.host0_instances[static_cast<std::size_t>(r)]), -1);
+      static_cast<std::size_t>(out_.host0_instances[static_cast<std::size_t>(r)]), -1);
     open_start_[static_cast<std::size_t>(r)].assign(
-        static_cast<std::size_t>(out_.host0_instances[static_cast<std::size_t>(r)]), 0);
+      static_cast<std::size_t>(out_.host0_instances[static_cast<std::size_t>(r)]), 0);
   }
 }
 
@@ -331,8 +332,9 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     if (std::none_of(proj.apps.begin(), proj.apps.end(),
                      [&](const auto& a) { return a.name == app_name; }))
       continue;
-    req.app_unit_versions.push_back(app_unit_version{
-      app_name, config::app_version_config{}.version_num, key.substr(slash + 1), secs, 0});
+    req.app_unit_versions.push_back(app_unit_version{app_name,
+                                                     config::app_version_config{}.version_num,
+                                                     key.substr(slash + 1), secs, 0});
   }
   auto done = c.take_reports(plan.project);
   for (const auto& j : done) {
@@ -522,8 +524,8 @@ void emulator::timeline(host& h, double now, bool computing) {
       if (cur[r][s] == open)
         continue;
       if (open >= 0 && out_.timeline.size() < max_segments)
-        out_.timeline.push_back(timeline_segment{static_cast<int>(r), static_cast<int>(s), open,
-                                                 open_start_[r][s], now});
+        out_.timeline.push_back(
+          timeline_segment{static_cast<int>(r), static_cast<int>(s), open, open_start_[r][s], now});
       open = cur[r][s];
       open_start_[r][s] = now;
     }
@@ -693,8 +695,8 @@ run_result emulator::run() {
     }
   }
   finish();
-  out_.wall_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+  out_.wall_seconds
+    = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
   return std::move(out_);
 }
 
@@ -711,8 +713,8 @@ public:
       throw std::runtime_error("no account key for user sim of project " + project);
     return *a;
   }
-  std::optional<sched_reply> rpc(const std::string& project, const sched_request& req,
-                                 std::string& error) override {
+  std::optional<sched_reply>
+  rpc(const std::string& project, const sched_request& req, std::string& error) override {
     auto r = h_.rpc(project, req);
     if (!r) {
       error = describe(r.error());
@@ -720,8 +722,8 @@ public:
     }
     return **r;
   }
-  bool create_work(const std::string& project, const work_batch& batch,
-                   std::string& error) override {
+  bool
+  create_work(const std::string& project, const work_batch& batch, std::string& error) override {
     auto r = h_.create_work(project, batch);
     if (!r) {
       error = describe(r.error());

@@ -7,8 +7,8 @@
 /// device's peak FLOPS times the host's efficiency for the app), reports results whose
 /// output md5 is a function of the workunit (so replicas agree), and measures the figures.
 
-#include "actors/rpc.hpp"
 #include "actors/messages.hpp"
+#include "actors/rpc.hpp"
 #include "config/config.hpp"
 #include "tools/client/client.hpp"
 #include "tools/sim/scenario.hpp"
@@ -33,11 +33,11 @@ public:
   /// The account key of user `sim` of `project`; throws std::runtime_error when it cannot.
   virtual std::string authenticator(const std::string& project) = 0;
   /// One scheduler RPC; nullopt (with `error` set) when it failed.
-  virtual std::optional<sched_reply> rpc(const std::string& project, const sched_request& req,
-                                         std::string& error) = 0;
+  virtual std::optional<sched_reply>
+  rpc(const std::string& project, const sched_request& req, std::string& error) = 0;
   /// Creates workunits; false (with `error` set) when it failed.
-  virtual bool create_work(const std::string& project, const work_batch& batch,
-                           std::string& error) = 0;
+  virtual bool create_work(const std::string& project, const work_batch& batch, std::string& error)
+    = 0;
   /// The name a workunit the emulator calls `name` gets on the server (a server reused by
   /// several runs needs them unique).
   virtual std::string work_name(const std::string& name) const { return name; }
@@ -50,24 +50,24 @@ config::cobble_config make_config(const scenario& sc);
 
 /// Figures for one resource type or for all of them (docs/emulator.md defines each).
 struct resource_figures {
-  bool present = false;      ///< Some host has this resource.
-  double capacity = 0;       ///< FLOPs the devices could have done while allowed to compute.
-  double used = 0;           ///< FLOPs they did.
-  double wasted = 0;         ///< FLOPs of results reported after their deadline.
+  bool present = false; ///< Some host has this resource.
+  double capacity = 0;  ///< FLOPs the devices could have done while allowed to compute.
+  double used = 0;      ///< FLOPs they did.
+  double wasted = 0;    ///< FLOPs of results reported after their deadline.
   double idle_fraction = 0;
   double wasted_fraction = 0;
   double share_violation = 0;
   double monotony = 0;
-  long rpcs = 0;             ///< RPCs that asked for this resource (overall: every RPC).
-  long jobs = 0;             ///< Results reported.
+  long rpcs = 0; ///< RPCs that asked for this resource (overall: every RPC).
+  long jobs = 0; ///< Results reported.
   double rpcs_per_job = 0;
 };
 
 /// Per project.
 struct project_figures {
   std::string name;
-  double target_share = 0;   ///< Resource share fraction.
-  double flops_share = 0;    ///< Fraction of all FLOPs done for it.
+  double target_share = 0; ///< Resource share fraction.
+  double flops_share = 0;  ///< Fraction of all FLOPs done for it.
   long deadlines_met = 0;
   long deadlines_missed = 0;
 };
@@ -95,7 +95,7 @@ struct run_result {
   double warmup = 0;
   double sample_interval = 3600;
   std::vector<std::string> projects;
-  std::vector<double> shares;   ///< Resource share of each project.
+  std::vector<double> shares; ///< Resource share of each project.
   /// Per resource: the projects that have an app for it.
   std::array<std::vector<char>, client::max_resources> has_app{};
   std::array<int, client::max_resources> host0_instances{}; ///< Devices of the first host.

@@ -24,8 +24,7 @@ std::filesystem::path make_temp_dir() {
 } // namespace
 
 harness::harness(harness_options opts)
-  : config_(std::move(opts.config)),
-    dir_(std::move(opts.data_dir)),
+  : config_(std::move(opts.config)), dir_(std::move(opts.data_dir)),
     clock_(std::make_shared<manual_clock>(opts.start)) {
   config::validate(config_); // throws config::config_error, a std::runtime_error
   if (dir_.empty()) {
@@ -36,8 +35,8 @@ harness::harness(harness_options opts)
   so.mode = opts.durability;
   auto st = storage::event_store::open(dir_ / "log", so);
   if (!st)
-    throw std::runtime_error("cannot open the event store in " + dir_.string() + ": " +
-                             describe(st.error()));
+    throw std::runtime_error("cannot open the event store in " + dir_.string() + ": "
+                             + describe(st.error()));
   store_ = std::shared_ptr<storage::event_store>{std::move(*st)};
   sys_cfg_.set("scheduler.policy", caf::atom("testing"));
   register_types(sys_cfg_);
@@ -93,8 +92,7 @@ caf::expected<project_summary_ptr> harness::status(const std::string& p) {
   return ask<project_summary_ptr>(project(p), atom::status_v);
 }
 
-caf::expected<workunit_view_ptr> harness::workunit(const std::string& p,
-                                                   const std::string& name) {
+caf::expected<workunit_view_ptr> harness::workunit(const std::string& p, const std::string& name) {
   return ask<workunit_view_ptr>(project(p), atom::workunit_v, name);
 }
 
@@ -102,8 +100,7 @@ caf::expected<host_view_ptr> harness::host(const std::string& p, id_type id) {
   return ask<host_view_ptr>(project(p), atom::host_v, id);
 }
 
-caf::expected<std::string> harness::authenticator(const std::string& p,
-                                                  const std::string& user) {
+caf::expected<std::string> harness::authenticator(const std::string& p, const std::string& user) {
   auto users = ask<user_list_ptr>(project(p), atom::list_v, atom::user_v);
   if (!users)
     return users.error();

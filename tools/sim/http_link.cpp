@@ -7,6 +7,7 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -59,20 +60,22 @@ public:
   http_server_link(endpoint e, std::string token, std::chrono::milliseconds timeout)
     : ep_(std::move(e)), token_(std::move(token)), timeout_(timeout),
       start_(std::chrono::steady_clock::now()) {
-    run_tag_ = "r" + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                        std::chrono::system_clock::now().time_since_epoch())
-                                        .count());
+    run_tag_ = "r"
+               + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::system_clock::now().time_since_epoch())
+                                  .count());
   }
 
   double now() const override {
     return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+      .count();
   }
 
   void advance(double dt) override {
     elapsed_ += dt;
-    std::this_thread::sleep_until(start_ + std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                               std::chrono::duration<double>(elapsed_)));
+    std::this_thread::sleep_until(start_
+                                  + std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    std::chrono::duration<double>(elapsed_)));
   }
 
   std::string authenticator(const std::string& project) override {
@@ -91,8 +94,8 @@ public:
     return json::parse(made.body).value("authenticator", "");
   }
 
-  std::optional<sched_reply> rpc(const std::string& project, const sched_request& req,
-                                 std::string& error) override {
+  std::optional<sched_reply>
+  rpc(const std::string& project, const sched_request& req, std::string& error) override {
     try {
       auto a = call(http::verb::post, "/" + project + "/cgi", net::write_sched_request(req), false);
       if (a.status != 200) {
@@ -111,8 +114,8 @@ public:
     }
   }
 
-  bool create_work(const std::string& project, const work_batch& batch,
-                   std::string& error) override {
+  bool
+  create_work(const std::string& project, const work_batch& batch, std::string& error) override {
     json items = json::array();
     for (const auto& w : batch.items) {
       json j{{"app", w.app}, {"name", run_tag_ + "_" + w.name}};
@@ -174,7 +177,8 @@ private:
           result = e2;
           return;
         }
-        http::async_read(stream, buffer, parser, [&](beast::error_code e3, std::size_t) { result = e3; });
+        http::async_read(stream, buffer, parser,
+                         [&](beast::error_code e3, std::size_t) { result = e3; });
       });
     });
     ioc.run();
@@ -203,8 +207,8 @@ void check_server_url(const std::string& url) {
   }
 }
 
-std::unique_ptr<server_link> http_link(const std::string& url, const std::string& token,
-                                       std::chrono::milliseconds timeout) {
+std::unique_ptr<server_link>
+http_link(const std::string& url, const std::string& token, std::chrono::milliseconds timeout) {
   return std::make_unique<http_server_link>(parse_url(url), token, timeout);
 }
 

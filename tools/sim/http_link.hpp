@@ -18,7 +18,7 @@ void check_server_url(const std::string& url);
 
 /// Connects to `url` (http://host:port, optionally with a path prefix). Throws
 /// std::runtime_error for a malformed URL.
-std::unique_ptr<server_link> http_link(const std::string& url, const std::string& token,
-                                       std::chrono::milliseconds timeout);
+std::unique_ptr<server_link>
+http_link(const std::string& url, const std::string& token, std::chrono::milliseconds timeout);
 
 } // namespace cobble::sim

@@ -17,7 +17,7 @@ std::string joined(std::initializer_list<const char*> words) {
 
 checked_map::checked_map(const YAML::Node& node, std::string source, std::string path,
                          std::initializer_list<const char*> known)
-    : node_(node), source_(std::move(source)), path_(std::move(path)) {
+  : node_(node), source_(std::move(source)), path_(std::move(path)) {
   if (!node.IsMap())
     fail(node, path_, "expected a mapping");
   for (const auto& kv : node) {

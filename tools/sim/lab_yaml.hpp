@@ -23,8 +23,8 @@ public:
   checked_map(const YAML::Node& node, std::string source, std::string path,
               std::initializer_list<const char*> known);
 
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& key,
-                         const std::string& message) const;
+  [[noreturn]] void
+  fail(const YAML::Node& at, const std::string& key, const std::string& message) const;
 
   /// The path of a key of this mapping ("a.b.key").
   std::string child(const std::string& key) const;
@@ -42,8 +42,8 @@ public:
     try {
       out = n.as<T>();
     } catch (const YAML::Exception&) {
-      fail(n, child(key), "cannot read '" + (n.IsScalar() ? n.Scalar() : std::string{"?"})
-                            + "' as " + kind<T>());
+      fail(n, child(key),
+           "cannot read '" + (n.IsScalar() ? n.Scalar() : std::string{"?"}) + "' as " + kind<T>());
     }
   }
 

@@ -21,11 +21,20 @@ std::string escape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '&': o += "&amp;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '&':
+        o += "&amp;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -53,7 +62,9 @@ std::vector<row> rows(const run_result& r) {
 /// Chart geometry.
 constexpr double W = 960, L = 70, RM = 20;
 
-double x_of(double t, double dur) { return L + (W - L - RM) * (dur > 0 ? t / dur : 0); }
+double x_of(double t, double dur) {
+  return L + (W - L - RM) * (dur > 0 ? t / dur : 0);
+}
 
 std::string axis(double dur, double y0, double y1) {
   std::ostringstream o;
@@ -159,8 +170,8 @@ std::string share_svg(const run_result& r, int rsc) {
       continue;
     double target = r.shares[p] / shares;
     double yy = top + ch * (1 - target);
-    o << "<line class='target' x1='" << L << "' y1='" << yy << "' x2='" << W - RM << "' y2='"
-      << yy << "' stroke='" << color(static_cast<int>(p))
+    o << "<line class='target' x1='" << L << "' y1='" << yy << "' x2='" << W - RM << "' y2='" << yy
+      << "' stroke='" << color(static_cast<int>(p))
       << "' stroke-dasharray='6 4' stroke-width='1'><title>target " << fmt("%.0f%%", target * 100)
       << "</title></line>";
     std::ostringstream pts;
@@ -242,8 +253,8 @@ std::string figures_table(const run_result& r) {
                 "MET", "MISSED");
   o << buf;
   for (const auto& p : r.fig.projects) {
-    std::snprintf(buf, sizeof buf, "%-12s %7.3f %11.3f %9ld %8ld\n", p.name.c_str(),
-                  p.target_share, p.flops_share, p.deadlines_met, p.deadlines_missed);
+    std::snprintf(buf, sizeof buf, "%-12s %7.3f %11.3f %9ld %8ld\n", p.name.c_str(), p.target_share,
+                  p.flops_share, p.deadlines_met, p.deadlines_missed);
     o << buf;
   }
   if (r.fig.rpc_errors > 0)
@@ -258,10 +269,11 @@ std::string html_report(const run_result& r, const std::string& title) {
        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:3px 8px;"
        "text-align:right}th{background:#f4f4f4}.legend span{display:inline-block;"
        "width:12px;height:12px;margin:0 4px 0 14px;vertical-align:middle}</style></head><body>";
-  o << "<h1>cobble-sim report</h1><p>Scenario <code>" << escape(title) << "</code>: "
-    << fmt("%.2f", r.duration / 86400) << " virtual days, figures after a warm-up of "
-    << fmt("%.2f", r.warmup / 86400) << " days; " << r.host_steps << " host-steps in "
-    << fmt("%.2f", r.wall_seconds) << " s.</p><p class='legend'>";
+  o << "<h1>cobble-sim report</h1><p>Scenario <code>" << escape(title)
+    << "</code>: " << fmt("%.2f", r.duration / 86400)
+    << " virtual days, figures after a warm-up of " << fmt("%.2f", r.warmup / 86400) << " days; "
+    << r.host_steps << " host-steps in " << fmt("%.2f", r.wall_seconds)
+    << " s.</p><p class='legend'>";
   for (std::size_t p = 0; p < r.projects.size(); ++p)
     o << "<span style='background:" << color(static_cast<int>(p)) << "'></span>"
       << escape(r.projects[p]) << " (share " << fmt("%g", r.shares[p]) << ")";
@@ -272,15 +284,15 @@ std::string html_report(const run_result& r, const std::string& title) {
     const auto& f = *row.f;
     o << "<tr><th>" << row.name << "</th><td>" << fmt("%.4f", f.idle_fraction) << "</td><td>"
       << fmt("%.4f", f.wasted_fraction) << "</td><td>" << fmt("%.4f", f.share_violation)
-      << "</td><td>" << fmt("%.4f", f.monotony) << "</td><td>" << f.rpcs << "</td><td>"
-      << f.jobs << "</td><td>" << fmt("%.3f", f.rpcs_per_job) << "</td></tr>";
+      << "</td><td>" << fmt("%.4f", f.monotony) << "</td><td>" << f.rpcs << "</td><td>" << f.jobs
+      << "</td><td>" << fmt("%.3f", f.rpcs_per_job) << "</td></tr>";
   }
   o << "</table><h3>Deadlines per project</h3><table id='deadlines'><tr><th>project</th>"
        "<th>resource share</th><th>share of FLOPs</th><th>met</th><th>missed</th></tr>";
   for (const auto& p : r.fig.projects)
-    o << "<tr><th>" << escape(p.name) << "</th><td>" << fmt("%.3f", p.target_share)
-      << "</td><td>" << fmt("%.3f", p.flops_share) << "</td><td>" << p.deadlines_met
-      << "</td><td>" << p.deadlines_missed << "</td></tr>";
+    o << "<tr><th>" << escape(p.name) << "</th><td>" << fmt("%.3f", p.target_share) << "</td><td>"
+      << fmt("%.3f", p.flops_share) << "</td><td>" << p.deadlines_met << "</td><td>"
+      << p.deadlines_missed << "</td></tr>";
   o << "</table><h2>Timeline of the first host, per device instance</h2>" << timeline_svg(r);
   for (int i = 0; i < R; ++i)
     if (r.fig.rsc[static_cast<std::size_t>(i)].present) {

@@ -29,8 +29,8 @@ void add_run_command(CLI::App& app, int& rc) {
   };
   auto o = std::make_shared<opts>();
   auto* cmd = app.add_subcommand(
-      "run", "Run a scenario (docs/emulator.md): emulated hosts attached to the scenario's "
-             "projects, in virtual time on an in-process node, then print the figures");
+    "run", "Run a scenario (docs/emulator.md): emulated hosts attached to the scenario's "
+           "projects, in virtual time on an in-process node, then print the figures");
   cmd->add_option("scenario", o->scenario, "Scenario YAML file")->required();
   cmd->add_option("--report", o->report, "Also write a self-contained HTML report here");
   cmd->add_flag("-q,--quiet", o->quiet, "No progress output on stderr");
@@ -41,11 +41,11 @@ void add_run_command(CLI::App& app, int& rc) {
                   "Drive a running cobbled at this base URL (http://HOST:PORT) over HTTP in "
                   "real time instead of an in-process node in virtual time");
   cmd->add_option("--token", o->token, "Admin token of --server (env COBBLE_ADMIN_TOKEN)")
-      ->envname("COBBLE_ADMIN_TOKEN");
+    ->envname("COBBLE_ADMIN_TOKEN");
   cmd->add_option("--data-dir", o->data_dir,
                   "The server's data directory: read the admin token from DIR/admin_token");
   cmd->add_option("--timeout", o->timeout, "Seconds to wait for each HTTP answer (--server)")
-      ->check(CLI::PositiveNumber);
+    ->check(CLI::PositiveNumber);
   cmd->callback([o, &rc] {
     scenario sc;
     try {
@@ -94,9 +94,9 @@ void add_run_command(CLI::App& app, int& rc) {
     run_result res;
     try {
       auto link = o->server.empty()
-                      ? in_process_link(sc)
-                      : http_link(o->server, o->token,
-                                  std::chrono::milliseconds(static_cast<long>(o->timeout * 1000)));
+                    ? in_process_link(sc)
+                    : http_link(o->server, o->token,
+                                std::chrono::milliseconds(static_cast<long>(o->timeout * 1000)));
       res = run_scenario(sc, *link, ro);
     } catch (const std::exception& e) {
       std::cerr << "cobble-sim: " << e.what() << "\n";

@@ -45,8 +45,8 @@ public:
     return path_.empty() ? key : path_ + "." + key;
   }
 
-  [[noreturn]] void fail(const YAML::Node& at, const std::string& key,
-                         const std::string& msg) const {
+  [[noreturn]] void
+  fail(const YAML::Node& at, const std::string& key, const std::string& msg) const {
     throw config::config_error(src_, at.Mark().line >= 0 ? at.Mark().line + 1 : 0, key, msg);
   }
 
@@ -152,8 +152,9 @@ public:
 private:
   void check_min(const YAML::Node& v, const char* key, double x, double min, bool strict) const {
     if (strict ? !(x > min) : !(x >= min))
-      fail(v, key_path(key), std::string("must be ") + (strict ? "greater than " : "at least ")
-                                 + config::format_number(min));
+      fail(v, key_path(key),
+           std::string("must be ") + (strict ? "greater than " : "at least ")
+             + config::format_number(min));
   }
 
   const std::string& src_;
@@ -329,8 +330,8 @@ scenario parse_scenario(std::string_view yaml, std::string_view source) {
   std::set<std::string> names;
   r.items("projects", [&](const YAML::Node& n, const std::string& path) {
     node_reader p(src, n, path,
-                  {"name", "share", "attach_at", "request_delay", "replication",
-                   "max_jobs_per_rpc", "apps"});
+                  {"name", "share", "attach_at", "request_delay", "replication", "max_jobs_per_rpc",
+                   "apps"});
     scenario_project proj;
     parse_project(p, proj);
     if (!names.insert(proj.name).second)

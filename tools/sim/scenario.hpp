@@ -18,8 +18,8 @@ namespace cobble::sim {
 struct scenario_app {
   std::string name;
   std::vector<std::string> resources = {"CPU"}; ///< Versions: "CPU", "NVIDIA", "ATI", "intel_gpu".
-  double flops = 3.6e12;      ///< Estimated FLOPs of a job (rsc_fpops_est).
-  double flops_spread = 0;    ///< Relative standard deviation of a job's actual FLOPs.
+  double flops = 3.6e12;                        ///< Estimated FLOPs of a job (rsc_fpops_est).
+  double flops_spread = 0; ///< Relative standard deviation of a job's actual FLOPs.
   double delay_bound = 7 * 86400.0;
   double start = 0;           ///< Jobs exist from this virtual time (seconds from the start).
   std::optional<double> stop; ///< No new jobs from this time.
@@ -31,9 +31,9 @@ struct scenario_app {
 struct scenario_project {
   std::string name;
   double share = 100;
-  double attach_at = 0;       ///< Hosts attach at this virtual time.
-  double request_delay = 60;  ///< The server's minimum time between a host's RPCs.
-  int replication = 1;        ///< min_quorum = target_nresults.
+  double attach_at = 0;      ///< Hosts attach at this virtual time.
+  double request_delay = 60; ///< The server's minimum time between a host's RPCs.
+  int replication = 1;       ///< min_quorum = target_nresults.
   int max_jobs_per_rpc = 10;
   std::vector<scenario_app> apps;
 };
@@ -50,20 +50,20 @@ struct scenario_host {
   std::string name = "host";
   int count = 1;
   int ncpus = 1;
-  double cpu_flops = 1e9;     ///< Peak FLOPS per CPU.
+  double cpu_flops = 1e9; ///< Peak FLOPS per CPU.
   std::vector<scenario_gpu> gpus;
   std::map<std::string, double> efficiency; ///< Per app: fraction of peak reached (default 1).
-  double on_frac = 1;         ///< Fraction of time the host is on.
-  double active_frac = 1;     ///< Of that, fraction BOINC may compute.
-  double availability_period = 86400; ///< Mean length of an on/off (active/inactive) cycle.
-  std::vector<std::string> projects; ///< Empty: every project.
+  double on_frac = 1;                       ///< Fraction of time the host is on.
+  double active_frac = 1;                   ///< Of that, fraction BOINC may compute.
+  double availability_period = 86400;       ///< Mean length of an on/off (active/inactive) cycle.
+  std::vector<std::string> projects;        ///< Empty: every project.
 };
 
 struct scenario {
   std::string source = "<scenario>";
   double duration = 10 * 86400.0;
   double step = 60;
-  double warmup = 86400;       ///< Figures leave this much of the start out.
+  double warmup = 86400;         ///< Figures leave this much of the start out.
   double sample_interval = 3600; ///< Resolution of the report's time series.
   double monotony_window = 86400;
   std::uint64_t seed = 1;

@@ -172,7 +172,7 @@ public:
   control_channel() {
     int fd = ::open("boinc_mmap_file", O_RDWR);
     if (fd >= 0) {
-      struct stat st{};
+      struct stat st {};
       if (::fstat(fd, &st) == 0 && st.st_size >= static_cast<off_t>(size)) {
         void* p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
         if (p != MAP_FAILED) {
@@ -213,8 +213,7 @@ public:
     for (std::size_t i = 1; i < size && mem_[i] != 0; ++i)
       text.push_back(mem_[i]);
     mem_[0] = 0;
-    return text.find("<quit/>") != std::string::npos ||
-           text.find("<abort/>") != std::string::npos;
+    return text.find("<quit/>") != std::string::npos || text.find("<abort/>") != std::string::npos;
   }
 
 private:

@@ -55,8 +55,7 @@ TEST_CASE("per-resource backoff doubles up to a day and clears on a job", "[clie
   CHECK_FALSE(b.at_max(86400));
 }
 
-TEST_CASE("long-term debt: owed by share, paid by use, zero net change, max at zero",
-          "[client]") {
+TEST_CASE("long-term debt: owed by share, paid by use, zero net change, max at zero", "[client]") {
   settings s;
   std::vector<resource> rs{resource{"CPU", 2, 1e9}};
   std::vector<project> ps{named("a"), named("b")};
@@ -184,8 +183,7 @@ TEST_CASE("work fetch: major shortfall, coprocessors first, only that resource",
   }
 }
 
-TEST_CASE("work fetch: minor shortfall skips overworked projects and asks every type",
-          "[client]") {
+TEST_CASE("work fetch: minor shortfall skips overworked projects and asks every type", "[client]") {
   settings s;
   s.connect_interval = 1000;
   s.additional_work = 10000;

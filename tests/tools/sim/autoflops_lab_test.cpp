@@ -26,8 +26,7 @@ const sim::af_version_figure& figure(const sim::af_result& r, const std::string&
 
 } // namespace
 
-TEST_CASE("the AutoFlops lab's standard scenario keeps the design's promises",
-          "[sim][autoflops]") {
+TEST_CASE("the AutoFlops lab's standard scenario keeps the design's promises", "[sim][autoflops]") {
   auto s = sim::load_af_scenario(scenario("autoflops.yaml"));
   REQUIRE(s.seed == 42);
   s.jobs = 6000;
@@ -77,7 +76,7 @@ TEST_CASE("AutoFlops lab scenarios are checked", "[sim][autoflops]") {
     }
     return std::string{"accepted"};
   };
-  CHECK(bad("populations: []") .find("x.yaml:1: populations") == 0);
+  CHECK(bad("populations: []").find("x.yaml:1: populations") == 0);
   CHECK(bad("jobs: 5\nappz: 1\npopulations: [{device: cpu}]").find("unknown key 'appz'")
         != std::string::npos);
   CHECK(bad("app: {noise_kind: cauchy}\npopulations: [{device: cpu}]")
@@ -86,8 +85,8 @@ TEST_CASE("AutoFlops lab scenarios are checked", "[sim][autoflops]") {
   CHECK(bad("app: {autoflops: {est_x: 5, bound_x: 4}}\npopulations: [{device: cpu}]")
           .find("bound_x: must be at least est_x")
         != std::string::npos);
-  CHECK(bad("app: {gpu_version: false}\npopulations: [{device: gpu}]")
-          .find("the app has no gpu version")
-        != std::string::npos);
+  CHECK(
+    bad("app: {gpu_version: false}\npopulations: [{device: gpu}]").find("the app has no gpu version")
+    != std::string::npos);
   CHECK(bad("populations: [{device: cpu}]") == "accepted");
 }

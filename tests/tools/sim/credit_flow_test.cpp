@@ -4,12 +4,11 @@
 /// runs on virtual time; the daily quota and the runtime estimate act on dispatch; recovery
 /// rebuilds every number.
 
-#include "tools/sim/harness.hpp"
-
+#include "../../support/temp_dir.hpp"
 #include "actors/log.hpp"
 #include "actors/state.hpp"
 #include "net/admin_json.hpp"
-#include "../../support/temp_dir.hpp"
+#include "tools/sim/harness.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -37,8 +36,8 @@ config::cobble_config lab_config(int quorum, int jobs_per_day = 200) {
   return cfg;
 }
 
-sched_request request(id_type hostid, double fpops, bool want,
-                      std::vector<reported_result> results = {}) {
+sched_request
+request(id_type hostid, double fpops, bool want, std::vector<reported_result> results = {}) {
   sched_request r;
   r.authenticator = "key-u";
   r.hostid = hostid;
@@ -202,8 +201,7 @@ TEST_CASE("the daily quota is scaled by the host's CPUs", "[sim][credit]") {
   CHECK((*hv)->state->app_versions.at(1).n_jobs_today == 6);
 }
 
-TEST_CASE("a job the host cannot finish by its deadline by R(J,H) is not sent",
-          "[sim][credit]") {
+TEST_CASE("a job the host cannot finish by its deadline by R(J,H) is not sent", "[sim][credit]") {
   sim::harness_options o;
   o.config = lab_config(1);
   o.config.projects[0].apps[0].delay_bound = 10000;
@@ -313,8 +311,8 @@ config::cobble_config gpu_config(bool with_both) {
 }
 
 /// A request of a host with one CPU (1e9 FLOPS) and, when `gpu`, one NVIDIA GPU (1e11).
-sched_request device_request(id_type hostid, bool gpu, bool want,
-                             std::vector<reported_result> results = {}) {
+sched_request
+device_request(id_type hostid, bool gpu, bool want, std::vector<reported_result> results = {}) {
   auto r = request(hostid, 1e9, false, std::move(results));
   r.host.host_cpid = gpu ? "gpu-host" : "cpu-host";
   if (gpu) {

@@ -93,7 +93,8 @@ TEST_CASE("bad scenarios are refused with file, line and key", "[sim][credit]") 
     }
     return std::string{"no error"};
   };
-  CHECK(error_of("seed: 1\n") == "bad.yaml:1: projects: a list of at least one project is required");
+  CHECK(error_of("seed: 1\n")
+        == "bad.yaml:1: projects: a list of at least one project is required");
   CHECK(error_of("projects:\n  - name: a\n    replicaton: 2\npopulations: [{count: 1}]\n")
         == "bad.yaml:3: projects[0].replicaton: unknown key 'replicaton' (known keys: name, "
            "replication, host_scale_check, versions, job_min, job_max, size_noise, "
@@ -101,7 +102,7 @@ TEST_CASE("bad scenarios are refused with file, line and key", "[sim][credit]") 
   CHECK(error_of("projects:\n  - name: a\n    versions: [cpu]\npopulations:\n  - device: gpu\n")
         == "bad.yaml:5: populations[0].device: project 'a' has no gpu version");
   CHECK(error_of("projects: [{name: a}]\npopulations:\n  - {adversary: sneaky}\n")
-            .rfind("bad.yaml:3: populations[0].adversary: unknown adversary 'sneaky'", 0)
+          .rfind("bad.yaml:3: populations[0].adversary: unknown adversary 'sneaky'", 0)
         == 0);
   CHECK(error_of("projects: [{name: a}]\npopulations: [{count: lots}]\n")
         == "bad.yaml:2: populations[0].count: cannot read 'lots' as an integer");

@@ -1,11 +1,10 @@
 /// The in-process harness drives a whole node in virtual time: jobs go out and come back,
 /// deadlines pass without waiting, and the state it leaves is a data directory like any other.
 
-#include "tools/sim/harness.hpp"
-
+#include "../../support/temp_dir.hpp"
 #include "actors/error.hpp"
 #include "actors/state.hpp"
-#include "../../support/temp_dir.hpp"
+#include "tools/sim/harness.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -28,8 +27,8 @@ sched_request request(const std::string& auth, id_type hostid, double req_secs,
   r.host.p_ncpus = 1;
   r.host.p_fpops = 1e9;
   r.host.os_name = "Linux";
-  r.app_versions.push_back(client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0,
-                                              resource_type::cpu, 0});
+  r.app_versions.push_back(
+    client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0, resource_type::cpu, 0});
   r.results = std::move(results);
   return r;
 }

@@ -24,8 +24,8 @@ struct outcome {
   std::string out;
 };
 
-outcome run(std::vector<std::string> argv, std::chrono::milliseconds limit = 120s,
-            bool merge = true) {
+outcome
+run(std::vector<std::string> argv, std::chrono::milliseconds limit = 120s, bool merge = true) {
   test::child_process p(std::move(argv), merge);
   outcome o;
   while (p.read_line(limit))
@@ -66,7 +66,8 @@ TEST_CASE("cobble-sim run prints the figures and writes a report that Chromium r
   // The page's own check: four charts (timeline, CPU share, GPU share, debts), each with a
   // real size and every shape drawn.
   CHECK(dom.out.find("charts=4") != std::string::npos);
-  std::regex line("(timeline|share-CPU|share-NVIDIA|debts) (\\d+)x(\\d+) shapes=(\\d+) drawn=(\\d+)");
+  std::regex line(
+    "(timeline|share-CPU|share-NVIDIA|debts) (\\d+)x(\\d+) shapes=(\\d+) drawn=(\\d+)");
   int charts = 0;
   for (auto it = std::sregex_iterator(dom.out.begin(), dom.out.end(), line);
        it != std::sregex_iterator(); ++it) {

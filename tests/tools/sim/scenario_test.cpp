@@ -70,18 +70,21 @@ hosts:
 }
 
 TEST_CASE("bad scenario input names file, line and key", "[sim]") {
-  CHECK(error_of("duration: 2x\nprojects: []\n") ==
-        "s.yaml:1: duration: expected a duration (30, 30s, 5m, 2h, 7d), got '2x'");
+  CHECK(error_of("duration: 2x\nprojects: []\n")
+        == "s.yaml:1: duration: expected a duration (30, 30s, 5m, 2h, 7d), got '2x'");
   CHECK(error_of("projects:\n  - name: a\n    apps: [{name: x, resources: [TPU]}]\n")
-            .find("s.yaml:3: projects[0].apps[0].resources: unknown resource type 'TPU'")
+          .find("s.yaml:3: projects[0].apps[0].resources: unknown resource type 'TPU'")
         == 0);
-  CHECK(error_of("projects:\n  - {name: a, apps: [{name: x}]}\nhosts:\n  - {ncpus: 1, projects: [z]}\n")
-            .find("s.yaml:4: hosts[0].projects: no project named 'z'")
-        == 0);
-  CHECK(error_of("client:\n  debt_eligibility: maybe\n") ==
-        "s.yaml:2: client.debt_eligibility: expected design or attached, got 'maybe'");
+  CHECK(
+    error_of("projects:\n  - {name: a, apps: [{name: x}]}\nhosts:\n  - {ncpus: 1, projects: [z]}\n")
+      .find("s.yaml:4: hosts[0].projects: no project named 'z'")
+    == 0);
+  CHECK(error_of("client:\n  debt_eligibility: maybe\n")
+        == "s.yaml:2: client.debt_eligibility: expected design or attached, got 'maybe'");
   CHECK(error_of("projects:\n  - {name: a, share: -1, apps: [{name: x}]}\n")
-            .find("projects[0].share: must be greater than 0") != std::string::npos);
-  CHECK(error_of("hosts: [{ncpus: 1}]\n").find("projects: at least one project") != std::string::npos);
+          .find("projects[0].share: must be greater than 0")
+        != std::string::npos);
+  CHECK(error_of("hosts: [{ncpus: 1}]\n").find("projects: at least one project")
+        != std::string::npos);
   CHECK(error_of("duration: [1\n").find("s.yaml:") == 0);
 }

@@ -64,8 +64,8 @@ hosts:
   REQUIRE(server.wait_for("admin API:", 30s));
   auto url = "http://127.0.0.1:" + std::to_string(port);
 
-  test::child_process run({sim, "run", "-q", "--server", url, "--data-dir", data.string(),
-                           scenario});
+  test::child_process run(
+    {sim, "run", "-q", "--server", url, "--data-dir", data.string(), scenario});
   auto out = all_output(run, 120s);
   INFO(out);
   REQUIRE(run.wait(60s) == 0);
