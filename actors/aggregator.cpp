@@ -77,7 +77,7 @@ aggregator_actor spawn_aggregator(caf::actor_system& sys, std::vector<project_ac
         return rp;
       },
       [self](atom::tick) {
-        collect(self, [](plan_class_scales_ptr) {});
+        collect(self, [](const plan_class_scales_ptr&) {});
         schedule(self);
       },
     };

@@ -18,7 +18,7 @@ struct app_version_actor_state {
 app_version_actor spawn_app_version(caf::actor_system& sys, app_version_state initial,
                                     std::uint16_t project, log_actor log, credit_settings credit) {
   auto fn = [](app_version_actor::stateful_pointer<app_version_actor_state> self,
-               app_version_state init, std::uint16_t proj, log_actor lg,
+               app_version_state init, std::uint16_t proj, const log_actor& lg,
                credit_settings cs) -> app_version_actor::behavior_type {
     self->state.stats = std::move(init);
     self->state.project = proj;

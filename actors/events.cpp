@@ -218,10 +218,10 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
 
 std::vector<id_type> hosts_of_sequence_event(const payload& p) {
   std::vector<id_type> out;
-  if (auto x = std::get_if<ev::sequence_assigned>(&p))
-    out.push_back(x->host);
-  else if (auto x = std::get_if<ev::sequence_deassigned>(&p))
-    out.push_back(x->host);
+  if (auto a = std::get_if<ev::sequence_assigned>(&p))
+    out.push_back(a->host);
+  else if (auto d = std::get_if<ev::sequence_deassigned>(&p))
+    out.push_back(d->host);
   else if (auto x = std::get_if<ev::sequence_ended>(&p))
     for (const auto& [h, name] : x->aborted)
       if (std::find(out.begin(), out.end(), h) == out.end())

@@ -292,7 +292,7 @@ host_actor spawn_host(caf::actor_system& sys, host_init init) {
       [self, serve](atom::rpc, const rpc_context_ptr& ctx,
                     const sched_request_ptr& req) -> caf::result<sched_reply_ptr> {
         auto rp = self->make_response_promise<sched_reply_ptr>();
-        serve(ctx, req, nullptr, [self, rp](std::shared_ptr<sched_reply> reply) mutable {
+        serve(ctx, req, nullptr, [self, rp](const std::shared_ptr<sched_reply>& reply) mutable {
           self->request(self->state.log, caf::infinite, atom::sync_v)
             .then([rp, reply](std::uint64_t) mutable { rp.deliver(sched_reply_ptr{reply}); });
         });

@@ -36,9 +36,9 @@ struct node_state {
 
 } // namespace
 
-caf::expected<node_handles>
-start_node(caf::actor_system& sys, const config::cobble_config& cfg,
-           std::shared_ptr<storage::event_store> store, clock_ptr clk, node_options opts) {
+caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cobble_config& cfg,
+                                       const std::shared_ptr<storage::event_store>& store,
+                                       const clock_ptr& clk, const node_options& opts) {
   auto recovered = recover(*store);
   if (!recovered)
     return recovered.error();
@@ -146,44 +146,49 @@ start_node(caf::actor_system& sys, const config::cobble_config& cfg,
                    : std::min(every, cfg.projects[i].credit.normalization_interval);
   st->aggregator = spawn_aggregator(sys, st->projects, clk, every);
   out.aggregator = st->aggregator;
-  out.node = sys.spawn([st](node_actor::pointer self) -> node_actor::behavior_type {
-    for (auto& p : st->projects)
-      self->monitor(p);
-    self->monitor(st->log);
-    self->set_down_handler([self](const caf::down_msg& m) {
-      if (m.reason && m.reason != caf::exit_reason::user_shutdown) {
-        spdlog::critical("actor {} failed ({}); stopping (fail-stop)", caf::to_string(m.source),
-                         caf::to_string(m.reason));
-        spdlog::shutdown();
-        std::_Exit(70);
-      }
-    });
-    return {
-      [self, st](atom::snapshot, atom::sync) -> caf::result<std::uint64_t> {
-        auto rp = self->make_response_promise<std::uint64_t>();
-        for (auto& p : st->projects)
-          self->demonitor(p.address());
-        self->request(st->log, caf::infinite, atom::sync_v)
-          .then([self, st, rp](std::uint64_t) mutable {
-            self->request(st->log, caf::infinite, atom::snapshot_v)
-              .then([self, st, rp](std::uint64_t seq) mutable {
-                self->demonitor(st->log.address());
-                for (auto& p : st->projects)
-                  self->send_exit(p, caf::exit_reason::user_shutdown);
-                for (auto& v : st->versions)
-                  self->send_exit(v, caf::exit_reason::user_shutdown);
-                if (st->assimilator)
-                  self->send_exit(st->assimilator, caf::exit_reason::user_shutdown);
-                self->send_exit(st->aggregator, caf::exit_reason::user_shutdown);
-                self->send_exit(st->log, caf::exit_reason::user_shutdown);
-                rp.deliver(seq);
-                self->quit();
-              });
-          });
-        return rp;
-      },
-    };
-  });
+  // The shared state is the spawn argument (CAF 0.17.6 unpacks the arguments of a function
+  // spawned without any through a null pointer).
+  out.node = sys.spawn(
+    [](node_actor::pointer self,
+       const std::shared_ptr<node_state>& shared) -> node_actor::behavior_type {
+      for (auto& p : shared->projects)
+        self->monitor(p);
+      self->monitor(shared->log);
+      self->set_down_handler([](const caf::down_msg& m) {
+        if (m.reason && m.reason != caf::exit_reason::user_shutdown) {
+          spdlog::critical("actor {} failed ({}); stopping (fail-stop)", caf::to_string(m.source),
+                           caf::to_string(m.reason));
+          spdlog::shutdown();
+          std::_Exit(70);
+        }
+      });
+      return {
+        [self, shared](atom::snapshot, atom::sync) -> caf::result<std::uint64_t> {
+          auto rp = self->make_response_promise<std::uint64_t>();
+          for (auto& p : shared->projects)
+            self->demonitor(p.address());
+          self->request(shared->log, caf::infinite, atom::sync_v)
+            .then([self, shared, rp](std::uint64_t) mutable {
+              self->request(shared->log, caf::infinite, atom::snapshot_v)
+                .then([self, shared, rp](std::uint64_t seq) mutable {
+                  self->demonitor(shared->log.address());
+                  for (auto& p : shared->projects)
+                    self->send_exit(p, caf::exit_reason::user_shutdown);
+                  for (auto& v : shared->versions)
+                    self->send_exit(v, caf::exit_reason::user_shutdown);
+                  if (shared->assimilator)
+                    self->send_exit(shared->assimilator, caf::exit_reason::user_shutdown);
+                  self->send_exit(shared->aggregator, caf::exit_reason::user_shutdown);
+                  self->send_exit(shared->log, caf::exit_reason::user_shutdown);
+                  rp.deliver(seq);
+                  self->quit();
+                });
+            });
+          return rp;
+        },
+      };
+    },
+    st);
   return out;
 }
 

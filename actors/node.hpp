@@ -43,9 +43,9 @@ struct node_options {
 
 /// Recovers state from `store` and starts every actor. Fails (changing nothing) when the log
 /// or a snapshot is corrupt.
-caf::expected<node_handles>
-start_node(caf::actor_system& sys, const config::cobble_config& cfg,
-           std::shared_ptr<storage::event_store> store, clock_ptr clk, node_options opts = {});
+caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cobble_config& cfg,
+                                       const std::shared_ptr<storage::event_store>& store,
+                                       const clock_ptr& clk, const node_options& opts = {});
 
 /// Registers Cobble's message types and error renderers with a CAF configuration.
 void register_types(caf::actor_system_config& cfg);

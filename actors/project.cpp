@@ -269,7 +269,7 @@ project_logic::create_work(const work_batch& batch, time_us now, work_created& o
                                + "' must be 1-200 characters of letters, digits, _ - .");
     if (state.find_workunit(c.name) != nullptr || !names.insert(c.name).second)
       return caf::make_error(ec::duplicate, where + "a workunit named '" + c.name + "' exists");
-    for (auto err :
+    for (const auto& err :
          {positive("rsc_fpops_est", w.rsc_fpops_est),
           positive("rsc_fpops_bound", w.rsc_fpops_bound),
           positive("rsc_memory_bound", w.rsc_memory_bound),
@@ -673,7 +673,7 @@ caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, t
     return bad("a sequence has at most " + std::to_string(max_sequence_wus) + " workunits");
   if (!(spec.max_result_time >= 0))
     return bad("max_result_time must not be negative");
-  for (auto err :
+  for (const auto& err :
        {positive("rsc_fpops_est", spec.rsc_fpops_est),
         positive("rsc_fpops_bound", spec.rsc_fpops_bound),
         positive("rsc_memory_bound", spec.rsc_memory_bound),
@@ -1090,6 +1090,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
   if (static_cast<int>(best.size()) >= p.min_quorum) {
     ev::workunit_validated v{wu.id, best.front(), {}, {}};
     std::vector<credit_rec> claims;
+    claims.reserve(best.size());
     for (auto i : best)
       claims.push_back(claim_of(state, app, wu, wu.results[i], now));
     grant_credit(claims, wu.params->rsc_fpops_est, min_avg_pfc_of(state, wu.app), state.credit);
@@ -1338,12 +1339,12 @@ project_logic::files_of(id_type wu_id, double delete_after_seconds, double quiet
 std::vector<id_type> project_logic::released_by(const event& e) const {
   std::vector<id_type> out;
   id_type seq = 0;
-  if (auto x = std::get_if<ev::sequence_restart_saved>(&e.data))
-    seq = x->seq;
-  else if (auto x = std::get_if<ev::sequence_deassigned>(&e.data))
-    seq = x->seq;
-  else if (auto x = std::get_if<ev::sequence_ended>(&e.data))
-    seq = x->seq;
+  if (auto saved = std::get_if<ev::sequence_restart_saved>(&e.data))
+    seq = saved->seq;
+  else if (auto gone = std::get_if<ev::sequence_deassigned>(&e.data))
+    seq = gone->seq;
+  else if (auto ended = std::get_if<ev::sequence_ended>(&e.data))
+    seq = ended->seq;
   if (seq == 0)
     return out;
   for (std::uint32_t n = 0; n < max_sequence_wus; ++n) {
@@ -1545,10 +1546,10 @@ void absorb_sequence_events(project_ptr self, const std::vector<event>& events) 
       schedule_release(self, wu, st.config.file_grace_period);
     // Elements a dead branch or the end cancelled are finished: their files go too.
     std::vector<id_type> retired;
-    if (auto x = std::get_if<ev::sequence_deassigned>(&e.data))
-      retired = x->dead;
-    else if (auto x = std::get_if<ev::sequence_ended>(&e.data))
-      retired = x->cancelled;
+    if (auto gone = std::get_if<ev::sequence_deassigned>(&e.data))
+      retired = gone->dead;
+    else if (auto ended = std::get_if<ev::sequence_ended>(&e.data))
+      retired = ended->cancelled;
     for (auto id : retired)
       if (auto w = st.logic.state.workunit(id);
           w && w->state == wu_state::failed && !w->files_deleted && w->finished == e.time)
@@ -1778,7 +1779,7 @@ void grant_jobs(project_ptr self, const job_request_ptr& req,
           answers->push_back(a);
           done();
         },
-        [self, id = id, done](caf::error& err) mutable {
+        [id = id, done](caf::error& err) mutable {
           spdlog::error("sequence {} did not answer: {}", id, describe(err));
           done();
         });
@@ -1824,45 +1825,50 @@ admit_rpc(project_ptr self, const sched_request& req, host_actor& host, rpc_cont
   return nullptr;
 }
 
+/// Takes over the recovered state, subscribes to the log, moves unfinished work along and
+/// starts the timers.
+void start_project(project_ptr self, project_init in) {
+  auto& st = self->state;
+  st.logic.state = std::move(in.state);
+  st.logic.state.index = in.index;
+  st.config = std::move(in.config);
+  st.log = in.log;
+  st.clk = in.clk;
+  st.assimilator = in.assimilator;
+  st.dormant_hosts = std::move(in.hosts);
+  st.versions = std::move(in.versions);
+  for (auto& [id, seq] : in.sequences)
+    spawn_sequence(self, std::move(seq));
+  // Learn reports and timeouts (decided by host actors) from the log.
+  self->send(st.log, atom::subscribe_v,
+             std::vector<std::uint16_t>{std::begin(kinds_from_log), std::end(kinds_from_log)},
+             subscriber_actor{self});
+  auto now = st.clk->now();
+  append(self, st.logic.configure(st.config, now));
+  // Recovery: move every unfinished workunit along (work that was decided before a crash
+  // but never appended is decided again here).
+  // Workunits that only wait for their results (none over yet, enough of them out) have
+  // nothing to decide; at scale they are nearly all of them, so they are skipped.
+  std::set<id_type> active;
+  for (const auto& [id, wu] : st.logic.state.workunits)
+    if ((wu.state == wu_state::active || wu.state == wu_state::validated) && !only_waiting(wu))
+      active.insert(id);
+  run_transitions(self, active);
+  // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
+  // them when their grace period ends.
+  for (const auto& [id, wu] : st.logic.state.workunits)
+    if ((wu.state == wu_state::assimilated || wu.state == wu_state::failed) && !wu.files_deleted) {
+      // Released state files of a sequence count their grace period from their release.
+      auto since = wu.sequence && wu.sequence->released ? wu.sequence->released : wu.finished;
+      hand_over_files(self, id, st.config.file_grace_period - us_to_seconds(now - since));
+    }
+  schedule_tick(self);
+  schedule_normalization(self);
+}
+
 project_actor spawn_project(caf::actor_system& sys, project_init init) {
   auto fn = [](project_ptr self, project_init in) -> project_actor::behavior_type {
-    auto& st = self->state;
-    st.logic.state = std::move(in.state);
-    st.logic.state.index = in.index;
-    st.config = std::move(in.config);
-    st.log = in.log;
-    st.clk = in.clk;
-    st.assimilator = in.assimilator;
-    st.dormant_hosts = std::move(in.hosts);
-    st.versions = std::move(in.versions);
-    for (auto& [id, seq] : in.sequences)
-      spawn_sequence(self, std::move(seq));
-    // Learn reports and timeouts (decided by host actors) from the log.
-    self->send(st.log, atom::subscribe_v,
-               std::vector<std::uint16_t>{std::begin(kinds_from_log), std::end(kinds_from_log)},
-               subscriber_actor{self});
-    auto now = st.clk->now();
-    append(self, st.logic.configure(st.config, now));
-    // Recovery: move every unfinished workunit along (work that was decided before a crash
-    // but never appended is decided again here).
-    // Workunits that only wait for their results (none over yet, enough of them out) have
-    // nothing to decide; at scale they are nearly all of them, so they are skipped.
-    std::set<id_type> active;
-    for (const auto& [id, wu] : st.logic.state.workunits)
-      if ((wu.state == wu_state::active || wu.state == wu_state::validated) && !only_waiting(wu))
-        active.insert(id);
-    run_transitions(self, active);
-    // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
-    // them when their grace period ends.
-    for (const auto& [id, wu] : st.logic.state.workunits)
-      if ((wu.state == wu_state::assimilated || wu.state == wu_state::failed)
-          && !wu.files_deleted) {
-        // Released state files of a sequence count their grace period from their release.
-        auto since = wu.sequence && wu.sequence->released ? wu.sequence->released : wu.finished;
-        hand_over_files(self, id, st.config.file_grace_period - us_to_seconds(now - since));
-      }
-    schedule_tick(self);
-    schedule_normalization(self);
+    start_project(self, std::move(in));
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {
         // Two sources: the log (reports and timeouts decided by host actors) and the
@@ -1926,14 +1932,14 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
           run_transitions(self, dirty);
         }
         grant_jobs(self, req, [self, req, sink](const job_grant_ptr& grant) {
-          auto& st = self->state;
+          auto& now_st = self->state;
           add_grant(*req->reply, *grant);
           // Before any later message to the host (its next RPC comes through here too).
           if (!grant->jobs.empty())
-            if (auto h = st.live_hosts.find(req->host); h != st.live_hosts.end())
+            if (auto h = now_st.live_hosts.find(req->host); h != now_st.live_hosts.end())
               self->send(h->second, atom::deliver_v, grant);
           auto then = sink->ready(sched_reply_ptr{req->reply});
-          self->send(st.log, atom::sync_v,
+          self->send(now_st.log, atom::sync_v,
                      durable_callback_ptr{
                        std::make_shared<const std::function<void()>>(std::move(then))});
         });
@@ -2111,10 +2117,10 @@ project_actor spawn_project(caf::actor_system& sys, project_init init) {
         auto rp = self->make_response_promise<host_view_ptr>();
         self->request(it->second, std::chrono::seconds(10), atom::state_v)
           .then(
-            [rp, reg](const host_state_ptr& st) mutable {
+            [rp, reg](const host_state_ptr& hs) mutable {
               auto v = std::make_shared<host_view>();
               v->reg = reg;
-              v->state = *st;
+              v->state = *hs;
               rp.deliver(host_view_ptr{std::move(v)});
             },
             [rp](caf::error& err) mutable { rp.deliver(std::move(err)); });

@@ -28,7 +28,7 @@ std::vector<app_rec>
 apps_from_config(const config::project_config& cfg, const std::vector<app_rec>& current);
 
 /// The AutoFlops settings and credit policy of a configured app, as events carry them.
-autoflops_settings autoflops_settings_from(const config::app_config& cfg);
+autoflops_settings autoflops_settings_from(const config::app_config& ac);
 
 /// The credit settings of a project's configuration, as events carry them.
 credit_settings credit_settings_from(const config::credit_config& cfg);

@@ -58,7 +58,7 @@ void add_sequence_wu(project_state& s, const event& e, const seq_entry& seq,
   wu.params = params ? *params : seq.params;
   wu.created = e.time;
   wu.sequence = seq_link{
-    seq.id, x.replica, x.position, x.kind, seq.hosts.size() > 1, seq_check::pending, false};
+    seq.id, x.replica, x.position, x.kind, seq.hosts.size() > 1, seq_check::pending, false, {}, 0};
   wu.results.emplace_back();
   s.wu_by_name[x.name] = x.wu;
   ++s.counters.workunits_created;
@@ -265,15 +265,15 @@ const result_rec* project_state::result(result_ref r) const {
   return &wu->results[r.index];
 }
 
-std::optional<result_ref> project_state::parse_result_name(std::string_view name) const {
-  auto split = split_indexed_name(name);
+std::optional<result_ref> project_state::parse_result_name(std::string_view text) const {
+  auto split = split_indexed_name(text);
   if (!split)
     return std::nullopt;
-  auto [base, index] = *split;
+  auto [base, replica] = *split;
   auto wu = find_workunit(base);
   if (wu == nullptr)
     return std::nullopt;
-  result_ref r{wu->id, index};
+  result_ref r{wu->id, replica};
   if (result(r) == nullptr)
     return std::nullopt;
   return r;
@@ -295,18 +295,18 @@ const workunit_rec* project_state::find_workunit(std::string_view wu_name) const
   return wu != nullptr && wu->name == wu_name ? wu : nullptr;
 }
 
-bool project_state::state_file_in_use(const workunit_rec& wu, const std::string& name) const {
-  auto r = input_refs.find(name);
+bool project_state::state_file_in_use(const workunit_rec& wu, const std::string& file) const {
+  auto r = input_refs.find(file);
   if (r == input_refs.end())
     return false;
   std::uint32_t own = 0;
   if (!wu.files_deleted)
     own += static_cast<std::uint32_t>(
       std::count_if(wu.params->inputs.begin(), wu.params->inputs.end(),
-                    [&](const file_rec& f) { return f.name == name; }));
+                    [&](const file_rec& f) { return f.name == file; }));
   if (wu.sequence && wu.sequence->released == 0)
     own += static_cast<std::uint32_t>(
-      std::count(wu.sequence->staged.begin(), wu.sequence->staged.end(), name));
+      std::count(wu.sequence->staged.begin(), wu.sequence->staged.end(), file));
   return r->second > own;
 }
 

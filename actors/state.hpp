@@ -354,11 +354,11 @@ struct project_state {
   /// The workunit with this name (custom, or generated "<app>_wu<id>"), or null.
   const workunit_rec* find_workunit(std::string_view name) const;
   /// Parses "<wu name>_<index>" into a result of this project.
-  std::optional<result_ref> parse_result_name(std::string_view name) const;
+  std::optional<result_ref> parse_result_name(std::string_view text) const;
   /// "<wu name>_<index>".
   std::string result_name(result_ref r) const;
   /// True when a staged state file of `wu` counts as used by anything but `wu` itself.
-  bool state_file_in_use(const workunit_rec& wu, const std::string& name) const;
+  bool state_file_in_use(const workunit_rec& wu, const std::string& file) const;
 
   /// The sequence with this name, or with this numeric id; null if none.
   const seq_entry* sequence(std::string_view key) const;
@@ -461,7 +461,7 @@ void inspect_fields(F& f, host_state& x) {
 /// result the event is about (the host keys its results by name); `settings` are its
 /// project's credit settings (averages, error rate).
 void apply(host_state& s, const event& e, std::string_view result_name,
-           const credit_settings& settings = {});
+           const credit_settings& cs = {});
 
 // -- app version --------------------------------------------------------------
 
@@ -489,10 +489,10 @@ void inspect_fields(F& f, app_version_state& x) {
 /// `version_pfc_median` (the default) the median of the hosts' averages that have
 /// host_sample_threshold samples (the mean of the samples while fewer than median_min_hosts
 /// hosts have); n is the version's sample count either way.
-average_var version_pfc(const app_version_state& s, const credit_settings& settings);
+average_var version_pfc(const app_version_state& s, const credit_settings& cs);
 
 /// Advances an app version's statistics by a validation or normalization event.
-void apply(app_version_state& s, const event& e, const credit_settings& settings = {});
+void apply(app_version_state& s, const event& e, const credit_settings& cs = {});
 
 // -- world --------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ split_indexed_name(std::string_view name) {
 struct result_ref {
   id_type wu = 0;
   std::uint32_t index = 0;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>.
   friend auto operator<=>(const result_ref&, const result_ref&) = default;
 };
 

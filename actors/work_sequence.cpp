@@ -375,16 +375,16 @@ void schedule_check(seq_ptr self) {
 
 work_sequence_actor spawn_work_sequence(caf::actor_system& sys, work_sequence_init init) {
   auto fn = [](seq_ptr self, work_sequence_init in) -> work_sequence_actor::behavior_type {
-    auto& st = self->state;
-    st.logic.state = std::move(in.state);
-    st.logic.project = in.project_index;
-    st.logic.output_names = std::move(in.output_names);
-    st.log = in.log;
-    st.project = in.project;
-    st.clk = in.clk;
-    st.check_interval = in.check_interval;
-    st.slow_lag = in.slow_replica_lag;
-    if (!st.logic.state.ended)
+    auto& setup = self->state;
+    setup.logic.state = std::move(in.state);
+    setup.logic.project = in.project_index;
+    setup.logic.output_names = std::move(in.output_names);
+    setup.log = in.log;
+    setup.project = in.project;
+    setup.clk = in.clk;
+    setup.check_interval = in.check_interval;
+    setup.slow_lag = in.slow_replica_lag;
+    if (!setup.logic.state.ended)
       schedule_check(self);
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {

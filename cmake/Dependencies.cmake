@@ -2,20 +2,17 @@
 
 find_package(Threads REQUIRED)
 
-# CAF 0.17.6 ships no CMake package config: import it by hand.
+# CAF 0.17.6 ships no CMake package config: import it by hand. The ThreadSanitizer build
+# points CAF_INCLUDE_DIR and CAF_CORE_LIBRARY at an instrumented build of the same version
+# (scripts/lib/caf-tsan.sh).
 find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
 find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
-find_library(CAF_IO_LIBRARY caf_io REQUIRED)
 if(NOT TARGET caf::core)
   add_library(caf::core UNKNOWN IMPORTED)
   set_target_properties(caf::core PROPERTIES
     IMPORTED_LOCATION "${CAF_CORE_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${CAF_INCLUDE_DIR}"
     INTERFACE_LINK_LIBRARIES Threads::Threads)
-  add_library(caf::io UNKNOWN IMPORTED)
-  set_target_properties(caf::io PROPERTIES
-    IMPORTED_LOCATION "${CAF_IO_LIBRARY}"
-    INTERFACE_LINK_LIBRARIES caf::core)
 endif()
 
 find_package(RocksDB REQUIRED CONFIG)

@@ -4,6 +4,7 @@
 #include "actors/messages.hpp"
 #include "net/admin_json.hpp"
 #include "net/files.hpp"
+#include "net/one_shot.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/sec.hpp>
@@ -204,7 +205,7 @@ std::optional<json> parse_body(const request& req, responder& respond) {
 template <class Handle, class OnValue, class... Ts>
 void ask(const ctx_ptr& ctx, const responder& respond, const Handle& p, OnValue on_value,
          Ts... xs) {
-  ctx->sys->spawn([ctx, respond, p, on_value, xs...](caf::event_based_actor* self) {
+  spawn_one_shot(*ctx->sys, [ctx, respond, p, on_value, xs...](caf::event_based_actor* self) {
     self->request(p, ctx->timeout, xs...).then(on_value, [respond](caf::error& err) {
       respond(error_response(err));
     });
@@ -234,15 +235,16 @@ void gather_step(caf::event_based_actor* self, const ctx_ptr& ctx,
 
 // -- handlers --------------------------------------------------------------------
 
-void list_projects(const ctx_ptr& ctx, responder respond) {
+void list_projects(const ctx_ptr& ctx, const responder& respond) {
   auto st = std::make_shared<gather_state>();
   for (const auto& [name, p] : ctx->projects)
     st->projects.push_back(p);
-  ctx->sys->spawn(
-    [ctx, st, respond](caf::event_based_actor* self) { gather_step(self, ctx, st, 0, respond); });
+  spawn_one_shot(*ctx->sys, [ctx, st, respond](caf::event_based_actor* self) {
+    gather_step(self, ctx, st, 0, respond);
+  });
 }
 
-void show_project(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+void show_project(const ctx_ptr& ctx, const project_actor& p, const responder& respond) {
   ask(
     ctx, respond, p,
     [respond](const project_summary_ptr& s) {
@@ -307,7 +309,7 @@ void list_workunits(const ctx_ptr& ctx, const project_actor& p, const target& t,
 }
 
 void show_workunit(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
-                   responder respond) {
+                   const responder& respond) {
   ask(
     ctx, respond, p,
     [respond](const workunit_view_ptr& v) {
@@ -317,7 +319,7 @@ void show_workunit(const ctx_ptr& ctx, const project_actor& p, const std::string
 }
 
 void show_result(const ctx_ptr& ctx, const project_actor& p, const std::string& name,
-                 responder respond) {
+                 const responder& respond) {
   auto split = split_indexed_name(name);
   if (!split || split->first.empty()) {
     respond(error_response(http::status::not_found,
@@ -340,7 +342,7 @@ void show_result(const ctx_ptr& ctx, const project_actor& p, const std::string& 
     atom::workunit_v, wu_name);
 }
 
-void list_apps(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+void list_apps(const ctx_ptr& ctx, const project_actor& p, const responder& respond) {
   ask(
     ctx, respond, p,
     [respond](const app_list_ptr& apps) {
@@ -358,7 +360,7 @@ void list_hosts(const ctx_ptr& ctx, const project_actor& p, const target& t, res
 }
 
 void show_host(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
-               responder respond) {
+               const responder& respond) {
   auto id = parse_u64(key);
   if (!id) {
     respond(error_response(http::status::not_found, "no host '" + key + "' (ids are numbers)"));
@@ -370,7 +372,7 @@ void show_host(const ctx_ptr& ctx, const project_actor& p, const std::string& ke
     atom::host_v, id_type{*id});
 }
 
-void list_users(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+void list_users(const ctx_ptr& ctx, const project_actor& p, const responder& respond) {
   ask(
     ctx, respond, p,
     [respond](const user_list_ptr& xs) {
@@ -427,7 +429,7 @@ void list_sequences(const ctx_ptr& ctx, const project_actor& p, const target& t,
 }
 
 void show_sequence(const ctx_ptr& ctx, const project_actor& p, const std::string& key,
-                   responder respond) {
+                   const responder& respond) {
   ask(
     ctx, respond, p,
     [respond](const sequence_view_ptr& v) {
@@ -459,7 +461,7 @@ void command_sequence(const ctx_ptr& ctx, const project_actor& p, const std::str
 
 // -- credit ------------------------------------------------------------------
 
-void export_credit(const ctx_ptr& ctx, const project_actor& p, responder respond) {
+void export_credit(const ctx_ptr& ctx, const project_actor& p, const responder& respond) {
   ask(
     ctx, respond, p,
     [respond](const credit_export_ptr& x) {
@@ -487,7 +489,7 @@ void import_credit(const ctx_ptr& ctx, const project_actor& p, const request& re
     credit_import_ptr{std::make_shared<ev::credit_imported>(std::move(*import.value))});
 }
 
-void plan_class_table(const ctx_ptr& ctx, responder respond) {
+void plan_class_table(const ctx_ptr& ctx, const responder& respond) {
   if (!ctx->aggregator) {
     respond(error_response(http::status::not_found, "no credit aggregator on this server"));
     return;
@@ -539,14 +541,14 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
   if (path.size() == 2 && path[0] == "api" && path[1] == "credit") {
     if (!is_get)
       return respond(method_not_allowed({http::verb::get}));
-    return plan_class_table(ctx, std::move(respond));
+    return plan_class_table(ctx, respond);
   }
   if (path.size() < 2 || path[0] != "api" || path[1] != "projects")
     return not_found();
   if (path.size() == 2) {
     if (!is_get)
       return respond(method_not_allowed({http::verb::get}));
-    return list_projects(ctx, std::move(respond));
+    return list_projects(ctx, respond);
   }
   auto pi = ctx->projects.find(path[2]);
   if (pi == ctx->projects.end()) {
@@ -557,7 +559,7 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
   if (path.size() == 3) {
     if (!is_get)
       return respond(method_not_allowed({http::verb::get}));
-    return show_project(ctx, p, std::move(respond));
+    return show_project(ctx, p, respond);
   }
   const auto& coll = path[3];
   if (path.size() == 4) {
@@ -576,12 +578,12 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
     if (coll == "apps") {
       if (!is_get)
         return respond(method_not_allowed({http::verb::get}));
-      return list_apps(ctx, p, std::move(respond));
+      return list_apps(ctx, p, respond);
     }
     if (coll == "files" && ctx->files) {
       if (method != http::verb::post)
         return respond(method_not_allowed({http::verb::post}));
-      return stage_input(ctx->files, path[2], std::move(req), std::move(respond));
+      return stage_input(ctx->files, path[2], std::move(req), respond);
     }
     if (coll == "sequences") {
       if (is_get)
@@ -593,11 +595,11 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
     if (coll == "credit") {
       if (!is_get)
         return respond(method_not_allowed({http::verb::get}));
-      return export_credit(ctx, p, std::move(respond));
+      return export_credit(ctx, p, respond);
     }
     if (coll == "users") {
       if (is_get)
-        return list_users(ctx, p, std::move(respond));
+        return list_users(ctx, p, respond);
       if (method == http::verb::post)
         return create_user(ctx, p, req, std::move(respond));
       return respond(method_not_allowed({http::verb::get, http::verb::post}));
@@ -607,7 +609,7 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
   if (path.size() == 5 && coll == "sequences") {
     if (!is_get)
       return respond(method_not_allowed({http::verb::get}));
-    return show_sequence(ctx, p, path[4], std::move(respond));
+    return show_sequence(ctx, p, path[4], respond);
   }
   if (path.size() == 6 && coll == "sequences") {
     std::optional<seq_command::op> what;
@@ -635,10 +637,10 @@ void serve(const ctx_ptr& ctx, request&& req, responder respond) {
     if (!is_get)
       return respond(method_not_allowed({http::verb::get}));
     if (coll == "workunits")
-      return show_workunit(ctx, p, key, std::move(respond));
+      return show_workunit(ctx, p, key, respond);
     if (coll == "results")
-      return show_result(ctx, p, key, std::move(respond));
-    return show_host(ctx, p, key, std::move(respond));
+      return show_result(ctx, p, key, respond);
+    return show_host(ctx, p, key, respond);
   }
   not_found();
 }

@@ -141,7 +141,8 @@ public:
 
   /// Fails on any member not in `known`.
   void only(std::initializer_list<const char*> known) {
-    for (const auto& [key, value] : obj_.items()) {
+    for (const auto& item : obj_.items()) {
+      const auto& key = item.key();
       bool found = std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
       if (!found)
         fail("unknown field '" + key + "'");
@@ -599,14 +600,14 @@ parsed<ev::credit_imported> parse_credit_import(const json& body) {
         rec.resource = static_cast<std::uint8_t>(*t);
       } else if (k == "app_has_cpu_and_gpu") {
         if (!v.is_boolean())
-          return fail(where + k + " must be true or false");
+          return fail(where + "app_has_cpu_and_gpu must be true or false");
         rec.app_has_cpu_and_gpu = v.get<bool>();
       } else if (k == "expavg_credit" || k == "scale") {
         if (!v.is_number())
-          return fail(where + k + " must be a number");
+          return fail(std::string{where}.append(k).append(" must be a number"));
         (k == "scale" ? rec.scale : rec.expavg_credit) = v.get<double>();
       } else {
-        return fail(where + "unknown field '" + k + "'");
+        return fail(std::string{where}.append("unknown field '").append(k).append("'"));
       }
     }
     if (rec.app.empty())

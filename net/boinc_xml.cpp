@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -370,7 +371,7 @@ void read_coprocs(reader& r, const pugi::xml_node& node, std::vector<coproc_desc
       continue;
     coproc_description c;
     if (read_coproc(r, n, type, c) && !r.failed())
-      out.push_back(std::move(c));
+      out.push_back(c);
   }
 }
 
@@ -906,7 +907,7 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
   if (trim(body).empty())
     return result::failure("empty upload request");
 
-  constexpr std::size_t max_header = 64 * 1024;
+  constexpr std::size_t max_header = std::size_t{64} * 1024;
   std::optional<std::string> get_file_size, name, md5;
   std::optional<std::string> nbytes_text, max_nbytes_text, offset_text;
   std::optional<std::size_t> data_offset;

@@ -38,7 +38,7 @@ struct parse_result {
 
 /// Largest `reported_result::stderr_out` kept, in bytes; longer texts keep their first
 /// 64 KiB (cut on a UTF-8 character boundary). The client already sends at most about 63 KB.
-inline constexpr std::size_t max_stderr_bytes = 64 * 1024;
+inline constexpr std::size_t max_stderr_bytes = std::size_t{64} * 1024;
 
 /// Parses the body of a scheduler RPC POST (`<scheduler_request>`, section 3 of the
 /// reference) into a `cobble::sched_request`.

@@ -4,6 +4,7 @@
 #include "actors/messages.hpp"
 #include "net/boinc_xml.hpp"
 #include "net/files.hpp"
+#include "net/one_shot.hpp"
 
 #include <caf/all.hpp>
 
@@ -32,8 +33,8 @@ response shaped(const reply_shape& shape, http::status status, std::string body,
   return res;
 }
 
-void serve_scheduler(std::shared_ptr<edge_context> ctx, const std::string& name,
-                     project_actor project, request&& req, responder respond) {
+void serve_scheduler(const std::shared_ptr<edge_context>& ctx, const std::string& name,
+                     const project_actor& project, request&& req, const responder& respond) {
   auto start = std::chrono::steady_clock::now();
   reply_shape shape{req.version(), req.keep_alive()};
   reply_urls urls{base_url(*ctx, req), name};
@@ -110,7 +111,7 @@ std::string base_url(const edge_context& ctx, const request& req) {
   return "http://" + std::string{host};
 }
 
-std::vector<route> edge_routes(std::shared_ptr<edge_context> ctx) {
+std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
   std::vector<route> routes;
   for (const auto& [name, project] : ctx->projects) {
     auto long_name = ctx->long_names.count(name) ? ctx->long_names.at(name) : name;
@@ -118,29 +119,32 @@ std::vector<route> edge_routes(std::shared_ptr<edge_context> ctx) {
                            true,
                            {http::verb::get, http::verb::head},
                            0,
-                           [ctx, name, long_name](request&& req, responder respond) {
+                           [ctx, name = name, long_name](request&& req, const responder& respond) {
                              auto page = master_page(long_name,
                                                      base_url(*ctx, req) + "/" + name + "/cgi");
                              respond(make_response(req, http::status::ok, std::move(page),
                                                    "text/html; charset=utf-8"));
                            }});
-    routes.push_back(route{"/" + name + "/cgi",
-                           true,
-                           {http::verb::post},
-                           0,
-                           [ctx, name, project](request&& req, responder respond) {
-                             serve_scheduler(ctx, name, project, std::move(req),
-                                             std::move(respond));
-                           }});
+    routes.push_back(
+      route{"/" + name + "/cgi",
+            true,
+            {http::verb::post},
+            0,
+            [ctx, name = name, project = project](request&& req, const responder& respond) {
+              serve_scheduler(ctx, name, project, std::move(req), respond);
+            }});
   }
-  routes.push_back(route{
-    "/healthz", true, {http::verb::get, http::verb::head}, 0, [](request&& req, responder respond) {
-      respond(make_response(req, http::status::ok, "ok\n"));
-    }});
+  routes.push_back(route{"/healthz",
+                         true,
+                         {http::verb::get, http::verb::head},
+                         0,
+                         [](request&& req, const responder& respond) {
+                           respond(make_response(req, http::status::ok, "ok\n"));
+                         }});
   routes.push_back(
-    route{"/metrics", true, {http::verb::get}, 0, [ctx](request&& req, responder respond) {
+    route{"/metrics", true, {http::verb::get}, 0, [ctx](request&& req, const responder& respond) {
             reply_shape shape{req.version(), req.keep_alive()};
-            ctx->sys->spawn([ctx, shape, respond](caf::event_based_actor* self) {
+            spawn_one_shot(*ctx->sys, [ctx, shape, respond](caf::event_based_actor* self) {
               self->request(ctx->log, std::chrono::seconds(10), atom::status_v)
                 .then(
                   [ctx, shape, respond](const log_status_ptr& log) {

@@ -33,7 +33,7 @@ struct edge_context {
 };
 
 /// The routes of every project plus /healthz and /metrics.
-std::vector<route> edge_routes(std::shared_ptr<edge_context> ctx);
+std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx);
 
 /// The base URL clients should use: public_url, or http://<Host header>.
 std::string base_url(const edge_context& ctx, const request& req);

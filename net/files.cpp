@@ -2,6 +2,7 @@
 
 #include "actors/error.hpp"
 #include "net/boinc_xml.hpp"
+#include "net/one_shot.hpp"
 
 #include <caf/all.hpp>
 
@@ -66,7 +67,7 @@ parse_range(std::string_view h) {
 }
 
 void serve_download(const std::shared_ptr<file_service>& files, const std::string& project,
-                    request&& req, responder respond) {
+                    request&& req, const responder& respond) {
   auto target = std::string_view{req.target()};
   auto q = target.find('?');
   if (q != std::string_view::npos)
@@ -121,7 +122,7 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
 }
 
 void serve_upload(const file_routes_context& ctx, const std::string& project,
-                  const project_actor& actor, request&& req, responder respond) {
+                  const project_actor& actor, request&& req, const responder& respond) {
   auto files = ctx.files;
   unsigned version = req.version();
   bool keep_alive = req.keep_alive();
@@ -156,7 +157,8 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
       return;
     }
   }
-  ctx.sys->spawn([files, project, actor, h, body, host, answer](caf::event_based_actor* self) {
+  spawn_one_shot(*ctx.sys, [files, project, actor, h, body, host,
+                            answer](caf::event_based_actor* self) {
     self->request(actor, std::chrono::seconds(30), atom::upload_v, h->name, host)
       .then(
         [files, project, h, body, answer](double max_nbytes) {
@@ -263,23 +265,23 @@ std::vector<route> file_routes(file_routes_context ctx) {
                            false,
                            {http::verb::get, http::verb::head},
                            0,
-                           [shared, name](request&& req, responder respond) {
-                             serve_download(shared->files, name, std::move(req),
-                                            std::move(respond));
+                           [shared, name = name](request&& req, const responder& respond) {
+                             serve_download(shared->files, name, std::move(req), respond);
                            }});
-    routes.push_back(route{"/" + name + "/upload",
-                           true,
-                           {http::verb::post},
-                           shared->upload_limit,
-                           [shared, name, actor](request&& req, responder respond) {
-                             serve_upload(*shared, name, actor, std::move(req), std::move(respond));
-                           }});
+    routes.push_back(
+      route{"/" + name + "/upload",
+            true,
+            {http::verb::post},
+            shared->upload_limit,
+            [shared, name = name, actor = actor](request&& req, const responder& respond) {
+              serve_upload(*shared, name, actor, std::move(req), respond);
+            }});
   }
   return routes;
 }
 
 void stage_input(const std::shared_ptr<file_service>& files, const std::string& project,
-                 request&& req, responder respond) {
+                 request&& req, const responder& respond) {
   unsigned version = req.version();
   bool keep_alive = req.keep_alive();
   auto body = std::make_shared<std::string>(std::move(req.body()));

@@ -58,6 +58,6 @@ std::vector<route> file_routes(file_routes_context ctx);
 /// Stores the request body as an input of `project` and answers 201 with
 /// {"stored_name", "md5", "nbytes", "existed"} (the admin API's POST .../files).
 void stage_input(const std::shared_ptr<file_service>& files, const std::string& project,
-                 request&& req, responder respond);
+                 request&& req, const responder& respond);
 
 } // namespace cobble::net

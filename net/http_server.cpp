@@ -155,7 +155,12 @@ http_server::http_server(server_options opts, std::vector<route> routes)
   : impl_(std::make_unique<impl>(std::move(opts), std::move(routes))) {}
 
 http_server::~http_server() {
-  stop();
+  try {
+    stop();
+  } catch (const std::exception& e) {
+    // A destructor must not throw; stop() fails only if joining a thread does.
+    spdlog::error("http server: stopping failed: {}", e.what());
+  }
 }
 
 std::uint16_t http_server::start() {

@@ -282,11 +282,9 @@ struct decoder {
       return;
     if constexpr (std::is_same_v<T, bool>) {
       x = r.get_bool();
-    } else if constexpr (std::is_enum_v<T>) {
-      x = static_cast<T>(r.get_varint());
     } else if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
       x = static_cast<T>(r.get_svarint());
-    } else if constexpr (std::is_integral_v<T>) {
+    } else if constexpr (std::is_enum_v<T> || std::is_integral_v<T>) {
       x = static_cast<T>(r.get_varint());
     } else if constexpr (std::is_floating_point_v<T>) {
       x = static_cast<T>(r.get_f64());

@@ -1083,11 +1083,12 @@ caf::error event_store::prune_snapshots(std::size_t keep) {
     rocksdb::Status s;
     for (std::size_t i = 0; s.ok() && i < all->size() - keep; ++i)
       s = wb.Delete(cf, snapshot_manifest_key{(*all)[i].seq}.encode());
-    // Every chunk below the oldest snapshot kept: those of the pruned snapshots and any
-    // orphaned by a crash during a snapshot write.
+    // Every chunk below the oldest snapshot kept (all of them when none is kept): those of
+    // the pruned snapshots and any orphaned by a crash during a snapshot write.
+    auto end = keep == 0 ? snapshot_chunk_key::upper_bound()
+                         : snapshot_chunk_key::seq_prefix((*all)[all->size() - keep].seq);
     if (s.ok())
-      s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(0),
-                         snapshot_chunk_key::seq_prefix((*all)[all->size() - keep].seq));
+      s = wb.DeleteRange(cf, snapshot_chunk_key::seq_prefix(0), end);
     if (!s.ok())
       return from_status(s, "prune snapshots", impl_->dir);
     rocksdb::WriteOptions wo;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <random>
 #include <stdexcept>
+#include <system_error>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -47,7 +48,7 @@ struct md5_ctx {
 };
 
 [[noreturn]] void fail(const std::string& what, const fs::path& p) {
-  throw std::runtime_error(what + " " + p.string() + ": " + std::strerror(errno));
+  throw std::runtime_error(what + " " + p.string() + ": " + std::generic_category().message(errno));
 }
 
 /// RAII file descriptor.

@@ -71,6 +71,11 @@ std::string snapshot_chunk_key::seq_prefix(std::uint64_t seq) {
   return out;
 }
 
+std::string snapshot_chunk_key::upper_bound() {
+  return std::string(1,
+                     static_cast<char>(static_cast<std::uint8_t>(key_prefix::snapshot_chunk) + 1));
+}
+
 std::optional<snapshot_chunk_key> snapshot_chunk_key::decode(std::string_view key) {
   if (!check_key(key, size, key_prefix::snapshot_chunk))
     return std::nullopt;

@@ -125,6 +125,8 @@ struct snapshot_chunk_key {
   std::string encode() const;
   /// The first 9 bytes shared by every chunk key of snapshot `seq`: seeking there finds chunk 0.
   static std::string seq_prefix(std::uint64_t seq);
+  /// A key above every chunk key (the next prefix byte): the end of a range over all chunks.
+  static std::string upper_bound();
   /// Parses a key; nullopt unless it has exactly the right length and prefix.
   static std::optional<snapshot_chunk_key> decode(std::string_view key);
 };
@@ -183,6 +185,7 @@ struct snapshot_file_id {
   std::uint64_t generation = 0; ///< The manifest's generation.
 
   friend bool operator==(const snapshot_file_id&, const snapshot_file_id&) = default;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads a defaulted <=>.
   friend auto operator<=>(const snapshot_file_id&, const snapshot_file_id&) = default;
 };
 
@@ -218,8 +221,7 @@ struct event_value {
   decode(std::uint64_t seq, std::string_view value, event_value_error* why = nullptr);
   /// Like decode(), into `out`, whose payload keeps its capacity (a scan decodes every event
   /// into one record: no allocation per event). On failure `out` is unspecified.
-  static event_value_error
-  decode_into(std::uint64_t seq, std::string_view value, event_record& out);
+  static event_value_error decode_into(std::uint64_t seq, std::string_view value, event_record& x);
 };
 
 } // namespace cobble::storage

@@ -65,9 +65,7 @@ std::string admin_token(const cobble::config::server_config& server) {
   return kept_secret(server.data_dir / "admin_token");
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int program_main(int argc, char** argv) {
   cobble::heap::use_huge_pages();
   cobble::heap::reserve_arena();
   CLI::App app{"cobbled: the Cobble volunteer-computing project server.\n\n"
@@ -287,4 +285,16 @@ int main(int argc, char** argv) {
                });
   }
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return program_main(argc, argv);
+  } catch (const std::exception& e) {
+    // Nothing is expected to escape; if something does, say what instead of aborting.
+    std::cerr << "cobbled: internal error: " << e.what() << '\n';
+    return 70;
+  }
 }

@@ -157,7 +157,7 @@ struct actor_fixture {
     return ask<sched_reply_ptr>(project, atom::rpc_v, sched_request_ptr{std::move(r)});
   }
 
-  work_created_ptr create(std::vector<std::string> names) {
+  work_created_ptr create(const std::vector<std::string>& names) {
     auto b = std::make_shared<work_batch>();
     b->submitter = "test";
     for (auto& n : names) {

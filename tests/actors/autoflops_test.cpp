@@ -63,7 +63,7 @@ struct af_fixture {
   time_us now = t0;
   id_type user = 0;
 
-  explicit af_fixture(config::project_config cfg = af_project()) {
+  explicit af_fixture(const config::project_config& cfg = af_project()) {
     logic.configure(cfg, now);
     user = logic.state.users.begin()->first;
   }
@@ -503,7 +503,8 @@ TEST_CASE("app_units policy: an abort or timeout cuts the daily quota by the fac
   auto apps = std::vector<app_rec>{};
   apps.emplace_back();
   apps[0].id = 2;
-  apps[0].versions.push_back(app_version_rec{7});
+  apps[0].versions.emplace_back();
+  apps[0].versions.back().id = 7;
   apps[0].autoflops.policy = credit_policy::app_units;
   auto by = autoflops_by_version(apps);
   CHECK(by.at(7).policy == credit_policy::app_units);

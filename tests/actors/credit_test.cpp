@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 
 using namespace cobble;
 
@@ -323,7 +324,7 @@ struct hav_fixture {
 
   void report(const std::string& name, report_rec rep, time_us t) {
     auto held = h.in_progress.at(name);
-    apply(h, make(ev::result_reported{held.result, 1, rep, {}, true, 0}, t), name, s);
+    apply(h, make(ev::result_reported{held.result, 1, std::move(rep), {}, true, 0}, t), name, s);
   }
 
   void
@@ -338,33 +339,33 @@ struct hav_fixture {
 } // namespace
 
 TEST_CASE("max_jobs_per_day: -1 per crash, not per abort, doubled per success", "[credit]") {
-  const time_us t0 = (cobble_t0() / day) * day + hour; // 01:00 UTC: the day lasts
+  const time_us start = (cobble_t0() / day) * day + hour; // 01:00 UTC: the day lasts
   hav_fixture f;
-  auto a = f.dispatch(t0);
+  auto a = f.dispatch(start);
   CHECK(f.hav().max_jobs_per_day == 4);
   CHECK(f.hav().n_jobs_today == 1);
-  CHECK(f.hav().jobs_left(t0) == 3);
+  CHECK(f.hav().jobs_left(start) == 3);
   CHECK(f.hav().error_rate == Approx(f.s.error_rate_initial));
-  f.report(a, report(false, 3), t0 + hour); // a crash
+  f.report(a, report(false, 3), start + hour); // a crash
   CHECK(f.hav().max_jobs_per_day == 3);
   // An error raises the pair's error rate: 0.1 x 0.95 + 0.05.
   CHECK(f.hav().error_rate == Approx(0.145));
-  auto b = f.dispatch(t0 + hour);
-  f.report(b, report(false, client_state_aborted), t0 + 2 * hour); // an abort
+  auto b = f.dispatch(start + hour);
+  f.report(b, report(false, client_state_aborted), start + 2 * hour); // an abort
   CHECK(f.hav().max_jobs_per_day == 3);
-  auto c = f.dispatch(t0 + 2 * hour);
-  CHECK(f.hav().jobs_left(t0 + 2 * hour) == 0); // 3 sent today
-  f.report(c, report(true), t0 + 3 * hour);
+  auto c = f.dispatch(start + 2 * hour);
+  CHECK(f.hav().jobs_left(start + 2 * hour) == 0); // 3 sent today
+  f.report(c, report(true), start + 3 * hour);
   CHECK(f.hav().max_jobs_per_day == 4); // doubled, capped at the initial value
-  CHECK(f.hav().jobs_left(t0 + 3 * hour) == 1);
+  CHECK(f.hav().jobs_left(start + 3 * hour) == 1);
   // A new UTC day starts a new count.
-  CHECK(f.hav().jobs_left(t0 + day) == 4);
-  f.dispatch(t0 + day);
+  CHECK(f.hav().jobs_left(start + day) == 4);
+  f.dispatch(start + day);
   CHECK(f.hav().n_jobs_today == 1);
   // Crashes never take the quota below 1.
   hav_fixture g;
   for (int i = 0; i < 10; ++i)
-    g.report(g.dispatch(t0), report(false, 3), t0 + 1);
+    g.report(g.dispatch(start), report(false, 3), start + 1);
   CHECK(g.hav().max_jobs_per_day == 1);
 }
 

@@ -11,6 +11,7 @@
 #include <cctype>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace cobble;
@@ -35,7 +36,7 @@ struct logic_fixture {
 
   explicit logic_fixture(config::project_config c = demo_project()) : cfg(std::move(c)) {
     logic.configure(cfg, now);
-    REQUIRE(logic.state.users.size() >= 1);
+    REQUIRE(!logic.state.users.empty());
     user = logic.state.users.begin()->first;
   }
 
@@ -120,7 +121,7 @@ struct logic_fixture {
     rep.elapsed = elapsed;
     rep.cpu = elapsed;
     if (success)
-      rep.outputs.push_back(file_rec{logic.state.result_name(r) + "_0", 64, md5});
+      rep.outputs.push_back(file_rec{logic.state.result_name(r) + "_0", 64, std::move(md5)});
     event e;
     e.time = now;
     e.data = ev::result_reported{r, host, rep};
@@ -144,6 +145,7 @@ work_spec spec(std::string name = {}, std::string app = "testapp") {
 
 std::vector<std::uint16_t> kinds(const std::vector<event>& events) {
   std::vector<std::uint16_t> out;
+  out.reserve(events.size());
   for (const auto& e : events)
     out.push_back(kind_of(e.data));
   return out;
@@ -373,7 +375,7 @@ TEST_CASE("select_jobs echoes the anonymous client's version exactly", "[project
     REQUIRE(jobs.size() == 1);
     CHECK(jobs[0].result.platform == "x86_64-pc-linux-gnu");
     CHECK(jobs[0].result.version_num == 100);
-    CHECK(jobs[0].result.plan_class == "");
+    CHECK(jobs[0].result.plan_class.empty());
     // Statistics of anonymous versions have their own identity (app 1, CPU: "-2").
     CHECK(jobs[0].dispatched.version
           == version_echo{anonymous_version_id(1, 0), "x86_64-pc-linux-gnu", 100, ""});
@@ -495,6 +497,7 @@ TEST_CASE("select_jobs stops when the request is met", "[project_logic]") {
   cfg.apps[0].max_jobs_per_rpc = 3;
   logic_fixture f(cfg);
   std::vector<work_spec> items;
+  items.reserve(10);
   for (int i = 0; i < 10; ++i)
     items.push_back(spec("w" + std::to_string(i)));
   f.create(items);

@@ -801,7 +801,8 @@ TEST_CASE_METHOD(seq_fixture, "validated sequence elements are granted credit li
   auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
   CHECK(users->at(0).credit.total == Approx(2 * one));
   // The (host, version) record learned from the elements as from any job.
-  const auto& hav = host(h)->state->app_versions.at(anonymous_version_id(1, 0));
+  auto view = host(h);
+  const auto& hav = view->state->app_versions.at(anonymous_version_id(1, 0));
   CHECK(hav.et.n == 2);
   CHECK(hav.n_success == 2);
   // An element that is not valid gets nothing: a replicated pair that disagrees.

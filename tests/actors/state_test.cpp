@@ -676,7 +676,7 @@ TEST_CASE("snapshots round-trip and rebuild the derived indices", "[state][snaps
   CHECK(p.active_workunits == 1);
   CHECK(unsent_of(p) == unsent_of(w.projects[0].project));
   CHECK(unsent_of(p) == std::vector<result_ref>{{2, 1}, {2, 2}});
-  CHECK(deadlines_of(p) == std::vector<std::pair<time_us, result_ref>>{});
+  CHECK(deadlines_of(p).empty());
 }
 
 TEST_CASE("a snapshot keeps results in progress in the deadline index", "[state][snapshot]") {

@@ -161,7 +161,7 @@ inline std::string testapp_md5(const fs::path& scratch, const std::string& comma
   fs::create_directories(scratch);
   if (input)
     write_file(scratch / "in.txt", *input);
-  std::vector<std::string> argv{COBBLE_BINARY_DIR "/tools/testapp/testapp"};
+  std::vector<std::string> argv{cobble::test::program("tools/testapp/testapp")};
   std::istringstream words{command_line};
   for (std::string w; words >> w;)
     argv.push_back(w);
@@ -219,7 +219,7 @@ struct server {
     cobble::test::spawn_options opts;
     opts.die_with_parent = true;
     proc = std::make_unique<child_process>(
-      std::vector<std::string>{COBBLE_BINARY_DIR "/tools/cobbled", "--config", config.string(),
+      std::vector<std::string>{cobble::test::program("tools/cobbled"), "--config", config.string(),
                                "--data-dir", data.string(), "--port", "0", "--log-level", "warn"},
       opts);
     auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
@@ -257,7 +257,7 @@ struct server {
   }
 
   std::vector<std::string> cli(std::vector<std::string> args, const std::string& what) const {
-    std::vector<std::string> argv{COBBLE_BINARY_DIR "/tools/cobble", "--server", base(),
+    std::vector<std::string> argv{cobble::test::program("tools/cobble"), "--server", base(),
                                   "--data-dir", data.string()};
     argv.insert(argv.end(), args.begin(), args.end());
     auto [code, out] = cobble::test::run_command(argv, 60s);
@@ -276,7 +276,7 @@ struct server {
   void stop_and_verify_log() {
     proc->signal(SIGTERM);
     CHECK(proc->wait(60s).value_or(-1) == 0);
-    auto [code, out] = cobble::test::run_command({COBBLE_BINARY_DIR "/tools/cobble", "log",
+    auto [code, out] = cobble::test::run_command({cobble::test::program("tools/cobble"), "log",
                                                   "verify", "--data-dir", data.string()},
                                                  60s);
     INFO(out);
@@ -372,7 +372,7 @@ struct boinc_client {
     auto pdir = dir / "projects" / project_dir_name(master_url);
     fs::create_directories(pdir);
     write_file(pdir / "app_info.xml", app_info_xml());
-    fs::copy_file(COBBLE_BINARY_DIR "/tools/testapp/testapp", pdir / "testapp",
+    fs::copy_file(cobble::test::program("tools/testapp/testapp"), pdir / "testapp",
                   fs::copy_options::overwrite_existing);
     fs::permissions(pdir / "testapp",
                     fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec
@@ -403,7 +403,7 @@ struct boinc_client {
                                   "--pers_retry_delay_max",
                                   "10"};
     if (options.exit_when_idle)
-      argv.push_back("--exit_when_idle");
+      argv.emplace_back("--exit_when_idle");
     if (starts == 0) {
       argv.insert(argv.end(), {"--attach_project", master_url, key});
     }

@@ -59,7 +59,7 @@ std::string expected_md5(const fs::path& scratch, const job& j) {
 struct progress {
   std::size_t workunits = 0, assimilated = 0, failed = 0;
   std::int64_t in_progress = -1, unsent = -1;
-  json summary;
+  json summary = json::object();
   std::string text() const {
     return std::to_string(assimilated) + "/" + std::to_string(workunits) + " assimilated, "
            + std::to_string(failed) + " failed, results in progress " + std::to_string(in_progress)

@@ -34,7 +34,7 @@ namespace {
 /// One answer of the admin API.
 struct answer {
   unsigned status = 0;
-  json body;
+  json body = json::object();
   std::string raw;
   std::string allow;
 };
@@ -63,14 +63,14 @@ answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
                            result = ec;
                            return;
                          }
-                         http::async_write(stream, req, [&](beast::error_code ec, std::size_t) {
-                           if (ec) {
-                             result = ec;
+                         http::async_write(stream, req, [&](beast::error_code wec, std::size_t) {
+                           if (wec) {
+                             result = wec;
                              return;
                            }
                            http::async_read(stream, buffer, res,
-                                            [&](beast::error_code ec, std::size_t) {
-                                              result = ec;
+                                            [&](beast::error_code rec, std::size_t) {
+                                              result = rec;
                                             });
                          });
                        });
@@ -312,9 +312,9 @@ TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
   CHECK(count_and_name.status == 400);
 
   // AutoFlops: predicted app units must be a positive number.
-  for (json bad : {json(-2), json(0), json("many")}) {
+  for (json units : {json(-2), json(0), json("many")}) {
     auto r = post("/api/projects/demo/workunits",
-                  {{"app", "testapp"}, {"predicted_app_units", bad}});
+                  {{"app", "testapp"}, {"predicted_app_units", units}});
     CHECK(r.status == 400);
     CHECK_THAT(error_of(r), Catch::Contains("predicted_app_units"));
   }

@@ -468,7 +468,7 @@ TEST_CASE("a reply with a job has every element", "[boinc_xml]") {
 
   std::vector<std::string> acks;
   for (auto a = root.child("result_ack"); a; a = a.next_sibling("result_ack"))
-    acks.push_back(a.child_value("name"));
+    acks.emplace_back(a.child_value("name"));
   CHECK(acks == std::vector<std::string>{"old_1", "old_2"});
   CHECK(std::string(root.child("result_abort").child_value("name")) == "bad_1");
 
@@ -642,7 +642,9 @@ TEST_CASE("upload: get_file_size header", "[boinc_xml][upload]") {
 }
 
 TEST_CASE("upload: file_upload header with binary data", "[boinc_xml][upload]") {
-  const std::string data("<data>\n\0</file_upload><\x01\xff\n<offset>9</offset>", 45);
+  // A NUL, the closing tag and bytes that are no UTF-8, as binary output may hold them.
+  static constexpr char bytes[] = "<data>\n\0</file_upload><\x01\xff\n<offset>9</offset>";
+  const std::string data(bytes, sizeof(bytes) - 1);
   auto body = upload_body("wu_1_0_out", std::to_string(data.size()), "0", data);
   auto r = parse_upload_header(body);
   INFO(r.error);
@@ -744,7 +746,7 @@ TEST_CASE("work sequences: the list a client holds and the revocation notices", 
     REQUIRE(doc.load_string(xml.c_str()));
     std::vector<std::string> revoked;
     for (auto n : doc.child("scheduler_reply").children("work_sequence_revoked"))
-      revoked.push_back(n.child_value());
+      revoked.emplace_back(n.child_value());
     CHECK(revoked == std::vector<std::string>{"climate", "a<b"});
   }
   SECTION("without revocations there is no element") {

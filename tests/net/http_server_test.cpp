@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -77,7 +78,7 @@ public:
   }
 
   /// Performs a request and returns its response.
-  response roundtrip(http::verb verb, std::string target, std::string body = {}) {
+  response roundtrip(http::verb verb, const std::string& target, std::string body = {}) {
     request req{verb, target, 11};
     req.set(http::field::host, "127.0.0.1");
     req.body() = std::move(body);
@@ -101,7 +102,7 @@ private:
 };
 
 handler echo() {
-  return [](request&& req, responder respond) {
+  return [](request&& req, const responder& respond) {
     auto body = std::string(req.method_string()) + " " + std::string(req.target()) + " "
                 + std::to_string(req.body().size());
     respond(make_response(req, http::status::ok, std::move(body)));
@@ -169,7 +170,7 @@ std::vector<route> default_routes() {
   std::vector<route> routes;
   routes.push_back(make_route("/get", echo(), {http::verb::get, http::verb::head}));
   routes.push_back(make_route("/post", echo(), {http::verb::post}));
-  routes.push_back(make_route("/upload", echo(), {http::verb::post}, 64 * 1024));
+  routes.push_back(make_route("/upload", echo(), {http::verb::post}, std::size_t{64} * 1024));
   return routes;
 }
 
@@ -280,10 +281,10 @@ TEST_CASE("a chunked body over the limit gets 413", "[http]") {
 TEST_CASE("a per-route body limit lets a bigger body through", "[http]") {
   http_server server{test_options(), default_routes()};
   client c{server.start()};
-  auto res = c.roundtrip(http::verb::post, "/upload/f", std::string(32 * 1024, 'u'));
+  auto res = c.roundtrip(http::verb::post, "/upload/f", std::string(std::size_t{32} * 1024, 'u'));
   CHECK(res.result() == http::status::ok);
   CHECK(res.body() == "POST /upload/f 32768");
-  res = c.roundtrip(http::verb::post, "/upload/f", std::string(65 * 1024, 'u'));
+  res = c.roundtrip(http::verb::post, "/upload/f", std::string(std::size_t{65} * 1024, 'u'));
   CHECK(res.result() == http::status::payload_too_large);
 }
 
@@ -388,7 +389,7 @@ TEST_CASE("handlers answer from another thread", "[http]") {
   std::mutex mtx;
   std::vector<std::thread> workers;
   std::vector<route> routes;
-  routes.push_back(make_route("/async", [&](request&& req, responder respond) {
+  routes.push_back(make_route("/async", [&](request&& req, const responder& respond) {
     std::lock_guard lock{mtx};
     workers.emplace_back([req = std::move(req), respond] {
       respond(make_response(req, http::status::ok, "later " + req.body()));
@@ -410,9 +411,9 @@ TEST_CASE("handlers answer from another thread", "[http]") {
 TEST_CASE("a handler that throws or drops its responder yields 500", "[http]") {
   std::vector<route> routes;
   routes.push_back(
-    make_route("/throw", [](request&&, responder) { throw std::runtime_error("boom"); }));
-  routes.push_back(make_route("/drop", [](request&&, responder) {}));
-  routes.push_back(make_route("/twice", [](request&& req, responder respond) {
+    make_route("/throw", [](request&&, const responder&) { throw std::runtime_error("boom"); }));
+  routes.push_back(make_route("/drop", [](request&&, const responder&) {}));
+  routes.push_back(make_route("/twice", [](request&& req, const responder& respond) {
     respond(make_response(req, http::status::ok, "first"));
     respond(make_response(req, http::status::ok, "second"));
   }));
@@ -436,6 +437,7 @@ TEST_CASE("many concurrent connections are all answered", "[http]") {
   constexpr int n_requests = 20;
   std::atomic<int> ok{0};
   std::vector<std::thread> clients;
+  clients.reserve(n_clients);
   for (int i = 0; i < n_clients; ++i)
     clients.emplace_back([&, i] {
       try {
@@ -455,7 +457,7 @@ TEST_CASE("many concurrent connections are all answered", "[http]") {
     t.join();
   CHECK(ok == n_clients * n_requests);
   CHECK(server.stats().connections.load() == n_clients);
-  CHECK(server.stats().requests.load() == n_clients * n_requests);
+  CHECK(server.stats().requests.load() == static_cast<unsigned long>(n_clients) * n_requests);
 }
 
 TEST_CASE("stop() with open connections returns promptly; late responders are no-ops", "[http]") {

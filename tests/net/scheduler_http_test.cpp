@@ -129,6 +129,7 @@ TEST_CASE("concurrent scheduler RPCs, pipelined on one connection or on many, ge
   std::vector<std::vector<std::string>> bodies(n_hosts);
   std::vector<std::string> failures(n_hosts);
   std::vector<std::thread> threads;
+  threads.reserve(n_hosts);
   for (int h = 0; h < n_hosts; ++h)
     threads.emplace_back([&, h] {
       try {
@@ -305,8 +306,8 @@ TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifie
   CHECK(status["counters"]["results_reported"] == 2);
   CHECK(status["counters"]["results_dispatched"] == 2);
   CHECK(s->stop() == 0);
-  auto [code, out] = cobble::test::run_command({COBBLE_BINARY_DIR "/tools/cobble", "log", "verify",
-                                                "--data-dir", dir.path().string()},
+  auto [code, out] = cobble::test::run_command({cobble::test::program("tools/cobble"), "log",
+                                                "verify", "--data-dir", dir.path().string()},
                                                120s);
   INFO(out);
   CHECK(code == 0);

@@ -8,6 +8,7 @@
 #include <rocksdb/db.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <fstream>
 #include <iterator>
 #include <memory>
@@ -19,7 +20,7 @@ namespace {
 
 event_record make_event(std::uint16_t kind, std::uint64_t entity, std::string payload) {
   event_record x;
-  x.time_us = 1'700'000'000'000'000 + entity;
+  x.time_us = 1'700'000'000'000'000 + static_cast<std::int64_t>(entity);
   x.kind = kind;
   x.entity_kind = 2;
   x.project = 1;
@@ -186,7 +187,7 @@ TEST_CASE("reopen keeps last_seq and contents, and numbering continues", "[stora
   {
     auto st = open_store(dir.path());
     for (int round = 0; round < 3; ++round) {
-      auto batch = make_batch(5, round * 100);
+      auto batch = make_batch(5, static_cast<std::uint64_t>(round) * 100);
       REQUIRE_FALSE(st->append(batch));
       expected.insert(expected.end(), batch.begin(), batch.end());
     }

@@ -49,7 +49,7 @@ struct server {
   }
 
   void start() {
-    std::vector<std::string> args{COBBLE_BINARY_DIR "/tools/cobbled",
+    std::vector<std::string> args{cobble::test::program("tools/cobbled"),
                                   "--data-dir",
                                   data.string(),
                                   "--port",
@@ -138,15 +138,15 @@ inline std::string make_request(const std::string& auth, std::uint64_t hostid, d
               "        <app_version_num>100</app_version_num>\n"
               "<stderr_out>\n<core_client_version>7.20.5</core_client_version>\n"
               "<![CDATA[\n<stderr_txt>\ndone\n</stderr_txt>\n]]>\n</stderr_out>\n";
-    for (const auto& [name, md5] : r.files)
-      body
-        += "    <file_info>\n        <name>" + name
-           + "</name>\n"
-             "        <nbytes>12.000000</nbytes>\n        <max_nbytes>65536.000000</max_nbytes>\n"
-             "        <md5_cksum>"
-           + md5
-           + "</md5_cksum>\n"
-             "        <upload_url>http://127.0.0.1/demo/upload</upload_url>\n    </file_info>\n";
+    for (const auto& [name, md5] : r.files) {
+      body += "    <file_info>\n        <name>";
+      body += name;
+      body += "</name>\n        <nbytes>12.000000</nbytes>\n"
+              "        <max_nbytes>65536.000000</max_nbytes>\n        <md5_cksum>";
+      body += md5;
+      body += "</md5_cksum>\n        <upload_url>http://127.0.0.1/demo/upload</upload_url>\n"
+              "    </file_info>\n";
+    }
     body += "    </result>\n";
   }
   return head + body + tail;
@@ -182,9 +182,9 @@ inline parsed_reply parse_reply(const std::string& xml) {
   if (auto d = root.child("request_delay"))
     out.request_delay = d.text().as_double();
   for (auto m : root.children("message"))
-    out.messages.push_back(m.text().get());
+    out.messages.emplace_back(m.text().get());
   for (auto a : root.children("result_ack"))
-    out.acks.push_back(a.child("name").text().get());
+    out.acks.emplace_back(a.child("name").text().get());
   for (auto f : root.children("file_info")) {
     std::string sig = f.child("xml_signature").text().get();
     sig.erase(0, sig.find_first_not_of(" \n"));
@@ -196,7 +196,7 @@ inline parsed_reply parse_reply(const std::string& xml) {
   }
   for (auto w : root.children("workunit"))
     for (auto ref : w.children("file_ref"))
-      out.input_refs.push_back(ref.child("file_name").text().get());
+      out.input_refs.emplace_back(ref.child("file_name").text().get());
   for (auto r : root.children("result"))
     out.jobs.push_back({r.child("name").text().get(), r.child("wu_name").text().get(),
                         r.child("platform").text().get(),

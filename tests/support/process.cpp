@@ -1,10 +1,13 @@
 #include "process.hpp"
 
+#include <algorithm>
 #include <stdexcept>
+#include <string_view>
 #include <thread>
 
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -22,6 +25,31 @@ child_process::child_process(std::vector<std::string> argv, const spawn_options&
 }
 
 void child_process::start(std::vector<std::string> argv, const spawn_options& options) {
+  // Everything the child needs is made here, before fork: between fork and exec the child of
+  // a threaded process may only call async-signal-safe functions (no malloc, no setenv).
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (auto& a : argv)
+    args.push_back(a.data());
+  args.push_back(nullptr);
+  std::vector<std::string> env_text;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string_view entry{*e};
+    auto name = entry.substr(0, entry.find('='));
+    bool replaced = std::any_of(options.unset_env.begin(), options.unset_env.end(),
+                                [&](const std::string& n) { return n == name; })
+                    || std::any_of(options.set_env.begin(), options.set_env.end(),
+                                   [&](const auto& kv) { return kv.first == name; });
+    if (!replaced)
+      env_text.emplace_back(entry);
+  }
+  for (const auto& [name, value] : options.set_env)
+    env_text.push_back(std::string{name}.append("=").append(value));
+  std::vector<char*> env;
+  env.reserve(env_text.size() + 1);
+  for (auto& e : env_text)
+    env.push_back(e.data());
+  env.push_back(nullptr);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
@@ -43,18 +71,10 @@ void child_process::start(std::vector<std::string> argv, const spawn_options& op
     // The test process may block signals; the child must not inherit that.
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    for (const auto& name : options.unset_env)
-      unsetenv(name.c_str());
-    for (const auto& [name, value] : options.set_env)
-      setenv(name.c_str(), value.c_str(), 1);
+    pthread_sigmask(SIG_SETMASK, &none, nullptr);
     if (!options.cwd.empty() && chdir(options.cwd.c_str()) != 0)
       _exit(127);
-    std::vector<char*> args;
-    for (auto& a : argv)
-      args.push_back(a.data());
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
+    execvpe(args[0], args.data(), env.data());
     _exit(127);
   }
   if (options.own_process_group) {

@@ -13,6 +13,13 @@
 
 namespace cobble::test {
 
+#ifdef COBBLE_BINARY_DIR
+/// A program of the build tree: program("tools/cobbled").
+inline std::string program(const std::string& relative) {
+  return std::string{COBBLE_BINARY_DIR} + "/" + relative;
+}
+#endif
+
 /// How to start a child beyond its argv (the defaults are the plain constructor's behaviour).
 struct spawn_options {
   bool merge_stderr = true;

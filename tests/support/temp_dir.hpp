@@ -2,14 +2,13 @@
 
 // Test support: a unique temporary directory per test, removed when the test ends.
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
-
-#include <stdlib.h>
 
 namespace cobble::test {
 

@@ -288,7 +288,7 @@ TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
   {
     // One more event after the newest snapshot, so recovery must read it.
     cobble::test::child_process server{
-      {COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir", dir.path().string(), "--port", "0"}};
+      {cobble::test::program("tools/cobbled"), "--data-dir", dir.path().string(), "--port", "0"}};
     auto line = server.wait_for("listening on http://127.0.0.1:", 60s);
     REQUIRE(line);
     auto port = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
@@ -312,8 +312,8 @@ TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
     REQUIRE(snaps.back().seq < last);
   }
   corrupt_event(dir.path(), last);
-  auto [code, out] = cobble::test::run_command({COBBLE_BINARY_DIR "/tools/cobbled", "--data-dir",
-                                                dir.path().string(), "--port", "0"},
+  auto [code, out] = cobble::test::run_command({cobble::test::program("tools/cobbled"),
+                                                "--data-dir", dir.path().string(), "--port", "0"},
                                                60s);
   INFO(out);
   CHECK(code == 1);

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -31,7 +32,7 @@ struct run_result {
 };
 
 run_result run_testapp(const fs::path& dir, std::vector<std::string> args) {
-  std::vector<std::string> argv{COBBLE_BINARY_DIR "/tools/testapp/testapp"};
+  std::vector<std::string> argv{cobble::test::program("tools/testapp/testapp")};
   argv.insert(argv.end(), args.begin(), args.end());
   cobble::test::spawn_options opts;
   opts.cwd = dir;
@@ -55,7 +56,7 @@ std::string slurp(const fs::path& p) {
 /// A client's shared memory file as the app sees it: 8 channels of 1024 bytes, with `message`
 /// waiting in the first one (process control) when it is not empty.
 void write_shared_memory(const fs::path& file, const std::string& message) {
-  std::string mem(8 * 1024, '\0');
+  std::string mem(std::size_t{8} * 1024, '\0');
   if (!message.empty()) {
     mem[0] = 1;
     mem.replace(1, message.size(), message);
@@ -73,12 +74,12 @@ struct sysv_shared_memory {
     std::ofstream{slot / "init_data.xml"} << "<app_init_data/>\n";
     key_t key = ::ftok((slot / "init_data.xml").c_str(), 1);
     REQUIRE(key != -1);
-    id = ::shmget(key, 8 * 1024, IPC_CREAT | IPC_EXCL | 0600);
+    id = ::shmget(key, std::size_t{8} * 1024, IPC_CREAT | IPC_EXCL | 0600);
     REQUIRE(id != -1);
     void* p = ::shmat(id, nullptr, 0);
     REQUIRE(p != reinterpret_cast<void*>(-1));
     mem = static_cast<char*>(p);
-    std::memset(mem, 0, 8 * 1024);
+    std::memset(mem, 0, std::size_t{8} * 1024);
   }
   sysv_shared_memory(const sysv_shared_memory&) = delete;
   sysv_shared_memory& operator=(const sysv_shared_memory&) = delete;

@@ -1,12 +1,13 @@
 #include "child.hpp"
 
+#include <csignal>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 
 #include <fcntl.h>
 #include <poll.h>
-#include <signal.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,13 @@ namespace cobble::bench {
 using clock_type = std::chrono::steady_clock;
 
 child::child(std::vector<std::string> argv) {
+  // Made before fork: between fork and exec the child of a threaded process may only call
+  // async-signal-safe functions (no malloc).
+  std::vector<char*> args;
+  args.reserve(argv.size() + 1);
+  for (auto& a : argv)
+    args.push_back(a.data());
+  args.push_back(nullptr);
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0)
     throw std::runtime_error("pipe failed");
@@ -32,11 +40,7 @@ child::child(std::vector<std::string> argv) {
     dup2(fds[1], STDERR_FILENO);
     sigset_t none;
     sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, nullptr);
-    std::vector<char*> args;
-    for (auto& a : argv)
-      args.push_back(a.data());
-    args.push_back(nullptr);
+    pthread_sigmask(SIG_SETMASK, &none, nullptr);
     execvp(args[0], args.data());
     _exit(127);
   }

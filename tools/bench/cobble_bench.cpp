@@ -291,11 +291,11 @@ int cmd_throughput(throughput_cli& c) {
     fs::remove_all(dir);
     std::vector<std::string> args{"--durability", mode};
     if (!c.scheduler.empty()) {
-      args.push_back("--actor-scheduler");
+      args.emplace_back("--actor-scheduler");
       args.push_back(c.scheduler);
     }
     if (!c.config.empty()) {
-      args.push_back("--config");
+      args.emplace_back("--config");
       args.push_back(c.config);
     }
     server s{dir, args, c.bin.cobbled};
@@ -637,9 +637,7 @@ int cmd_scale(scale_cli& c) {
   return 0;
 }
 
-} // namespace
-
-int main(int argc, char** argv) {
+int program_main(int argc, char** argv) {
   cobble::heap::use_huge_pages();
   CLI::App app{"cobble-bench: benchmarks of cobbled (docs/benchmarks.md).\n\n"
                "  load / healthz   load a running cobbled (you give --port and --key)\n"
@@ -738,4 +736,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return program_main(argc, argv);
+  } catch (const std::exception& e) {
+    // Nothing is expected to escape; if something does, say what instead of aborting.
+    std::cerr << "cobble-bench: internal error: " << e.what() << '\n';
+    return 70;
+  }
 }

@@ -407,6 +407,7 @@ load_result generator::run(const load_options& o) {
     workers.push_back(std::move(w));
   }
   std::vector<std::thread> pool;
+  pool.reserve(workers.size());
   for (auto& w : workers)
     pool.emplace_back([&w] { w->ioc.run(); });
   for (auto& t : pool)

@@ -26,8 +26,10 @@ void allocate(const std::vector<double>& demand, const std::vector<project>& ps,
   std::vector<char> open(demand.size(), 0);
   bool any = false;
   for (std::size_t p = 0; p < demand.size(); ++p)
-    if (demand[p] > 0)
-      open[p] = any = 1;
+    if (demand[p] > 0) {
+      open[p] = 1;
+      any = true;
+    }
   double cap = total;
   while (any && cap > 1e-12) {
     double shares = 0;

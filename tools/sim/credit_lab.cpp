@@ -336,7 +336,7 @@ struct lab_run {
   /// Keeps enough unsent work in a project for its hosts.
   void feed(std::size_t p, bool force = false) {
     const auto& lp = s.projects[p];
-    auto want = static_cast<std::uint64_t>(2 * hosts_of_project[p] + 8);
+    auto want = 2 * static_cast<std::uint64_t>(hosts_of_project[p]) + 8;
     if (!force && created_results[p] - dispatched[p] >= want)
       return;
     work_batch b;

@@ -5,10 +5,9 @@
 
 #include <caf/all.hpp>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <system_error>
-
-#include <stdlib.h>
 
 namespace cobble::sim {
 

@@ -7,7 +7,12 @@
 
 #include <CLI/CLI.hpp>
 
-int main(int argc, char** argv) {
+#include <exception>
+#include <iostream>
+
+namespace {
+
+int program_main(int argc, char** argv) {
   CLI::App app{"cobble-sim: emulated BOINC hosts running Cobble's client policies against "
                "Cobble projects, in virtual time (in-process) or against a running cobbled; "
                "the credit lab and the AutoFlops lab (emulated hosts driving the real actors in "
@@ -19,4 +24,16 @@ int main(int argc, char** argv) {
   cobble::sim::add_autoflops_command(app);
   CLI11_PARSE(app, argc, argv);
   return rc;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return program_main(argc, argv);
+  } catch (const std::exception& e) {
+    // Nothing is expected to escape; if something does, say what instead of aborting.
+    std::cerr << "cobble-sim: internal error: " << e.what() << '\n';
+    return 70;
+  }
 }

@@ -31,10 +31,10 @@ public:
       auto key = kv.first.Scalar();
       bool ok = std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
       if (!ok) {
-        std::string list;
-        for (auto* k : known)
-          list += (list.empty() ? "" : ", ") + std::string(k);
-        fail(kv.first, key_path(key), "unknown key '" + key + "' (known keys: " + list + ")");
+        std::string message = "unknown key '" + key + "' (known keys: ";
+        for (std::size_t i = 0; i < known.size(); ++i)
+          message.append(i == 0 ? "" : ", ").append(known.begin()[i]);
+        fail(kv.first, key_path(key), message + ")");
       }
       if (!seen.insert(key).second)
         fail(kv.first, key_path(key), "key given twice");

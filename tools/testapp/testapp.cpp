@@ -54,6 +54,7 @@
 #include <cstring>
 #include <ctime>
 #include <string>
+#include <system_error>
 
 #include <fcntl.h>
 #include <sys/ipc.h>
@@ -301,7 +302,8 @@ int main(int argc, char** argv) {
 
   std::string data;
   if (!read_all(input.c_str(), data)) {
-    std::fprintf(stderr, "testapp: cannot read %s: %s\n", input.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "testapp: cannot read %s: %s\n", input.c_str(),
+                 std::generic_category().message(errno).c_str());
     return 3;
   }
   const std::uint64_t input_hash = fnv1a64(data);
@@ -329,14 +331,16 @@ int main(int argc, char** argv) {
     result.resize(output_bytes);
   }
   if (!write_all(output.c_str(), result)) {
-    std::fprintf(stderr, "testapp: cannot write %s: %s\n", output.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "testapp: cannot write %s: %s\n", output.c_str(),
+                 std::generic_category().message(errno).c_str());
     return 3;
   }
   std::fprintf(stderr, "testapp: %zu input bytes, %" PRIu64 " iterations, result %016" PRIx64 "\n",
                data.size(), iterations, h);
   // Last: the client treats exit 0 without this file as a crash and restarts the job.
   if (!write_all("boinc_finish_called", "0\n")) {
-    std::fprintf(stderr, "testapp: cannot write boinc_finish_called: %s\n", std::strerror(errno));
+    std::fprintf(stderr, "testapp: cannot write boinc_finish_called: %s\n",
+                 std::generic_category().message(errno).c_str());
     return 3;
   }
   return 0;

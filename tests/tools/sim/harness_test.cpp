@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstddef>
+
 using namespace cobble;
 
 namespace {
@@ -45,7 +47,7 @@ reported_result success(const std::string& name) {
   return r;
 }
 
-work_batch jobs(std::vector<std::string> names) {
+work_batch jobs(const std::vector<std::string>& names) {
   work_batch b;
   b.submitter = "sim";
   for (auto& n : names) {
@@ -97,7 +99,7 @@ TEST_CASE("virtual time passes deadlines without waiting", "[sim]") {
   REQUIRE(s);
   CHECK((*s)->counters.results_timed_out == 0);
   // A day past the deadline, the sweep has run and created a replacement.
-  h.advance(8 * 86400 * us_per_second);
+  h.advance(std::int64_t{8} * 86400 * us_per_second);
   s = h.status("demo");
   REQUIRE(s);
   CHECK((*s)->counters.results_timed_out == 1);
