@@ -1,7 +1,36 @@
 #!/usr/bin/env bash
-# Configures and builds Cobble into ./build (Ninja, ccache when present, -j2 by default).
+# Configures and builds Cobble (Ninja, ccache when present, -j2 by default).
+#
+#   scripts/build.sh [TARGET...]       builds everything (or the targets) into ./build
+#
+# Environment:
+#   COBBLE_JOBS=N           parallel jobs (default 2)
+#   COBBLE_BUILD_TYPE=T     CMake build type of the plain build (default RelWithDebInfo)
+#   COBBLE_WERROR=ON        warnings are errors (CI)
+#   COBBLE_SANITIZE=address AddressSanitizer + UBSan, in ./build-asan
+#   COBBLE_SANITIZE=thread  ThreadSanitizer, in ./build-tsan
+#   COBBLE_BUILD_DIR=DIR    another build directory
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/lib/build-dir.sh
 jobs="${COBBLE_JOBS:-2}"
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${COBBLE_BUILD_TYPE:-RelWithDebInfo}" >/dev/null
-cmake --build build -j "$jobs"
+args=(-DCOBBLE_WERROR="${COBBLE_WERROR:-OFF}" -DCOBBLE_SANITIZE="${COBBLE_SANITIZE:-}")
+if [ -n "${COBBLE_SANITIZE:-}" ]; then
+  # Clang: with ASan+UBSan it compiles in half the time GCC takes (project.cpp: 61 s
+  # against 117 s). -O1 keeps the sanitized tests fast and the stacks readable; -g1 gives
+  # the reports their file:line; asserts stay on.
+  args+=(-DCMAKE_CXX_COMPILER="${COBBLE_SANITIZE_CXX:-clang++}" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1")
+else
+  args+=(-DCMAKE_BUILD_TYPE="${COBBLE_BUILD_TYPE:-RelWithDebInfo}")
+fi
+if [ "${COBBLE_SANITIZE:-}" = thread ]; then
+  # CAF itself instrumented, or every message between actors would be reported as a race.
+  scripts/lib/caf-tsan.sh "$build_dir/caf-tsan"
+  args+=(-DCAF_INCLUDE_DIR="$PWD/$build_dir/caf-tsan/include"
+         -DCAF_CORE_LIBRARY="$PWD/$build_dir/caf-tsan/lib/libcaf_core.so")
+fi
+cmake -S . -B "$build_dir" -G Ninja "${args[@]}" >/dev/null
+targets=()
+for t in "$@"; do targets+=(--target "$t"); done
+cmake --build "$build_dir" -j "$jobs" "${targets[@]}"

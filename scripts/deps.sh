@@ -1,13 +1,24 @@
 #!/usr/bin/env bash
 # Installs, from Debian 12's archive, whatever Cobble needs that this machine lacks.
+#   scripts/deps.sh          what building and running the server needs
+#   scripts/deps.sh --test   and what the tests and the house checks need (real BOINC
+#                            client, Chromium, clang-format, clang-tidy, the sanitizers)
 # Safe to run again: packages already present are left alone.
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev librocksdb-dev libboost1.81-dev libyaml-cpp-dev catch2 libpugixml-dev
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libssl-dev libisal-dev libmimalloc-dev
-  boinc-client curl procps time chromium
 )
+test_packages=(
+  boinc-client curl procps time chromium
+  clang clang-format clang-tidy libclang-rt-14-dev
+)
+case "${1:-}" in
+  "") ;;
+  --test) packages+=("${test_packages[@]}") ;;
+  *) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
