@@ -4,7 +4,7 @@
 // environment (ASAN_OPTIONS, UBSAN_OPTIONS, TSAN_OPTIONS, LSAN_OPTIONS) still overrides.
 
 #ifndef COBBLE_SANITIZER_DIR
-#  error "COBBLE_SANITIZER_DIR must name the folder of the suppression files"
+#error "COBBLE_SANITIZER_DIR must name the folder of the suppression files"
 #endif
 
 #define COBBLE_VISIBLE extern "C" __attribute__((visibility("default"), used))
@@ -24,6 +24,5 @@ COBBLE_VISIBLE const char* __lsan_default_options() {
 }
 
 COBBLE_VISIBLE const char* __tsan_default_options() {
-  return "halt_on_error=1:second_deadlock_stack=1:suppressions=" COBBLE_SANITIZER_DIR
-         "/tsan.supp";
+  return "halt_on_error=1:second_deadlock_stack=1:suppressions=" COBBLE_SANITIZER_DIR "/tsan.supp";
 }
