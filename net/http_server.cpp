@@ -57,6 +57,18 @@ const route* find_route(const std::vector<route>& routes, std::string_view targe
   return best;
 }
 
+void responder::operator()(response res) const {
+  if (!to_)
+    return;
+  // A response_maker must be copyable (std::function): the response rides in a shared_ptr.
+  to_([res = std::make_shared<response>(std::move(res))] { return std::move(*res); });
+}
+
+void responder::later(response_maker make) const {
+  if (to_)
+    to_(std::move(make));
+}
+
 response make_response(const request& req, http::status status, std::string body,
                        std::string_view content_type) {
   response res{status, req.version()};

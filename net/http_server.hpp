@@ -25,6 +25,9 @@ namespace http = boost::beast::http;
 using request = http::request<http::string_body>;
 using response = http::response<http::string_body>;
 
+/// Builds a response; run on the connection's strand (see responder::later).
+using response_maker = std::function<response()>;
+
 /// Sends the response of one request. Callable from any thread, once; later calls, and calls
 /// after the server stopped (or was destroyed), do nothing. If every copy is destroyed without
 /// being called, the client gets a 500 so that the connection is not stuck.
@@ -32,7 +35,25 @@ using response = http::response<http::string_body>;
 /// The session fixes up what is left: the HTTP version and keep-alive follow the request (a
 /// response may still ask to close with `keep_alive(false)`), `Server: cobble` is set, and the
 /// Content-Length is computed from the body (except for answers to HEAD).
-using responder = std::function<void(response)>;
+class responder {
+public:
+  /// Where the responses go: the session's side (net/http_session.cpp), or a test's.
+  using sink = std::function<void(response_maker)>;
+
+  responder() = default;
+  explicit responder(sink to) : to_(std::move(to)) {}
+
+  /// Sends `res`.
+  void operator()(response res) const;
+
+  /// Sends what `make` returns, calling it on the connection's strand: for responses that cost
+  /// something to build (a rendered scheduler reply), so that the thread that calls the
+  /// responder (an actor's) only hands them over. A throwing `make` yields a 500.
+  void later(response_maker make) const;
+
+private:
+  sink to_;
+};
 
 /// Serves one request. Runs on an HTTP thread: it must not block. Throwing yields a 500.
 using handler = std::function<void(request&& req, responder respond)>;

@@ -46,19 +46,22 @@ public:
     if (done_.load())
       return;
     try {
-      response res{http::status::internal_server_error, 11};
-      res.set(http::field::content_type, "text/plain; charset=utf-8");
-      res.body() = "the handler dropped the request\n";
-      if (deliver(std::move(res), true))
+      auto dropped = [] {
+        response res{http::status::internal_server_error, 11};
+        res.set(http::field::content_type, "text/plain; charset=utf-8");
+        res.body() = "the handler dropped the request\n";
+        return res;
+      };
+      if (deliver(dropped, true))
         spdlog::warn("http: a handler dropped its responder; answered 500");
     } catch (...) {
       // Destructors must not throw; the session then stays until its connection closes.
     }
   }
 
-  /// Delivers `res` unless already done or the server is stopping. True if handed over.
-  /// `dropped`: the handler let go of the responder without calling it.
-  bool deliver(response res, bool dropped = false) {
+  /// Delivers what `make` builds unless already done or the server is stopping. True if
+  /// handed over. `dropped`: the handler let go of the responder without calling it.
+  bool deliver(response_maker make, bool dropped = false) {
     if (done_.exchange(true))
       return false;
     std::shared_lock lock{gate_->mtx};
@@ -70,7 +73,7 @@ public:
       return false;
     if (dropped) // the open gate guarantees the server, and so `stats_`, is alive
       stats_->handler_errors.fetch_add(1, std::memory_order_relaxed);
-    session->deliver(std::move(res));
+    session->deliver(std::move(make));
     return true;
   }
 
@@ -104,9 +107,23 @@ void http_session::close() {
   asio::post(stream_.get_executor(), [self = shared_from_this()] { self->close_now(); });
 }
 
-void http_session::deliver(response res) {
-  asio::post(stream_.get_executor(), [self = shared_from_this(), res = std::move(res)]() mutable {
-    self->on_response(std::move(res));
+void http_session::deliver(response_maker make) {
+  asio::post(stream_.get_executor(), [self = shared_from_this(), make = std::move(make)] {
+    std::optional<response> res;
+    try {
+      res = make();
+    } catch (const std::exception& e) {
+      spdlog::error("http: building a response failed: {}", e.what());
+    } catch (...) {
+      spdlog::error("http: building a response failed");
+    }
+    if (!res) {
+      self->ctx_.stats.handler_errors.fetch_add(1, std::memory_order_relaxed);
+      res.emplace(http::status::internal_server_error, 11);
+      res->set(http::field::content_type, "text/plain; charset=utf-8");
+      res->body() = "internal server error\n";
+    }
+    self->on_response(std::move(*res));
   });
 }
 
@@ -264,7 +281,7 @@ void http_session::dispatch() {
   request req = parser_->release();
   parser_.reset();
   auto state = std::make_shared<responder_state>(weak_from_this(), ctx_.gate, &ctx_.stats);
-  responder respond = [state](response res) { state->deliver(std::move(res)); };
+  responder respond{[state](response_maker make) { state->deliver(std::move(make)); }};
   self_ = shared_from_this(); // nothing else holds us while the handler works
   const route* r = route_;
   auto fail = [&](const char* what) {
@@ -273,7 +290,7 @@ void http_session::dispatch() {
     response res{http::status::internal_server_error, version_};
     res.set(http::field::content_type, "text/plain; charset=utf-8");
     res.body() = "internal server error\n";
-    state->deliver(std::move(res));
+    state->deliver([res = std::move(res)] { return res; });
   };
   try {
     r->serve(std::move(req), respond);

@@ -48,7 +48,7 @@ public:
   void close();
 
   /// Hands the response of the pending request to the strand. Any thread.
-  void deliver(response res);
+  void deliver(response_maker make);
 
 private:
   // -- reading a request ---------------------------------------------------------------------
