@@ -12,24 +12,21 @@
 
 namespace cobble {
 
-/// Receives durable events, in seq order, of the kinds it subscribed to.
+/// Receives events decided elsewhere that change its state (routed by owners_of).
 using subscriber_actor = caf::typed_actor<
-  // A batch of durable events.
+  // A batch of events in seq order.
   caf::reacts_to<atom::deliver, event_batch_ptr>>;
 
-/// The event log: group commit into RocksDB, delivery, snapshots.
+/// The event log: group commit into RocksDB, answers once durable, snapshots.
 using log_actor = caf::typed_actor<
   // Appends events (seq 0) decided and already applied by the sender; fire and forget.
   // A failed append stops the process (fail-stop).
   caf::reacts_to<atom::append, event_batch_ptr>,
+  // Appends the events (possibly none) of a scheduler RPC and hands its answer to the RPC
+  // port (actors/rpc_port.hpp) once they and every event appended before are durable.
+  caf::reacts_to<atom::append, event_batch_ptr, rpc_answer_ptr>,
   // Answers with the last seq once every event appended before this message is durable.
   caf::replies_to<atom::sync>::with<std::uint64_t>,
-  // The same barrier without a response message: calls the callback on the log's thread
-  // once every event appended before this message is durable (right after that commit).
-  caf::reacts_to<atom::sync, durable_callback_ptr>,
-  // Delivers future durable events of these kinds (empty: all) to the subscriber, except
-  // events the subscriber appended itself.
-  caf::reacts_to<atom::subscribe, std::vector<std::uint16_t>, subscriber_actor>,
   // Takes a snapshot now; answers with its seq.
   caf::replies_to<atom::snapshot>::with<std::uint64_t>,
   // Counters for /metrics.
@@ -37,31 +34,6 @@ using log_actor = caf::typed_actor<
   // Internal: commits what is pending (the log sends it to itself; appends that arrive
   // meanwhile join the next commit).
   caf::reacts_to<atom::flush>>;
-
-/// One host: its description, host_app_version statistics and results in progress.
-using host_actor = caf::typed_actor<
-  // Handles the host's scheduler RPC (reports, work request); answers when durable.
-  caf::replies_to<atom::rpc, rpc_context_ptr, sched_request_ptr>::with<sched_reply_ptr>,
-  // The same RPC answered through the edge's sink: without work to ask for, the host hands
-  // it the reply and asks the log to run what the sink returned once the reply's events are
-  // durable; else it passes its events, the reply and the sink to the project in one
-  // message (get_jobs with a sink), which finishes the RPC (no answer back to the host).
-  caf::reacts_to<atom::rpc, rpc_context_ptr, sched_request_ptr, rpc_sink_ptr>,
-  // The jobs the project dispatched to an RPC it finished itself (get_jobs with a sink):
-  // the host records them as results in progress. The project sends it before any later
-  // message to the host, so the host's next RPC finds them.
-  caf::reacts_to<atom::deliver, job_grant_ptr>,
-  // The project found these results past their deadline; the host times out those it
-  // still holds.
-  caf::reacts_to<atom::timeout, result_names_ptr>,
-  // A copy of the host's state (admin API, tests).
-  caf::replies_to<atom::state>::with<host_state_ptr>,
-  // The validator's verdicts on results of this host: the host updates its host_app_version
-  // statistics (one host_result_validated event each).
-  caf::reacts_to<atom::validated, validation_notices_ptr>,
-  // Events decided elsewhere that change what the host holds (a work sequence taken from
-  // it or ended); the project forwards them.
-  caf::reacts_to<atom::deliver, event_batch_ptr>>;
 
 /// One work sequence: its replica chains, their assignments and links, its dead branches.
 using work_sequence_actor = caf::typed_actor<
@@ -77,24 +49,17 @@ using work_sequence_actor = caf::typed_actor<
   caf::replies_to<atom::command, seq_command_ptr>::with<seq_answer_ptr>,
   // A copy of the state.
   caf::replies_to<atom::state>::with<sequence_state_ptr>,
-  // Periodic relocation check (a timer on the project's clock).
+  // Relocation check: sent by the project every sequence_check_interval, after the deadline
+  // sweep it appended and delivered (so the sequence has seen the log's timeouts).
   caf::reacts_to<atom::tick>>;
 
-/// One project: accounts, apps, workunits and results, job cache, validation, assimilation.
+/// One project: accounts, apps, hosts, workunits and results, job cache, validation,
+/// assimilation. It holds every host's state and decides for its hosts too (host_logic).
 using project_actor = subscriber_actor::extend<
-  // A scheduler RPC from the edge: authenticates, registers or finds the host, and
-  // delegates to its host actor.
-  caf::replies_to<atom::rpc, sched_request_ptr>::with<sched_reply_ptr>,
-  // The same RPC from the edge without a response message: the reply goes to the sink
-  // (see rpc_sink in messages.hpp), sent from the host and log actors' threads.
-  caf::reacts_to<atom::rpc, sched_request_ptr, rpc_sink_ptr>,
-  // A host actor asks for jobs; the dispatch events are appended before the answer.
-  caf::replies_to<atom::get_jobs, job_request_ptr>::with<job_grant_ptr>,
-  // The same for an RPC answered through the edge's sink, without an answer: the project
-  // appends the host's events of the RPC (in the request) and its dispatches, applies them,
-  // completes the reply, tells the host its jobs (deliver), hands the reply to the sink and
-  // asks the log to run what the sink returned once all of it is durable.
-  caf::reacts_to<atom::get_jobs, job_request_ptr, rpc_sink_ptr>,
+  // A scheduler RPC from the edge: authenticates, registers or finds the host, handles its
+  // reports and work request, and appends the RPC's events with its answer to the log, which
+  // hands the answer to the RPC port once they are durable (the only path of an RPC).
+  caf::reacts_to<atom::rpc, sched_request_ptr, rpc_token>,
   // Creates a batch of workunits (admin API); answers when durable.
   caf::replies_to<atom::create, work_batch_ptr>::with<work_created_ptr>,
   // Creates a user account (admin API); answers with its id and authenticator when durable.
@@ -139,7 +104,10 @@ using project_actor = subscriber_actor::extend<
   // The aggregator's per-plan-class factors for GPU-only apps.
   caf::reacts_to<atom::credit, plan_class_scales_ptr>,
   // Imports another server's exported credit data; answers the record count when durable.
-  caf::replies_to<atom::credit, credit_import_ptr>::with<std::uint64_t>>;
+  caf::replies_to<atom::credit, credit_import_ptr>::with<std::uint64_t>,
+  // Every state of the project as the live actors hold it (the project, its hosts, its
+  // sequences and app versions): tests compare it with a replay of the log.
+  caf::replies_to<atom::state>::with<project_world_ptr>>;
 
 /// The assimilation hook and file janitor (actors/assimilator.hpp).
 using assimilator_actor = caf::typed_actor<

@@ -1,7 +1,7 @@
 #include "actors/aggregator.hpp"
 
 #include "actors/messages.hpp"
-#include "actors/project.hpp"
+#include "actors/project_logic.hpp"
 
 #include <caf/all.hpp>
 

@@ -16,18 +16,15 @@ struct app_version_actor_state {
 } // namespace
 
 app_version_actor spawn_app_version(caf::actor_system& sys, app_version_state initial,
-                                    std::uint16_t project, log_actor log, credit_settings credit) {
+                                    std::uint16_t project, credit_settings credit) {
   auto fn = [](app_version_actor::stateful_pointer<app_version_actor_state> self,
-               app_version_state init, std::uint16_t proj, const log_actor& lg,
+               app_version_state init, std::uint16_t proj,
                credit_settings cs) -> app_version_actor::behavior_type {
     self->state.stats = std::move(init);
     self->state.project = proj;
     self->state.credit = cs;
-    self->send(lg, atom::subscribe_v,
-               std::vector<std::uint16_t>{ev::workunit_validated::kind, ev::credit_normalized::kind,
-                                          ev::project_configured::kind},
-               subscriber_actor{self});
     return {
+      // The events that change this version's statistics, routed by its project.
       [self](atom::deliver, const event_batch_ptr& batch) {
         for (const auto& e : *batch) {
           if (e.project != self->state.project)
@@ -43,7 +40,7 @@ app_version_actor spawn_app_version(caf::actor_system& sys, app_version_state in
       },
     };
   };
-  return sys.spawn(fn, std::move(initial), project, std::move(log), credit);
+  return sys.spawn(fn, std::move(initial), project, credit);
 }
 
 } // namespace cobble

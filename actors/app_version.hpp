@@ -1,7 +1,8 @@
 #pragma once
 
-/// The app-version actor: statistics of one app version over its validated results, learned
-/// from the log's workunit_validated events.
+/// The app-version actor: statistics of one app version over its validated results. Its
+/// project routes it the events that change them (validations, normalizations, and the
+/// configuration, which carries the credit settings).
 
 #include "actors/actors.hpp"
 #include "actors/state.hpp"
@@ -10,10 +11,8 @@
 
 namespace cobble {
 
-/// Spawns the actor for one app version and subscribes it to validations, normalizations and
-/// configuration changes (which carry the credit settings).
-app_version_actor
-spawn_app_version(caf::actor_system& sys, app_version_state initial, std::uint16_t project,
-                  log_actor log, credit_settings credit = {});
+/// Spawns the actor for one app version of project `project`.
+app_version_actor spawn_app_version(caf::actor_system& sys, app_version_state initial,
+                                    std::uint16_t project, credit_settings credit = {});
 
 } // namespace cobble

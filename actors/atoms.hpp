@@ -8,6 +8,7 @@
 
 #include "actors/events.hpp"
 #include "actors/rpc.hpp"
+#include "actors/rpc_port.hpp"
 
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/type_id.hpp>
@@ -23,25 +24,16 @@ using event_batch_ptr = std::shared_ptr<const std::vector<event>>;
 using sched_request_ptr = std::shared_ptr<const sched_request>;
 using sched_reply_ptr = std::shared_ptr<const sched_reply>;
 
-struct rpc_context;
-struct job_request;
-struct job_grant;
 struct work_batch;
 struct work_created;
 struct project_summary;
 struct workunit_view;
 struct host_view;
 struct log_status;
-struct host_state;
 struct app_version_state;
-struct validation_notice;
 struct plan_class_scales;
 struct credit_export;
-struct rpc_sink;
 
-using rpc_context_ptr = std::shared_ptr<const rpc_context>;
-using job_request_ptr = std::shared_ptr<const job_request>;
-using job_grant_ptr = std::shared_ptr<const job_grant>;
 using work_batch_ptr = std::shared_ptr<const work_batch>;
 using work_created_ptr = std::shared_ptr<const work_created>;
 using project_summary_ptr = std::shared_ptr<const project_summary>;
@@ -50,8 +42,6 @@ using workunit_list_ptr = std::shared_ptr<const std::vector<workunit_view>>;
 using host_view_ptr = std::shared_ptr<const host_view>;
 using host_list_ptr = std::shared_ptr<const std::vector<host_view>>;
 using log_status_ptr = std::shared_ptr<const log_status>;
-using host_state_ptr = std::shared_ptr<host_state>;
-using result_names_ptr = std::shared_ptr<const std::vector<std::string>>;
 struct user_rec;
 struct wu_files;
 using wu_files_ptr = std::shared_ptr<const wu_files>;
@@ -72,14 +62,13 @@ using sequence_list_ptr = std::shared_ptr<const std::vector<sequence_view>>;
 using app_list_ptr = std::shared_ptr<const std::vector<app_rec>>;
 using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
 using app_version_state_ptr = std::shared_ptr<const app_version_state>;
-using validation_notices_ptr = std::shared_ptr<const std::vector<validation_notice>>;
 using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
 using credit_export_ptr = std::shared_ptr<const credit_export>;
 using credit_import_ptr = std::shared_ptr<const ev::credit_imported>;
-/// Where a scheduler RPC's reply goes without a response message (actors/messages.hpp).
-using rpc_sink_ptr = std::shared_ptr<const rpc_sink>;
-/// Run by the log actor, on its thread, once every event appended before is durable.
-using durable_callback_ptr = std::shared_ptr<const std::function<void()>>;
+/// A scheduler RPC's answer, handed to the RPC port once durable (actors/rpc_port.hpp).
+using rpc_answer_ptr = std::shared_ptr<const rpc_answer>;
+struct project_world;
+using project_world_ptr = std::shared_ptr<const project_world>;
 
 } // namespace cobble
 
@@ -87,18 +76,15 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, append, "append")
   CAF_ADD_ATOM(cobble, cobble::atom, sync, "sync")
   CAF_ADD_ATOM(cobble, cobble::atom, deliver, "deliver")
-  CAF_ADD_ATOM(cobble, cobble::atom, subscribe, "subscribe")
   CAF_ADD_ATOM(cobble, cobble::atom, flush, "flush")
   CAF_ADD_ATOM(cobble, cobble::atom, snapshot, "snapshot")
   CAF_ADD_ATOM(cobble, cobble::atom, status, "status")
   CAF_ADD_ATOM(cobble, cobble::atom, rpc, "rpc")
-  CAF_ADD_ATOM(cobble, cobble::atom, get_jobs, "get_jobs")
   CAF_ADD_ATOM(cobble, cobble::atom, create, "create")
   CAF_ADD_ATOM(cobble, cobble::atom, workunit, "workunit")
   CAF_ADD_ATOM(cobble, cobble::atom, list, "list")
   CAF_ADD_ATOM(cobble, cobble::atom, host, "host")
   CAF_ADD_ATOM(cobble, cobble::atom, tick, "tick")
-  CAF_ADD_ATOM(cobble, cobble::atom, timeout, "timeout")
   CAF_ADD_ATOM(cobble, cobble::atom, state, "state")
   CAF_ADD_ATOM(cobble, cobble::atom, start, "start")
   CAF_ADD_ATOM(cobble, cobble::atom, user, "user")
@@ -108,7 +94,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, app, "app")
   CAF_ADD_ATOM(cobble, cobble::atom, sequence, "sequence")
   CAF_ADD_ATOM(cobble, cobble::atom, command, "command")
-  CAF_ADD_ATOM(cobble, cobble::atom, validated, "validated")
   CAF_ADD_ATOM(cobble, cobble::atom, normalize, "normalize")
   CAF_ADD_ATOM(cobble, cobble::atom, credit, "credit")
 CAF_END_TYPE_ID_BLOCK(cobble)
@@ -116,9 +101,6 @@ CAF_END_TYPE_ID_BLOCK(cobble)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sched_request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sched_reply_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::rpc_context_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::job_request_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::job_grant_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::work_batch_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::work_created_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::project_summary_ptr)
@@ -127,8 +109,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::workunit_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_view_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::log_status_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_state_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_names_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::user_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)
@@ -140,9 +120,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::seq_command_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_view_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_version_state_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::validation_notices_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::plan_class_scales_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_export_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_import_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::rpc_sink_ptr)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::durable_callback_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::rpc_answer_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::project_world_ptr)

@@ -115,35 +115,24 @@ snapshotter(snapshotter_actor::stateful_pointer<snapshotter_state> self,
   };
 }
 
-struct subscription {
-  std::set<std::uint16_t> kinds; // empty: all
-  subscriber_actor handle;
-};
-
 struct log_state {
   std::shared_ptr<storage::event_store> store;
+  std::shared_ptr<rpc_port> port;
   snapshotter_actor snap;
   std::vector<event> pending;
-  std::vector<caf::actor_addr> origins; // parallel to pending
   std::vector<caf::typed_response_promise<std::uint64_t>> waiting;
-  std::vector<durable_callback_ptr> callbacks; ///< Sync barriers without a response message.
+  /// Scheduler RPC answers waiting for the events appended before them.
+  std::vector<rpc_answer_ptr> answers;
   bool flush_scheduled = false;
-  std::vector<subscription> subscribers;
   std::vector<std::uint64_t> buckets = std::vector<std::uint64_t>(16, 0);
   static inline const char* name = "log";
-};
 
-void run_callback(const durable_callback_ptr& cb) {
-  if (!cb || !*cb)
-    return;
-  try {
-    (*cb)();
-  } catch (const std::exception& e) {
-    spdlog::error("log: a durability callback threw: {}", e.what());
-  } catch (...) {
-    spdlog::error("log: a durability callback threw");
+  /// Hands an answer to the RPC port (none in some tests: the answer is dropped then).
+  void answer(const rpc_answer_ptr& a) const {
+    if (port && a)
+      port->answer(a->token, a->reply);
   }
-}
+};
 
 void flush(log_actor::stateful_pointer<log_state> self) {
   auto& st = self->state;
@@ -163,35 +152,18 @@ void flush(log_actor::stateful_pointer<log_state> self) {
     auto bucket = std::min<std::size_t>(std::bit_width(records.size() - 1), st.buckets.size() - 1);
     ++st.buckets[records.size() <= 1 ? 0 : bucket];
     auto all = std::make_shared<std::vector<event>>(std::move(st.pending));
-    auto origins = std::move(st.origins);
     st.pending.clear();
-    st.origins.clear();
-    for (auto& sub : st.subscribers) {
-      auto mine = std::make_shared<std::vector<event>>();
-      auto sub_addr = sub.handle.address();
-      for (std::size_t i = 0; i < all->size(); ++i) {
-        const auto& e = (*all)[i];
-        if (origins[i] == sub_addr)
-          continue;
-        if (!sub.kinds.empty() && sub.kinds.count(kind_of(e.data)) == 0)
-          continue;
-        mine->push_back(e);
-      }
-      if (!mine->empty())
-        self->send(sub.handle, atom::deliver_v, event_batch_ptr{std::move(mine)});
-    }
     self->send(st.snap, atom::deliver_v, event_batch_ptr{std::move(all)});
   }
   auto last = st.store->last_seq();
   for (auto& rp : st.waiting)
     rp.deliver(last);
   st.waiting.clear();
-  // Straight from the commit: no message back to the waiter (one thread hand-off fewer per
-  // scheduler RPC). The callbacks only hand a finished reply to its connection.
-  auto callbacks = std::move(st.callbacks);
-  st.callbacks.clear();
-  for (const auto& cb : callbacks)
-    run_callback(cb);
+  // Straight from the commit to the connection: no message back to the project.
+  auto answers = std::move(st.answers);
+  st.answers.clear();
+  for (const auto& a : answers)
+    st.answer(a);
 }
 
 void schedule_flush(log_actor::stateful_pointer<log_state> self) {
@@ -203,8 +175,9 @@ void schedule_flush(log_actor::stateful_pointer<log_state> self) {
 
 log_actor::behavior_type
 log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::event_store> store,
-         std::uint64_t recovered_seq, log_options opts) {
+         std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port) {
   self->state.store = store;
+  self->state.port = std::move(port);
   auto snap_opts = opts;
   if (opts.detached)
     self->state.snap = self->system().spawn<caf::detached>(snapshotter, store, recovered_seq,
@@ -214,11 +187,19 @@ log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::e
   self->link_to(self->state.snap);
   return {
     [self](atom::append, const event_batch_ptr& batch) {
-      auto origin = caf::actor_cast<caf::actor_addr>(self->current_sender());
-      for (const auto& e : *batch) {
-        self->state.pending.push_back(e);
-        self->state.origins.push_back(origin);
+      auto& pending = self->state.pending;
+      pending.insert(pending.end(), batch->begin(), batch->end());
+      schedule_flush(self);
+    },
+    [self](atom::append, const event_batch_ptr& batch, const rpc_answer_ptr& answer) {
+      auto& st = self->state;
+      st.pending.insert(st.pending.end(), batch->begin(), batch->end());
+      if (st.pending.empty()) {
+        // Nothing waits to be durable: answer at once (a refusal, a report-free poll).
+        st.answer(answer);
+        return;
       }
+      st.answers.push_back(answer);
       schedule_flush(self);
     },
     [self](atom::sync) -> caf::result<std::uint64_t> {
@@ -229,19 +210,7 @@ log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::e
       schedule_flush(self);
       return rp;
     },
-    [self](atom::sync, const durable_callback_ptr& cb) {
-      if (self->state.pending.empty()) {
-        run_callback(cb);
-        return;
-      }
-      self->state.callbacks.push_back(cb);
-      schedule_flush(self);
-    },
     [self](atom::flush) { flush(self); },
-    [self](atom::subscribe, const std::vector<std::uint16_t>& kinds, subscriber_actor who) {
-      self->state.subscribers.push_back(
-        subscription{std::set<std::uint16_t>(kinds.begin(), kinds.end()), std::move(who)});
-    },
     [self](atom::snapshot) -> caf::result<std::uint64_t> {
       flush(self);
       return self->delegate(self->state.snap, atom::snapshot_v);
@@ -266,15 +235,15 @@ log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::e
 } // namespace
 
 log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
-                    std::uint64_t recovered_seq, log_options opts) {
+                    std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port) {
   auto fn = [](log_actor::stateful_pointer<log_state> self,
-               std::shared_ptr<storage::event_store> st, std::uint64_t seq,
-               log_options o) -> log_actor::behavior_type {
-    return log_impl(self, std::move(st), seq, o);
+               std::shared_ptr<storage::event_store> st, std::uint64_t seq, log_options o,
+               std::shared_ptr<rpc_port> p) -> log_actor::behavior_type {
+    return log_impl(self, std::move(st), seq, o, std::move(p));
   };
   if (opts.detached)
-    return sys.spawn<caf::detached>(fn, std::move(store), recovered_seq, opts);
-  return sys.spawn(fn, std::move(store), recovered_seq, opts);
+    return sys.spawn<caf::detached>(fn, std::move(store), recovered_seq, opts, std::move(port));
+  return sys.spawn(fn, std::move(store), recovered_seq, opts, std::move(port));
 }
 
 caf::expected<world>

@@ -1,11 +1,12 @@
 #pragma once
 
 /// The log actor: owns the event store, group-commits appends (one WriteBatch and one sync
-/// for every append that arrived while the previous commit ran), answers syncs once durable,
-/// delivers durable events in seq order to subscribers, and tells the snapshotter how far the
+/// for every append that arrived while the previous commit ran), answers syncs and hands
+/// scheduler RPC answers to the RPC port once durable, and tells the snapshotter how far the
 /// log is.
 
 #include "actors/actors.hpp"
+#include "actors/rpc_port.hpp"
 #include "actors/state.hpp"
 #include "storage/event_store.hpp"
 
@@ -36,11 +37,13 @@ bool snapshot_due(const log_options& opts, std::uint64_t events_since,
                   std::chrono::steady_clock::duration since_last,
                   std::chrono::steady_clock::duration last_took);
 
-/// Spawns the log actor. `recovered_seq` is the seq of the world rebuilt at start. The
-/// snapshotter keeps no copy of the world: a snapshot rebuilds the state at the last durable
-/// seq from the store (newest snapshot plus the events after it), writes it and frees it.
-log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
-                    std::uint64_t recovered_seq, log_options opts);
+/// Spawns the log actor. `recovered_seq` is the seq of the world rebuilt at start; `port`
+/// receives the scheduler RPC answers (null: they are dropped). The snapshotter keeps no
+/// copy of the world: a snapshot rebuilds the state at the last durable seq from the store
+/// (newest snapshot plus the events after it), writes it and frees it.
+log_actor
+spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
+          std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port = nullptr);
 
 /// Rebuilds the world from the newest snapshot and the events after it. With `from_scratch`
 /// it ignores snapshots and folds every event. Fails on a corrupt event or snapshot, naming

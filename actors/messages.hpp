@@ -5,7 +5,6 @@
 #include "actors/atoms.hpp"
 #include "actors/state.hpp"
 
-#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -13,31 +12,7 @@
 
 namespace cobble {
 
-/// The edge's side of a scheduler RPC that travels without a response message (the reply
-/// goes straight from the project or host actor and the log actor to the HTTP connection,
-/// not through a bridge actor). `ready` is called once, on the thread of the actor that
-/// finishes the reply (the project when the RPC asked it for jobs, else the host), with the
-/// reply; it renders it and returns what to do once the reply's events are durable, which
-/// the log actor calls on its thread right after the commit (the sync barrier). Neither may
-/// block.
-/// Dropping the sink without calling it (an actor went away) drops the request too.
-struct rpc_sink {
-  std::function<std::function<void()>(const sched_reply_ptr&)> ready;
-};
-
-/// What the project tells a host actor about the RPC it forwards.
-struct rpc_context {
-  id_type host = 0;
-  bool new_host = false; ///< The reply must carry the host id.
-  user_rec user;
-  std::string project_name; ///< Long name, for the reply.
-  double request_delay = 5;
-  std::optional<double> next_rpc_delay;
-  credit_totals host_credit{};         ///< The host's credit (the user's is in `user`).
-  double credit_half_life = 7 * 86400; ///< To decay recent averages to the reply's time.
-};
-
-/// What a host actor knows of one of its app versions that job selection needs.
+/// What a host's state says of one of its app versions that job selection needs.
 struct version_hint {
   int jobs_left = -1;     ///< Jobs it may still get today; negative: no quota yet.
   average_var et{};       ///< ETmean(H,V): elapsed/E(J).
@@ -45,7 +20,7 @@ struct version_hint {
   spau_spread spau_var{}; ///< The spread of its samples.
 };
 
-/// A host actor's request for jobs, per resource type.
+/// A host's request for jobs, per resource type (host_logic::job_request_for).
 struct job_request {
   id_type host = 0;
   host_info_rec info;
@@ -64,12 +39,6 @@ struct job_request {
   std::map<std::uint32_t, version_hint> hints{}; ///< By app version id (anonymous ids too).
   /// AutoFlops figures the client reported per app version (its seconds_per_app_unit).
   std::vector<app_unit_version> unit_versions{};
-  /// Only when the request travels with the edge's sink (the project finishes the RPC): the
-  /// host's own events of the RPC (decided and applied by the host, not yet appended), which
-  /// the project appends before its dispatches and applies as the log would deliver them,
-  /// and the reply the host has begun, which the project completes and hands to the sink.
-  std::shared_ptr<std::vector<event>> events{};
-  std::shared_ptr<sched_reply> reply{};
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.
@@ -83,8 +52,8 @@ struct granted_job {
   std::uint32_t app = 0;       ///< The job's app id.
 };
 
-/// The validator's word to a host on one of its results (the host records it as a
-/// host_result_validated event in its own order).
+/// The validator's word to a host on one of its results (host_logic::learn records it as a
+/// host_result_validated event).
 struct validation_notice {
   std::string result_name;
   ev::host_result_validated data;

@@ -88,7 +88,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   lo.snapshot_time_share = cfg.server.snapshot_time_share;
   lo.snapshots_kept = cfg.server.snapshots_kept;
   lo.detached = opts.detached_log;
-  auto log = spawn_log(sys, store, w.seq, lo);
+  auto log = spawn_log(sys, store, w.seq, lo, opts.port);
   out.log = log;
   auto st = std::make_shared<node_state>();
   st->log = log;
@@ -106,7 +106,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
     auto credit = credit_settings_from(pc.credit);
     auto add_version = [&](app_version_state av) {
       auto id = av.id;
-      auto a = spawn_app_version(sys, std::move(av), index, log, credit);
+      auto a = spawn_app_version(sys, std::move(av), index, credit);
       st->versions.push_back(a);
       init.versions.emplace(id, a);
     };
@@ -151,8 +151,15 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   out.node = sys.spawn(
     [](node_actor::pointer self,
        const std::shared_ptr<node_state>& shared) -> node_actor::behavior_type {
+      // Every component the node spawned: any of them going down for another reason than
+      // the orderly shutdown stops the process (fail-stop).
       for (auto& p : shared->projects)
         self->monitor(p);
+      for (auto& v : shared->versions)
+        self->monitor(v);
+      if (shared->assimilator)
+        self->monitor(shared->assimilator);
+      self->monitor(shared->aggregator);
       self->monitor(shared->log);
       self->set_down_handler([](const caf::down_msg& m) {
         if (m.reason && m.reason != caf::exit_reason::user_shutdown) {

@@ -1,11 +1,13 @@
 #pragma once
 
-/// The node: recovers the world from the log, spawns the log, app-version and project
-/// actors, monitors them (an abnormal exit of any of them stops the process: fail-stop), and
-/// shuts them down in order (projects, then a final snapshot, then the log).
+/// The node: recovers the world from the log, spawns the log, assimilator, aggregator,
+/// app-version and project actors, monitors every one of them (an abnormal exit of any stops
+/// the process: fail-stop), and shuts them down in order (projects, then a final snapshot,
+/// then the log).
 
 #include "actors/actors.hpp"
 #include "actors/clock.hpp"
+#include "actors/rpc_port.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 #include "storage/file_store.hpp"
@@ -39,6 +41,9 @@ struct node_options {
   bool detached_log = true; ///< Off in deterministic tests (also for the assimilator).
   /// The data directory's files; null: no assimilator (files are left alone).
   std::shared_ptr<storage::file_store> files;
+  /// Where scheduler RPC answers go once durable (the edge; a test's collector); null: they
+  /// are dropped.
+  std::shared_ptr<rpc_port> port;
 };
 
 /// Recovers state from `store` and starts every actor. Fails (changing nothing) when the log

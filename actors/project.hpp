@@ -1,183 +1,80 @@
 #pragma once
 
-/// The project actor: accounts, apps, workunits and results through their lifecycle, the
-/// job cache, the validator, the assimilation hook and the deadline sweep.
+/// The project actor: one per project. It owns the project's state (accounts, apps, hosts,
+/// workunits and results) and every host's state, and serves its hosts' scheduler RPCs in one
+/// step: admission, the host's decisions (host_logic), job selection and validation
+/// (project_logic), then one append of the RPC's events with its answer, which the log hands
+/// to the edge once durable. It routes every event it decides or learns to the sequence and
+/// app-version actors that own the rest of the state (owners_of, actors/routing.hpp), hands
+/// finished work to the assimilator, and runs the deadline sweep and the periodic credit
+/// normalization.
 ///
-/// The decisions live in `project_logic` (plain methods, testable without actors); the
-/// behavior is a list of thin handlers that call them, apply the events and append them.
+/// The decisions live in project_logic and host_logic (plain methods, testable without
+/// actors); the behavior is a list of short handlers that call them.
 
 #include "actors/actors.hpp"
 #include "actors/assimilator.hpp"
 #include "actors/clock.hpp"
-#include "actors/messages.hpp"
-#include "actors/state.hpp"
+#include "actors/host_logic.hpp"
+#include "actors/project_logic.hpp"
 #include "config/config.hpp"
 
 #include <caf/actor_system.hpp>
-#include <caf/expected.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
-#include <functional>
+#include <map>
 #include <set>
 #include <unordered_map>
 
 namespace cobble {
-
-/// Converts a configured project into the apps of a project_configured event, keeping the
-/// ids of apps and versions that `current` already has (ids are never reused).
-std::vector<app_rec>
-apps_from_config(const config::project_config& cfg, const std::vector<app_rec>& current);
-
-/// The AutoFlops settings and credit policy of a configured app, as events carry them.
-autoflops_settings autoflops_settings_from(const config::app_config& ac);
-
-/// The credit settings of a project's configuration, as events carry them.
-credit_settings credit_settings_from(const config::credit_config& cfg);
-
-/// The key under which a version's scale is aggregated across projects: its plan class, or
-/// its resource name ("CPU", "NVIDIA", ...) when it has none.
-std::string plan_class_key(const std::string& plan_class, std::uint8_t resource);
-
-/// The cross-project aggregation: per plan class, the mean Scale(V) of the versions of apps
-/// that have both CPU and GPU versions, weighted by their recent average credit (a plain mean
-/// when none has credit yet), over every export given (local projects and imports).
-plan_class_scales aggregate_scales(const std::vector<credit_export>& exports);
-
-/// A random account key (32 hex characters from OpenSSL's generator).
-std::string random_authenticator();
-
-/// The decisions of a project, over its state. Every method that returns events has already
-/// applied them to `state`.
-class project_logic {
-public:
-  project_state state;
-
-  /// Events that bring the state in line with the configuration (apps, seed users).
-  std::vector<event> configure(const config::project_config& cfg, time_us now);
-
-  /// Validates and creates a batch of work (all or nothing).
-  caf::expected<std::vector<event>>
-  create_work(const work_batch& batch, time_us now, work_created& out);
-
-  /// Creates a user account.
-  caf::expected<event> create_user(const std::string& name, const std::string& email,
-                                   const std::string& authenticator, time_us now);
-
-  /// Registers a new host of a user.
-  event register_host(id_type user, const host_info_rec& info, time_us now);
-
-  /// Picks jobs for a host's request, per resource type, and dispatches them.
-  std::vector<granted_job>
-  select_jobs(const job_request& req, time_us now, std::vector<event>& events);
-
-  /// What the credit system records of a dispatch, and the runtime the host is told.
-  struct dispatch_credit {
-    double peak_flops = 0;  ///< peak_flops(J), in the dispatch event.
-    int jobs_per_day = 0;   ///< Initial daily quota of the (host, version) (0: unlimited).
-    double runtime = 0;     ///< R(J,H), seconds.
-    double fpops_scale = 1; ///< Scales rsc_fpops_est/bound so the client arrives at R(J,H).
-    /// AutoFlops completion time estimate and bound (seconds; 0: none) and the FLOPS the
-    /// client divides by: rsc_fpops_est/bound become estimate/bound × flops.
-    double est_seconds = 0;
-    double bound_seconds = 0;
-    double flops = 0;
-  };
-
-  /// AutoFlops figures of the apps for a reply: every app of `sent` and every app with both
-  /// CPU and GPU versions.
-  std::vector<app_units_info> app_units_infos(const std::set<std::uint32_t>& sent) const;
-
-  /// Dispatches one unsent result to a host with the chosen version (the job for the reply).
-  granted_job dispatch(const app_rec& app, result_ref ref, id_type host, const version_echo& echo,
-                       time_us now, std::vector<event>& events, const dispatch_credit& credit);
-
-  // -- work sequences --
-
-  /// Validates a new work sequence and creates it with its first elements.
-  caf::expected<event> create_sequence(const sequence_spec& spec, time_us now);
-
-  /// What a host's RPC means for sequences: the listed sequences it no longer holds, and
-  /// the sequences to ask (those assigned to it, and unassigned ones it may take).
-  struct sequence_plan {
-    std::vector<std::string> revoked;
-    std::vector<std::pair<id_type, seq_query>> queries;
-  };
-  sequence_plan
-  plan_sequences(const job_request& req, std::uint32_t high_water, std::uint32_t per_host) const;
-
-  /// Dispatches the elements a sequence picked for the host (those still unsent).
-  std::vector<granted_job>
-  dispatch_sequence(const job_request& req, const std::vector<id_type>& wus, time_us now,
-                    std::vector<event>& events);
-
-  /// The results the client holds (`other_results`) that a sequence took back from it.
-  std::vector<std::string> sequence_aborts(const job_request& req) const;
-
-  /// Estimated seconds of one job of `app` with `params` on the requesting host: its
-  /// average elapsed time with the version it would run, else the FLOPs estimate.
-  std::optional<double>
-  estimate_seconds(const app_rec& app, const wu_params& params, const job_request& req) const;
-
-  /// Applies events a sequence decided; returns the workunits whose transitions to run.
-  std::set<id_type> apply_sequence_events(const std::vector<event>& events);
-
-  /// Moves a workunit along: validation, assimilation, new replicas, failure.
-  std::vector<event> transition(id_type wu, time_us now);
-
-  /// Results in progress whose deadline is past, grouped by host (popped from the index).
-  std::map<id_type, std::vector<std::string>> overdue(time_us now);
-
-  /// The max_nbytes of output file `name` when it belongs to a result in progress on `host`
-  /// (0: on any host); nullopt otherwise.
-  std::optional<double> upload_limit(std::string_view name, id_type host) const;
-
-  /// The files of a finished workunit, for the assimilator.
-  wu_files files_of(id_type wu, double delete_after_seconds, double quiet_seconds) const;
-
-  /// The sequence elements whose state files this (applied) sequence event released.
-  std::vector<id_type> released_by(const event& e) const;
-
-  /// Records that a finished workunit's files are gone.
-  std::vector<event> files_deleted(id_type wu, std::vector<std::string> inputs, time_us now);
-
-  /// Applies an event decided elsewhere (delivered by the log).
-  void apply_delivered(const event& e) { apply(state, e); }
-
-  /// What each host must learn of a workunit_validated event this project decided.
-  std::map<id_type, std::vector<validation_notice>> notices(const event& validated) const;
-
-  /// The periodic cross-version normalization, from the app versions' statistics: one
-  /// credit_normalized event per app whose min_avg_pfc or scales changed. `cross_project`
-  /// gives the factors for apps that have only GPU versions.
-  std::vector<event> normalize(const std::vector<app_version_state>& stats,
-                               const plan_class_scales& cross_project, time_us now);
-
-  /// The per-app-version export (app, platform, plan class, recent average credit, scale).
-  credit_export
-  export_credit(const std::map<std::uint32_t, app_version_state>& stats, time_us now) const;
-
-  /// Records another server's export (validated: a source name, finite positive scales).
-  caf::expected<event> import_credit(ev::credit_imported import, time_us now);
-
-private:
-  event make(payload p, time_us now) const;
-  void emit(std::vector<event>& out, payload p, time_us now);
-};
 
 /// Everything the project actor needs at spawn.
 struct project_init {
   config::project_config config;
   std::uint16_t index = 0;
   project_state state;                           ///< Recovered state.
-  std::unordered_map<id_type, host_state> hosts; ///< Recovered host states (dormant).
+  std::unordered_map<id_type, host_state> hosts; ///< Recovered host states.
   log_actor log;
   clock_ptr clk;
   assimilator_actor assimilator;               ///< May be null (tests): files are then left alone.
   std::map<id_type, sequence_state> sequences; ///< Recovered sequence states.
-  /// The project's app-version actors by version id (normalization reads their statistics).
+  /// The project's app-version actors by version id (they get the events that change their
+  /// statistics; normalization reads them).
   std::map<std::uint32_t, app_version_actor> versions;
 };
 
-/// Spawns a project actor and subscribes it to the events it learns from the log.
+/// The state of a project actor.
+struct project_actor_state {
+  project_logic logic;
+  config::project_config config;
+  log_actor log;
+  clock_ptr clk;
+  assimilator_actor assimilator;
+  /// Every host's state: the project decides for its hosts (host_logic).
+  std::unordered_map<id_type, host_state> hosts;
+  host_settings host_config; ///< What host_logic needs of the configuration.
+  std::map<id_type, work_sequence_actor> sequences;
+  /// Routed events waiting for the next append to go to their sequence and app-version
+  /// actors (route, append in actors/project_flow.hpp). Empty between messages.
+  std::map<id_type, std::vector<event>> to_sequences;
+  std::map<std::uint32_t, std::vector<event>> to_versions;
+  time_us next_sequence_check = 0; ///< When the sequences next check their hosts.
+  /// Released state uploads whose grace period is over but whose files were still in use
+  /// (by an element that restarted from them); looked at again as workunit files go.
+  std::set<id_type> release_due;
+  std::map<std::uint32_t, app_version_actor> versions;
+  plan_class_scales cross_project;                       ///< From the aggregator (not durable).
+  std::map<std::uint32_t, app_version_state> last_stats; ///< Of the last normalization.
+  static inline const char* name = "project";
+};
+
+using project_ptr = project_actor::stateful_pointer<project_actor_state>;
+
+/// The project actor's behavior.
+project_actor::behavior_type project(project_ptr self, project_init init);
+
+/// Spawns a project actor.
 project_actor spawn_project(caf::actor_system& sys, project_init init);
 
 } // namespace cobble

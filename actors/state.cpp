@@ -1,5 +1,6 @@
 #include "actors/state.hpp"
 
+#include "actors/routing.hpp"
 #include "actors/snapshot_load.hpp"
 #include "storage/codec.hpp"
 
@@ -854,49 +855,30 @@ void apply(world& w, const event& e) {
     w.projects.resize(e.project + 1);
   auto& pw = w.projects[e.project];
   pw.project.index = e.project;
+  // The project first: a host applies a result event under the result's name, which the
+  // project knows.
   apply(pw.project, e);
-  if (auto cfg = std::get_if<ev::project_configured>(&e.data)) {
-    for (const auto& a : cfg->apps)
-      for (const auto& v : a.versions)
-        pw.app_versions[v.id].id = v.id;
-  }
-  if (auto h = host_of(e.data)) {
+  auto owners = owners_of(e.data);
+  for (auto h : owners.hosts) {
+    auto i = pw.hosts.find(h);
+    if (i == pw.hosts.end()) {
+      if (!std::holds_alternative<ev::host_registered>(e.data))
+        continue;
+      i = pw.hosts.emplace(h, host_state{}).first;
+    }
     std::string name;
     if (auto r = result_of(e.data))
       name = pw.project.result_name(*r);
-    apply(pw.hosts[*h], e, name, pw.project.credit);
+    apply(i->second, e, name, pw.project.credit);
   }
-  for (auto h : hosts_of_sequence_event(e.data))
-    if (auto i = pw.hosts.find(h); i != pw.hosts.end())
-      apply(i->second, e, {}, pw.project.credit);
-  // The sequence: its own events, and those of its workunits.
-  {
-    auto [kind, id] = entity_of(e.data);
-    id_type seq = 0;
-    if (kind == entity_kind::sequence)
-      seq = id;
-    else if (kind == entity_kind::workunit)
-      seq = sequence_of_wu(id);
-    if (seq != 0
-        && (pw.sequences.count(seq) || std::holds_alternative<ev::sequence_created>(e.data)))
-      apply(pw.sequences[seq], e);
-  }
-  if (auto x = std::get_if<ev::workunit_validated>(&e.data)) {
-    std::set<std::uint32_t> versions;
-    for (const auto& v : x->verdicts)
-      versions.insert(v.app_version_id);
-    for (auto id : versions) {
-      auto& av = pw.app_versions[id];
-      av.id = id;
-      apply(av, e, pw.project.credit);
-    }
-  }
-  if (auto x = std::get_if<ev::credit_normalized>(&e.data)) {
-    for (const auto& v : x->versions) {
-      auto& av = pw.app_versions[v.id];
-      av.id = v.id;
-      apply(av, e, pw.project.credit);
-    }
+  if (owners.sequence != 0
+      && (pw.sequences.count(owners.sequence)
+          || std::holds_alternative<ev::sequence_created>(e.data)))
+    apply(pw.sequences[owners.sequence], e);
+  for (auto id : owners.app_versions) {
+    auto& av = pw.app_versions[id];
+    av.id = id;
+    apply(av, e, pw.project.credit);
   }
   if (e.seq != 0)
     w.seq = e.seq;

@@ -339,7 +339,6 @@ struct work_sequence_state {
   log_actor log;
   project_actor project;
   clock_ptr clk;
-  double check_interval = 60;
   std::uint32_t slow_lag = 0;
   static inline const char* name = "work_sequence";
 };
@@ -362,15 +361,6 @@ void publish(seq_ptr self, std::vector<event> events) {
              event_batch_ptr{std::make_shared<std::vector<event>>(std::move(events))});
 }
 
-void schedule_check(seq_ptr self) {
-  auto period = seconds_to_us(std::max(self->state.check_interval, 0.01));
-  auto addr = self->address();
-  self->state.clk->schedule(period, [addr] {
-    if (auto h = caf::actor_cast<caf::actor>(addr))
-      caf::anon_send(h, atom::tick_v);
-  });
-}
-
 } // namespace
 
 work_sequence_actor spawn_work_sequence(caf::actor_system& sys, work_sequence_init init) {
@@ -382,10 +372,7 @@ work_sequence_actor spawn_work_sequence(caf::actor_system& sys, work_sequence_in
     setup.log = in.log;
     setup.project = in.project;
     setup.clk = in.clk;
-    setup.check_interval = in.check_interval;
     setup.slow_lag = in.slow_replica_lag;
-    if (!setup.logic.state.ended)
-      schedule_check(self);
     return {
       [self](atom::deliver, const event_batch_ptr& batch) {
         publish(self, self->state.logic.absorb(*batch, self->state.clk->now()));
@@ -421,7 +408,6 @@ work_sequence_actor spawn_work_sequence(caf::actor_system& sys, work_sequence_in
                          "position {}",
                          st.logic.state.name, d->replica, d->host, d->reason, d->restart);
         publish(self, std::move(events));
-        schedule_check(self);
       },
     };
   };

@@ -68,11 +68,12 @@ struct work_sequence_init {
   clock_ptr clk;
   std::uint16_t project_index = 0;
   std::vector<std::string> output_names; ///< The app's output open names.
-  double check_interval = 60;            ///< Seconds between relocation checks.
   std::uint32_t slow_replica_lag = 0;
 };
 
-/// Spawns a work_sequence actor; it arms its relocation check until the sequence ends.
+/// Spawns a work_sequence actor. Its relocation checks come from its project (atom::tick,
+/// after the project appended and delivered the deadline sweep), so that a sequence never
+/// decides on a missed deadline before it has seen the timeouts the log already holds.
 work_sequence_actor spawn_work_sequence(caf::actor_system& sys, work_sequence_init init);
 
 } // namespace cobble

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <stdexcept>
 
 namespace cobble::net {
 
@@ -33,6 +34,29 @@ response shaped(const reply_shape& shape, http::status status, std::string body,
   return res;
 }
 
+/// The XML of a scheduler reply, each output file signed for the host (the upload handler
+/// accepts the file only with its token). Runs on the connection's strand.
+std::string
+render_reply(const edge_context& ctx, const sched_reply& reply, const reply_urls& urls) {
+  try {
+    if (ctx.files
+        && std::any_of(reply.files.begin(), reply.files.end(),
+                       [](const file_description& f) { return f.is_output; })) {
+      auto signed_reply = reply;
+      for (auto& f : signed_reply.files)
+        if (f.is_output)
+          f.xml_signature = ctx.files->sign(f.name, reply.host);
+      return write_sched_reply(signed_reply, urls);
+    }
+    return write_sched_reply(reply, urls);
+  } catch (const std::exception& e) {
+    spdlog::error("scheduler reply could not be written: {}", e.what());
+    return write_sched_reply(sched_reply::error("The server had a problem; it will be retried.",
+                                                ctx.error_request_delay),
+                             urls);
+  }
+}
+
 void serve_scheduler(const std::shared_ptr<edge_context>& ctx, const std::string& name,
                      const project_actor& project, request&& req, const responder& respond) {
   auto start = std::chrono::steady_clock::now();
@@ -49,51 +73,23 @@ void serve_scheduler(const std::shared_ptr<edge_context>& ctx, const std::string
     return;
   }
   auto rq = std::make_shared<const sched_request>(std::move(*parsed.value));
-  // No bridge actor: the project and host actors hand the reply to this sink. `ready` runs on
-  // the host actor's thread and renders the reply; what it returns runs on the log actor's
-  // thread right after the commit that made the reply's events durable, and only passes the
-  // response to the connection (which posts it to the connection's strand).
-  auto sink = std::make_shared<rpc_sink>();
-  sink->ready = [ctx, rq, urls = std::move(urls), shape, respond,
-                 start](const sched_reply_ptr& reply) -> std::function<void()> {
-    std::string body;
-    try {
-      if (ctx->files
-          && std::any_of(reply->files.begin(), reply->files.end(),
-                         [](const file_description& f) { return f.is_output; })) {
-        // Each output carries a token binding it to this host; the upload handler accepts
-        // the file only with it.
-        auto signed_reply = *reply;
-        for (auto& f : signed_reply.files)
-          if (f.is_output)
-            f.xml_signature = ctx->files->sign(f.name, reply->host);
-        body = write_sched_reply(signed_reply, urls);
-      } else {
-        body = write_sched_reply(*reply, urls);
-      }
-    } catch (const std::exception& e) {
-      spdlog::error("scheduler reply could not be written: {}", e.what());
-      body = write_sched_reply(sched_reply::error("The server had a problem; it will be retried.",
-                                                  ctx->error_request_delay),
-                               urls);
-    }
-    auto res = std::make_shared<response>(
-      shaped(shape, http::status::ok, std::move(body), "text/xml"));
-    std::size_t jobs = reply->results.size();
-    bool refused = reply->userid == 0;
-    return [ctx, rq, res, respond, start, jobs, refused]() {
+  // Runs on the log actor's thread right after the commit that made the reply's events
+  // durable: it only hands the rendering to the connection's strand.
+  auto token = ctx->port->park([ctx, reported = rq->results.size(), urls = std::move(urls), shape,
+                                respond, start](std::shared_ptr<const sched_reply> reply) {
+    respond.later([ctx, reported, urls, shape, start, reply = std::move(reply)] {
       auto& m = *ctx->metrics;
       m.rpcs++;
-      if (refused)
+      if (reply->userid == 0)
         m.rpc_refused++;
-      m.jobs_sent += jobs;
-      m.results_reported += rq->results.size();
+      m.jobs_sent += reply->results.size();
+      m.results_reported += reported;
+      auto res = shaped(shape, http::status::ok, render_reply(*ctx, *reply, urls), "text/xml");
       m.rpc_latency.observe(std::chrono::steady_clock::now() - start);
-      respond(std::move(*res));
-    };
-  };
-  caf::anon_send(project, atom::rpc_v, sched_request_ptr{std::move(rq)},
-                 rpc_sink_ptr{std::move(sink)});
+      return res;
+    });
+  });
+  caf::anon_send(project, atom::rpc_v, sched_request_ptr{std::move(rq)}, token);
 }
 
 } // namespace
@@ -112,6 +108,8 @@ std::string base_url(const edge_context& ctx, const request& req) {
 }
 
 std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
+  if (!ctx->port)
+    throw std::invalid_argument("edge_routes: the context has no RPC port");
   std::vector<route> routes;
   for (const auto& [name, project] : ctx->projects) {
     auto long_name = ctx->long_names.count(name) ? ctx->long_names.at(name) : name;

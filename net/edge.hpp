@@ -2,10 +2,12 @@
 
 /// The routes that connect HTTP to the actors: each project's master page and scheduler,
 /// /healthz and /metrics. A scheduler request is parsed on the Asio thread into a plain
-/// struct and sent to the project actor with a sink (actors/messages.hpp): the host actor
-/// renders the reply, and the log actor hands it to the connection once it is durable.
+/// struct, parked in the RPC port under a token and sent to the project actor with the token;
+/// the project decides, the log makes the decision durable and hands the reply to the port,
+/// which posts its rendering (XML, output-file signatures) to the connection's strand.
 
 #include "actors/actors.hpp"
+#include "actors/rpc_port.hpp"
 #include "net/http_server.hpp"
 #include "net/metrics.hpp"
 
@@ -30,6 +32,9 @@ struct edge_context {
   std::shared_ptr<edge_metrics> metrics = std::make_shared<edge_metrics>();
   const server_stats* http = nullptr;        ///< Set once the server exists (for /metrics).
   std::shared_ptr<class file_service> files; ///< Signs output files; null: unsigned.
+  /// Where scheduler requests wait for their replies; the same port the log actor answers
+  /// (node_options::port).
+  std::shared_ptr<parked_rpcs> port;
 };
 
 /// The routes of every project plus /healthz and /metrics.

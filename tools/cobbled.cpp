@@ -189,8 +189,12 @@ int program_main(int argc, char** argv) {
   caf::actor_system sys{sys_cfg};
   auto clk = std::make_shared<cobble::system_clock>();
   auto started = std::chrono::steady_clock::now();
+  // The scheduler RPC's one path ends here: the log hands each reply to this port once
+  // durable, and the edge (which parks the requests) renders it on the connection's strand.
+  auto rpc_port = std::make_shared<cobble::parked_rpcs>();
   cobble::node_options node_opts;
   node_opts.files = file_store;
+  node_opts.port = rpc_port;
   auto node = [&] {
     // Recovery builds the whole state on this thread; another faults its heap in meanwhile.
     cobble::heap::prefaulter prefault;
@@ -212,6 +216,7 @@ int program_main(int argc, char** argv) {
   ctx->log = node->log;
   ctx->public_url = cfg.server.public_url;
   ctx->files = files;
+  ctx->port = rpc_port;
   auto routes = cobble::net::edge_routes(ctx);
   cobble::net::admin_context actx;
   actx.sys = &sys;

@@ -2,11 +2,13 @@
 /// CAF's test coordinator, a real event store in a fresh temporary directory, and a manual
 /// clock. Scheduler RPCs come in as a 7.20 anonymous-platform client would send them.
 
+#include "../support/replay_check.hpp"
 #include "../support/temp_dir.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/node.hpp"
+#include "actors/rpc_port.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 
@@ -61,6 +63,8 @@ struct actor_fixture {
   caf::actor_system sys;
   caf::scoped_actor self;
   caf::scheduler::test_coordinator& sched;
+  /// Where the log hands the scheduler replies once durable (the edge's port in cobbled).
+  std::shared_ptr<parked_rpcs> port = std::make_shared<parked_rpcs>();
   node_handles node;
   project_actor project;
   std::string auth; ///< The demo user's account key.
@@ -75,13 +79,16 @@ struct actor_fixture {
 
   ~actor_fixture() {
     try {
+      // Every test ends with the live states equal to a replay of what it logged.
+      if (node.node)
+        test::check_live_matches_replay(self, sched, node, *store);
       stop();
     } catch (...) {
     }
   }
 
   void start() {
-    auto n = start_node(sys, cfg, store, clk, node_options{false, nullptr});
+    auto n = start_node(sys, cfg, store, clk, node_options{false, nullptr, port});
     REQUIRE(static_cast<bool>(n));
     node = std::move(*n);
     project = node.projects.at("demo");
@@ -153,8 +160,33 @@ struct actor_fixture {
     return r;
   }
 
+  /// What the port got for one RPC.
+  struct answered {
+    sched_reply_ptr reply;
+    int calls = 0;                ///< How often the port was called for it.
+    std::uint64_t durable_at = 0; ///< The store's last seq when it was.
+  };
+
+  /// A scheduler RPC on the server's path (parked in the port, sent with its token) with
+  /// every message it causes processed.
+  answered send_rpc(std::shared_ptr<sched_request> r) {
+    auto out = std::make_shared<answered>();
+    auto token = port->park([out, st = store](sched_reply_ptr reply) {
+      out->reply = std::move(reply);
+      out->durable_at = st->last_seq();
+      ++out->calls;
+    });
+    caf::anon_send(project, atom::rpc_v, sched_request_ptr{std::move(r)}, token);
+    sched.run();
+    CHECK(port->waiting() == 0);
+    return *out;
+  }
+
   sched_reply_ptr rpc(std::shared_ptr<sched_request> r) {
-    return ask<sched_reply_ptr>(project, atom::rpc_v, sched_request_ptr{std::move(r)});
+    auto a = send_rpc(std::move(r));
+    REQUIRE(a.calls == 1);
+    REQUIRE(a.reply);
+    return a.reply;
   }
 
   work_created_ptr create(const std::vector<std::string>& names) {
@@ -337,31 +369,17 @@ TEST_CASE_METHOD(actor_fixture, "an unknown account key is refused and nothing i
   CHECK(status()->counters.results_dispatched == 0);
 }
 
-TEST_CASE_METHOD(actor_fixture,
-                 "an RPC answered through a sink is handed over once its events are durable",
+TEST_CASE_METHOD(actor_fixture, "an RPC's reply is handed to the port once its events are durable",
                  "[actors]") {
-  // The edge's path: no response message; the host renders the reply through the sink and
-  // the log runs what the sink returned right after the commit.
+  // The edge's path: no response message; the log hands the reply to the port right after
+  // the commit that made the RPC's events durable.
   create({"job"});
   auto before = store->last_seq();
-  sched_reply_ptr rendered;
-  int ready_calls = 0, durable_calls = 0;
-  std::uint64_t seq_when_handed_over = 0;
-  auto sink = std::make_shared<rpc_sink>();
-  sink->ready = [&](const sched_reply_ptr& r) -> std::function<void()> {
-    ++ready_calls;
-    rendered = r;
-    return [&] {
-      ++durable_calls;
-      seq_when_handed_over = store->last_seq();
-    };
-  };
-  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 3600)}, rpc_sink_ptr{sink});
-  sched.run();
-  CHECK(ready_calls == 1);
+  auto sent = send_rpc(request(0, 3600));
   // When it was handed over, its events (the registration and the dispatch) were stored.
-  REQUIRE(durable_calls == 1);
-  CHECK(seq_when_handed_over == before + 2);
+  REQUIRE(sent.calls == 1);
+  CHECK(sent.durable_at == before + 2);
+  auto rendered = sent.reply;
   REQUIRE(rendered);
   REQUIRE(rendered->hostid.has_value());
   REQUIRE(rendered->results.size() == 1);
@@ -371,60 +389,41 @@ TEST_CASE_METHOD(actor_fixture,
   CHECK(w->wu.results[index].state == result_state::in_progress);
   CHECK(w->result_names[index] == rendered->results[0].name);
 
-  // A report through the sink: acknowledged only once the report is durable.
+  // A report: acknowledged only once the report is durable.
   auto h = *rendered->hostid;
-  ready_calls = durable_calls = 0;
   before = store->last_seq();
   auto report = request(h, 0, {success(rendered->results[0].name, "md5")});
-  caf::anon_send(project, atom::rpc_v, sched_request_ptr{report}, rpc_sink_ptr{sink});
-  sched.run();
-  REQUIRE(durable_calls == 1);
-  CHECK(rendered->result_acks == std::vector<std::string>{report->results[0].name});
-  CHECK(seq_when_handed_over >= before + 1);
+  auto acked = send_rpc(report);
+  REQUIRE(acked.calls == 1);
+  CHECK(acked.reply->result_acks == std::vector<std::string>{report->results[0].name});
+  CHECK(acked.durable_at >= before + 1);
   REQUIRE(host(h)->state);
   CHECK(host(h)->state->in_progress.empty());
 }
 
-TEST_CASE_METHOD(actor_fixture,
-                 "a report with a work request through a sink is handed over once, durable",
+TEST_CASE_METHOD(actor_fixture, "a report with a work request is handed over once, durable",
                  "[actors]") {
-  // The project finishes such an RPC itself: the host's report goes to the log with the
+  // The project decides such an RPC in one step: the host's report goes to the log with the
   // project's dispatch, before it, and the reply leaves once both are durable; the project
-  // learns the report once and the host learns its new job.
+  // learns the report once and the host its new job.
   create({"job", "next"});
-  sched_reply_ptr rendered;
-  int durable_calls = 0;
-  std::uint64_t seq_when_handed_over = 0;
-  auto sink = std::make_shared<rpc_sink>();
-  sink->ready = [&](const sched_reply_ptr& r) -> std::function<void()> {
-    rendered = r;
-    return [&] {
-      ++durable_calls;
-      seq_when_handed_over = store->last_seq();
-    };
-  };
-  caf::anon_send(project, atom::rpc_v, sched_request_ptr{request(0, 1)}, rpc_sink_ptr{sink});
-  sched.run();
-  REQUIRE(durable_calls == 1);
-  REQUIRE(rendered->hostid.has_value());
-  REQUIRE(rendered->results.size() == 1);
-  auto h = *rendered->hostid;
-  auto first = rendered->results[0];
+  auto sent = send_rpc(request(0, 1));
+  REQUIRE(sent.calls == 1);
+  REQUIRE(sent.reply->hostid.has_value());
+  REQUIRE(sent.reply->results.size() == 1);
+  auto h = *sent.reply->hostid;
+  auto first = sent.reply->results[0];
 
   auto before = store->last_seq();
-  durable_calls = 0;
-  caf::anon_send(project, atom::rpc_v,
-                 sched_request_ptr{request(h, 1, {success(first.name, "md5")})},
-                 rpc_sink_ptr{sink});
-  sched.run();
-  REQUIRE(durable_calls == 1);
-  CHECK(rendered->result_acks == std::vector<std::string>{first.name});
-  REQUIRE(rendered->results.size() == 1);
-  auto second = rendered->results[0];
+  auto next = send_rpc(request(h, 1, {success(first.name, "md5")}));
+  REQUIRE(next.calls == 1);
+  CHECK(next.reply->result_acks == std::vector<std::string>{first.name});
+  REQUIRE(next.reply->results.size() == 1);
+  auto second = next.reply->results[0];
   CHECK(second.wu_name != first.wu_name);
   // Durable at hand-over, in this order: the report, then the dispatch.
   std::vector<std::uint16_t> kinds;
-  REQUIRE_FALSE(store->scan(before + 1, seq_when_handed_over, [&](const storage::event_record& r) {
+  REQUIRE_FALSE(store->scan(before + 1, next.durable_at, [&](const storage::event_record& r) {
     kinds.push_back(r.kind);
     return true;
   }));
@@ -446,24 +445,16 @@ TEST_CASE_METHOD(actor_fixture,
   CHECK(host(h)->state->in_progress.empty());
 }
 
-TEST_CASE_METHOD(actor_fixture, "a refusal through a sink is handed over at once", "[actors]") {
+TEST_CASE_METHOD(actor_fixture, "a refusal is handed to the port at once", "[actors]") {
   auto seq = store->last_seq();
-  sched_reply_ptr rendered;
-  int durable_calls = 0;
-  auto sink = std::make_shared<rpc_sink>();
-  sink->ready = [&](const sched_reply_ptr& r) -> std::function<void()> {
-    rendered = r;
-    return [&] { ++durable_calls; };
-  };
   auto r = request(0, 3600);
   r->authenticator = "not-a-key";
-  caf::anon_send(project, atom::rpc_v, sched_request_ptr{r}, rpc_sink_ptr{sink});
-  sched.run();
-  REQUIRE(rendered);
-  CHECK(durable_calls == 1);
-  CHECK_FALSE(rendered->hostid.has_value());
-  REQUIRE(rendered->messages.size() == 1);
-  CHECK(rendered->userid == 0);
+  auto sent = send_rpc(r);
+  REQUIRE(sent.reply);
+  CHECK(sent.calls == 1);
+  CHECK_FALSE(sent.reply->hostid.has_value());
+  REQUIRE(sent.reply->messages.size() == 1);
+  CHECK(sent.reply->userid == 0);
   CHECK(store->last_seq() == seq);
 }
 

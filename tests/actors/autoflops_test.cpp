@@ -5,8 +5,8 @@
 
 #include "actors/autoflops.hpp"
 #include "actors/error.hpp"
-#include "actors/host.hpp"
-#include "actors/project.hpp"
+#include "actors/host_logic.hpp"
+#include "actors/project_logic.hpp"
 #include "actors/state.hpp"
 #include "net/boinc_xml.hpp"
 #include "storage/codec.hpp"

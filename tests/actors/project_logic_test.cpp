@@ -2,7 +2,7 @@
 /// configuration, work creation, job selection, the transitioner and the deadline sweep.
 
 #include "actors/error.hpp"
-#include "actors/project.hpp"
+#include "actors/project_logic.hpp"
 #include "config/config.hpp"
 
 #include <catch2/catch.hpp>

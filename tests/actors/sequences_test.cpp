@@ -4,11 +4,13 @@
 /// examples of the design (a climate run, a set of trajectories), relocation, reassignment,
 /// revocation, replicated sequences, and the refusals.
 
+#include "../support/replay_check.hpp"
 #include "../support/temp_dir.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/node.hpp"
+#include "actors/rpc_port.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 #include "storage/file_store.hpp"
@@ -76,6 +78,7 @@ struct seq_fixture {
   caf::actor_system sys;
   caf::scoped_actor self;
   caf::scheduler::test_coordinator& sched;
+  std::shared_ptr<parked_rpcs> port = std::make_shared<parked_rpcs>(); ///< Replies, once durable.
   node_handles node;
   project_actor project;
   std::string auth;
@@ -97,13 +100,16 @@ struct seq_fixture {
 
   ~seq_fixture() {
     try {
+      // Every test ends with the live states equal to a replay of what it logged.
+      if (node.node)
+        test::check_live_matches_replay(self, sched, node, *store);
       stop();
     } catch (...) {
     }
   }
 
   void start() {
-    auto n = start_node(sys, cfg, store, clk, node_options{false, files});
+    auto n = start_node(sys, cfg, store, clk, node_options{false, files, port});
     REQUIRE(static_cast<bool>(n));
     node = std::move(*n);
     project = node.projects.at("demo");
@@ -171,7 +177,12 @@ struct seq_fixture {
   }
 
   sched_reply_ptr rpc(std::shared_ptr<sched_request> r) {
-    return ask<sched_reply_ptr>(project, atom::rpc_v, sched_request_ptr{std::move(r)});
+    sched_reply_ptr reply;
+    auto token = port->park([&reply](sched_reply_ptr got) { reply = std::move(got); });
+    caf::anon_send(project, atom::rpc_v, sched_request_ptr{std::move(r)}, token);
+    sched.run();
+    REQUIRE(reply); // the log handed it to the port once durable
+    return reply;
   }
 
   id_type new_host() {

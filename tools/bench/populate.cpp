@@ -2,7 +2,7 @@
 
 #include "actors/events.hpp"
 #include "actors/messages.hpp"
-#include "actors/project.hpp"
+#include "actors/project_logic.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 

@@ -44,7 +44,7 @@ harness::harness(harness_options opts)
   sys_->await_actors_before_shutdown(false);
   self_ = std::make_unique<caf::scoped_actor>(*sys_, true);
   sched_ = &dynamic_cast<caf::scheduler::test_coordinator&>(sys_->scheduler());
-  auto n = start_node(*sys_, config_, store_, clock_, node_options{false, nullptr});
+  auto n = start_node(*sys_, config_, store_, clock_, node_options{false, nullptr, port_});
   if (!n)
     throw std::runtime_error("cannot start the node: " + describe(n.error()));
   node_ = std::move(*n);
@@ -78,8 +78,17 @@ project_actor harness::project(const std::string& name) const {
 }
 
 caf::expected<sched_reply_ptr> harness::rpc(const std::string& p, sched_request req) {
-  return ask<sched_reply_ptr>(project(p), atom::rpc_v,
-                              sched_request_ptr{std::make_shared<sched_request>(std::move(req))});
+  auto dest = project(p);
+  auto reply = std::make_shared<sched_reply_ptr>();
+  auto token = port_->park([reply](sched_reply_ptr r) { *reply = std::move(r); });
+  caf::anon_send(dest, atom::rpc_v,
+                 sched_request_ptr{std::make_shared<sched_request>(std::move(req))}, token);
+  sched_->run();
+  if (!*reply) {
+    port_->cancel(token);
+    return no_answer();
+  }
+  return std::move(*reply);
 }
 
 caf::expected<work_created_ptr> harness::create_work(const std::string& p, work_batch batch) {

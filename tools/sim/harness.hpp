@@ -10,6 +10,7 @@
 #include "actors/clock.hpp"
 #include "actors/messages.hpp"
 #include "actors/node.hpp"
+#include "actors/rpc_port.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 
@@ -61,7 +62,9 @@ public:
   /// The project actor by name; throws std::out_of_range naming the project when unknown.
   project_actor project(const std::string& name) const;
 
-  /// A scheduler RPC, as the HTTP edge would hand it to the project.
+  /// A scheduler RPC on the server's path: parked in the RPC port, sent to the project with
+  /// its token, answered by the log once durable. Yields the reply, or ec::unspecified when
+  /// none came once every actor was idle.
   caf::expected<sched_reply_ptr> rpc(const std::string& project, sched_request req);
   /// Creates workunits (the admin API's path).
   caf::expected<work_created_ptr> create_work(const std::string& project, work_batch batch);
@@ -99,6 +102,7 @@ private:
   bool owns_dir_ = false;
   std::shared_ptr<storage::event_store> store_;
   std::shared_ptr<manual_clock> clock_;
+  std::shared_ptr<parked_rpcs> port_ = std::make_shared<parked_rpcs>();
   caf::actor_system_config sys_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   std::unique_ptr<caf::scoped_actor> self_;

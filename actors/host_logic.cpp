@@ -1,0 +1,231 @@
+#include "actors/host_logic.hpp"
+
+#include "actors/autoflops.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+namespace cobble {
+
+host_info_rec host_info_from(const sched_request& req) {
+  host_info_rec h;
+  h.host_cpid = req.host.host_cpid;
+  h.domain_name = req.host.domain_name;
+  h.p_ncpus = req.host.p_ncpus;
+  h.p_vendor = req.host.p_vendor;
+  h.p_model = req.host.p_model;
+  h.p_fpops = req.host.p_fpops;
+  h.p_iops = req.host.p_iops;
+  h.m_nbytes = req.host.m_nbytes;
+  h.d_free = req.host.d_free;
+  h.os_name = req.host.os_name;
+  h.os_version = req.host.os_version;
+  for (const auto& c : req.coprocs) {
+    h.coprocs.emplace_back(static_cast<std::uint8_t>(c.type), c.count);
+    h.coproc_peak_flops.push_back(c.peak_flops);
+  }
+  return h;
+}
+
+report_rec report_from(const reported_result& r) {
+  constexpr double year = 365.0 * 86400;
+  report_rec rep;
+  rep.client_state = r.state;
+  rep.exit_status = r.exit_status;
+  // BOINC's "files uploaded" state with exit 0 is a success; anything else is an error.
+  rep.success = r.state == 5 && r.exit_status == 0;
+  rep.elapsed = r.final_elapsed_time;
+  rep.cpu = r.final_cpu_time;
+  if (!std::isfinite(rep.elapsed) || rep.elapsed < 0 || rep.elapsed > year)
+    rep.flags |= flag_bad_elapsed;
+  if (!std::isfinite(rep.cpu) || rep.cpu < 0 || rep.cpu > 64 * year)
+    rep.flags |= flag_bad_cpu;
+  for (const auto& f : r.files)
+    rep.outputs.push_back(file_rec{f.name, f.nbytes, f.md5_cksum});
+  return rep;
+}
+
+std::map<std::uint32_t, autoflops_settings> autoflops_by_version(const std::vector<app_rec>& apps) {
+  std::map<std::uint32_t, autoflops_settings> out;
+  for (const auto& a : apps) {
+    for (const auto& v : a.versions)
+      out[v.id] = a.autoflops;
+    for (std::uint8_t t = 0; t < n_resource_types; ++t)
+      out[anonymous_version_id(a.id, t)] = a.autoflops;
+  }
+  return out;
+}
+
+void add_grant(sched_reply& reply, const job_grant& grant) {
+  std::set<std::string> files;
+  for (const auto& f : reply.files)
+    files.insert(f.name);
+  for (const auto& job : grant.jobs) {
+    for (const auto& f : job.files)
+      if (files.insert(f.name).second)
+        reply.files.push_back(f);
+    reply.workunits.push_back(job.workunit);
+    reply.results.push_back(job.result);
+  }
+  reply.sequences_revoked = grant.sequences_revoked;
+  reply.result_aborts.insert(reply.result_aborts.end(), grant.aborts.begin(), grant.aborts.end());
+  reply.messages.insert(reply.messages.end(), grant.messages.begin(), grant.messages.end());
+  reply.app_units = grant.app_units;
+}
+
+bool wants_project(const job_request& req) {
+  return req.send_work || !req.sequences_held.empty()
+         || std::any_of(req.other_results.begin(), req.other_results.end(),
+                        [](const std::string& n) { return is_sequence_name(n); });
+}
+
+// -- host_logic -------------------------------------------------------------------------
+
+event host_logic::make(payload p, time_us now) const {
+  event e;
+  e.time = now;
+  e.project = settings_.project;
+  e.data = std::move(p);
+  return e;
+}
+
+const autoflops_settings* host_logic::app_units_policy(std::uint32_t version) const {
+  auto i = settings_.autoflops.find(version);
+  if (i == settings_.autoflops.end() || i->second.policy != credit_policy::app_units)
+    return nullptr;
+  return &i->second;
+}
+
+std::optional<event> host_logic::describe(const host_info_rec& info, time_us now) {
+  if (info == state_.info)
+    return std::nullopt;
+  auto e = make(ev::host_described{state_.id, info}, now);
+  apply(state_, e, {}, settings_.credit);
+  return e;
+}
+
+report_outcome host_logic::report(const sched_request& req, time_us now) {
+  report_outcome out;
+  for (const auto& r : req.results) {
+    out.acks.push_back(r.name);
+    auto held = state_.in_progress.find(r.name);
+    if (held == state_.in_progress.end()) {
+      spdlog::info("host {} reported result '{}' it does not hold (not sent to it, already "
+                   "reported or timed out): acknowledged, not applied",
+                   state_.id, r.name);
+      if (is_sequence_name(r.name))
+        out.messages.push_back({"Result " + r.name
+                                  + " was not accepted: this host no longer holds it (its work "
+                                    "sequence was taken from the host, or ended).",
+                                false});
+      continue;
+    }
+    auto rep = report_from(r);
+    if ((rep.flags & (flag_bad_elapsed | flag_bad_cpu)) != 0)
+      spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, cpu {}): "
+                   "stored as reported, flagged",
+                   state_.id, r.name, r.final_elapsed_time, r.final_cpu_time);
+    out.workunits.push_back(held->second.result.wu);
+    // AutoFlops: the job's app units, and its raw_flops_per_au when the client says what its
+    // raw FLOPS were (its own figure, or T × raw_flops_per_sec / A).
+    if (std::isfinite(r.app_units) && r.app_units > 0)
+      rep.app_units = r.app_units;
+    if (std::isfinite(r.raw_flops_per_au) && r.raw_flops_per_au > 0) {
+      rep.raw_flops_per_au = r.raw_flops_per_au;
+    } else {
+      const app_unit_version* match = nullptr;
+      int matches = 0;
+      for (const auto& u : req.app_unit_versions)
+        if (u.version_num == r.version_num && u.plan_class == r.plan_class
+            && u.raw_flops_per_sec > 0) {
+          match = &u;
+          ++matches;
+        }
+      if (matches == 1)
+        rep.raw_flops_per_au = raw_flops_per_au(rep.elapsed, match->raw_flops_per_sec,
+                                                reported_app_units(rep))
+                                 .value_or(0);
+    }
+    // The report carries what the host knows of its scale for that version, so the validator
+    // can compute Scale(H) without asking.
+    ev::result_reported x{held->second.result, state_.id, rep, {}, true, 0};
+    auto policy = app_units_policy(held->second.app_version_id);
+    if (auto hav = state_.app_versions.find(held->second.app_version_id);
+        hav != state_.app_versions.end()) {
+      x.host_pfc = hav->second.pfc;
+      x.probation = hav->second.scale_probation;
+      x.scale_time = hav->second.host_scale_time;
+      // Cherry picking: a host whose error rate (aborts, timeouts, errors) is high is under
+      // suspicion; its jobs validated alone are checked.
+      if (policy && hav->second.error_rate > policy->suspicion_error_rate)
+        x.report.flags |= flag_suspect;
+    }
+    if (policy && rep.client_state == client_state_aborted)
+      x.quota_factor = policy->abort_quota_factor;
+    auto e = make(std::move(x), now);
+    apply(state_, e, r.name, settings_.credit);
+    out.events.push_back(std::move(e));
+  }
+  return out;
+}
+
+job_request host_logic::job_request_for(const sched_request& req, const host_info_rec& info,
+                                        std::vector<id_type> reported, time_us now) const {
+  job_request jr;
+  jr.host = state_.id;
+  jr.info = info;
+  bool wants = false;
+  for (int t = 0; t < n_resource_types; ++t) {
+    jr.requests.push_back(req.request_for(static_cast<resource_type>(t)));
+    wants = wants || jr.requests.back().wants_work();
+  }
+  jr.send_work = wants && !req.dont_send_work;
+  jr.sequences_held = req.sequences_held;
+  jr.reported = std::move(reported);
+  for (const auto& o : req.other_results)
+    jr.other_results.push_back(o.name);
+  // The rest only matters to job selection (most RPCs only report).
+  if (!wants_project(jr))
+    return jr;
+  for (const auto& [id, hav] : state_.app_versions)
+    if (hav.elapsed_n > 0)
+      jr.avg_elapsed[id] = hav.elapsed_sum / static_cast<double>(hav.elapsed_n);
+  jr.anonymous = req.platform_name == "anonymous" || !req.app_versions.empty();
+  jr.offered = req.app_versions;
+  jr.platform = req.platform_name;
+  for (const auto& [id, hav] : state_.app_versions)
+    jr.hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
+  jr.unit_versions = req.app_unit_versions;
+  return jr;
+}
+
+std::vector<event> host_logic::time_out(const std::vector<std::string>& names, time_us now) {
+  std::vector<event> events;
+  for (const auto& name : names) {
+    auto held = state_.in_progress.find(name);
+    if (held == state_.in_progress.end())
+      continue;
+    ev::result_timed_out x{held->second.result, state_.id};
+    if (auto policy = app_units_policy(held->second.app_version_id))
+      x.quota_factor = policy->abort_quota_factor;
+    auto e = make(x, now);
+    apply(state_, e, name, settings_.credit);
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+std::vector<event> host_logic::learn(const std::vector<validation_notice>& notices, time_us now) {
+  std::vector<event> events;
+  for (const auto& n : notices) {
+    auto e = make(n.data, now);
+    apply(state_, e, n.result_name, settings_.credit);
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
+} // namespace cobble

@@ -1,0 +1,224 @@
+/// A scheduler RPC in the project actor, from admission to the one append that carries its
+/// answer (docs/architecture.md, "One scheduler RPC").
+
+#include "actors/error.hpp"
+#include "actors/project_flow.hpp"
+#include "actors/work_sequence.hpp"
+
+#include <caf/all.hpp>
+
+#include <spdlog/spdlog.h>
+
+namespace cobble {
+
+namespace {
+
+template <class T>
+void move_into(std::vector<T>& out, std::vector<T>&& more) {
+  out.insert(out.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+}
+
+/// A request the project admitted: its user and its host.
+struct admitted {
+  id_type user = 0;
+  id_type host = 0;
+  bool new_host = false;
+};
+
+/// Authenticates a request and finds or registers its host. Returns the refusal to send back,
+/// or null with `out` set (and the registration, if any, in `events`).
+std::shared_ptr<const sched_reply> admit(project_ptr self, const sched_request& req, time_us now,
+                                         admitted& out, std::vector<event>& events) {
+  auto& st = self->state;
+  auto& ps = st.logic.state;
+  auto u = ps.user_by_auth.find(req.authenticator);
+  if (u == ps.user_by_auth.end()) {
+    spdlog::info("scheduler RPC with unknown account key refused");
+    return std::make_shared<const sched_reply>(
+      sched_reply::error("Unknown account key. Check the key you attached with.",
+                         std::max(st.config.request_delay, 3600.0)));
+  }
+  out.user = u->second;
+  auto h = ps.hosts.find(req.hostid);
+  if (req.hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
+    auto e = st.logic.register_host(u->second, host_info_from(req), now);
+    out.host = std::get<ev::host_registered>(e.data).id;
+    out.new_host = true;
+    move_into(events, route(self, {std::move(e)}, decided_by{true, 0, false}));
+  } else {
+    out.host = req.hostid;
+  }
+  return nullptr;
+}
+
+/// The reply's header: identity, delays, the user's and the host's credit.
+std::shared_ptr<sched_reply> begin_reply(project_ptr self, const admitted& who, time_us now) {
+  auto& st = self->state;
+  const auto& ps = st.logic.state;
+  auto reply = std::make_shared<sched_reply>();
+  reply->project_name = ps.long_name;
+  reply->request_delay = st.config.request_delay;
+  reply->next_rpc_delay = st.config.next_rpc_delay;
+  reply->host = who.host;
+  if (who.new_host)
+    reply->hostid = who.host;
+  const auto& user = ps.users.at(who.user);
+  reply->user_name = user.name;
+  reply->userid = user.id;
+  auto half_life = ps.credit.credit_half_life;
+  reply->user_total_credit = user.credit.total;
+  reply->user_expavg_credit = user.credit.expavg_at(now, half_life);
+  if (auto h = ps.hosts.find(who.host); h != ps.hosts.end()) {
+    reply->host_total_credit = h->second.credit.total;
+    reply->host_expavg_credit = h->second.credit.expavg_at(now, half_life);
+  }
+  return reply;
+}
+
+/// Completes a job request: applies what the sequences decided, dispatches the elements they
+/// picked, then fills the rest of the request with ordinary work. Returns the events.
+std::vector<event> finish_jobs(project_ptr self, const job_request& req, job_grant& grant,
+                               const std::vector<seq_answer_ptr>& answers) {
+  auto& st = self->state;
+  auto now = st.clk->now();
+  std::vector<event> decided;
+  for (const auto& a : answers)
+    decided.insert(decided.end(), a->events.begin(), a->events.end());
+  auto events = absorb_sequence_events(self, decided);
+  std::vector<event> dispatched;
+  double seq_secs = 0;
+  // One call for every sequence's elements, so that the (host, version) daily quota holds
+  // across them.
+  std::vector<id_type> send;
+  for (const auto& a : answers)
+    send.insert(send.end(), a->send.begin(), a->send.end());
+  std::map<std::uint32_t, int> seq_sent;  // per app version
+  std::map<std::uint32_t, int> seq_quota; // its initial daily quota
+  for (auto& j : st.logic.dispatch_sequence(req, send, now, dispatched)) {
+    seq_secs += j.runtime_estimate;
+    ++seq_sent[j.dispatched.version.app_version_id];
+    seq_quota[j.dispatched.version.app_version_id] = j.dispatched.jobs_per_day;
+    grant.jobs.push_back(std::move(j));
+  }
+  if (req.send_work) {
+    auto rest = req;
+    if (!rest.requests.empty())
+      rest.requests[0].req_secs = std::max(0.0, rest.requests[0].req_secs - seq_secs);
+    // Elements sent now count against the day's quota of ordinary jobs too (also when the
+    // host had no record of the version yet: then against the initial quota).
+    for (auto& [vid, n] : seq_sent) {
+      auto& hint = rest.hints[vid];
+      int left = hint.jobs_left >= 0 ? hint.jobs_left : seq_quota[vid];
+      if (left > 0 || hint.jobs_left >= 0)
+        hint.jobs_left = std::max(0, left - n);
+    }
+    for (auto& j : st.logic.select_jobs(rest, now, dispatched))
+      grant.jobs.push_back(std::move(j));
+  }
+  if (!grant.jobs.empty() || !req.unit_versions.empty()) {
+    std::set<std::uint32_t> sent;
+    for (const auto& j : grant.jobs)
+      sent.insert(j.app);
+    grant.app_units = st.logic.app_units_infos(sent);
+  }
+  move_into(events, route(self, std::move(dispatched), decided_by{true, 0, false}));
+  return events;
+}
+
+/// The sequence part of a job request: what the project tells the host at once (revoked
+/// sequences, aborts), and the sequences to ask.
+project_logic::sequence_plan plan(project_ptr self, const job_request& req, job_grant& grant) {
+  auto& st = self->state;
+  auto p = st.logic.plan_sequences(req, static_cast<std::uint32_t>(st.config.sequence_high_water),
+                                   static_cast<std::uint32_t>(st.config.sequences_per_host));
+  grant.sequences_revoked = p.revoked;
+  grant.aborts = st.logic.sequence_aborts(req);
+  for (const auto& name : p.revoked)
+    grant.messages.push_back(
+      {"Work sequence " + name + " is no longer assigned to this host.", false});
+  return p;
+}
+
+/// Asks every sequence of the plan, then finishes the RPC with what they answered. The
+/// events decided before must already be appended: other RPCs run while the sequences think.
+void ask_sequences(project_ptr self, project_logic::sequence_plan p,
+                   std::shared_ptr<const job_request> req, std::shared_ptr<job_grant> grant,
+                   std::shared_ptr<sched_reply> reply, rpc_token token) {
+  auto& st = self->state;
+  auto answers = std::make_shared<std::vector<seq_answer_ptr>>();
+  auto pending = std::make_shared<std::size_t>(p.queries.size());
+  auto done = [self, req, grant, reply, token, answers, pending]() {
+    if (--*pending > 0)
+      return;
+    auto events = finish_jobs(self, *req, *grant, *answers);
+    add_grant(*reply, *grant);
+    answer_when_durable(self, std::move(events), token, reply);
+  };
+  for (auto& [id, q] : p.queries) {
+    auto it = st.sequences.find(id);
+    if (it == st.sequences.end()) {
+      done();
+      continue;
+    }
+    self
+      ->request(it->second, std::chrono::seconds(30), atom::rpc_v,
+                seq_query_ptr{std::make_shared<seq_query>(q)})
+      .then(
+        [answers, done](const seq_answer_ptr& a) mutable {
+          answers->push_back(a);
+          done();
+        },
+        [id = id, done](caf::error& err) mutable {
+          spdlog::error("sequence {} did not answer: {}", id, describe(err));
+          done();
+        });
+  }
+}
+
+} // namespace
+
+void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) {
+  auto& st = self->state;
+  auto now = st.clk->now();
+  std::vector<event> events;
+  admitted who;
+  if (auto refusal = admit(self, *req, now, who, events)) {
+    answer_when_durable(self, std::move(events), token, std::move(refusal));
+    return;
+  }
+  auto reply = begin_reply(self, who, now);
+  auto& hs = st.hosts.at(who.host);
+  host_logic host{hs, st.host_config};
+  auto info = host_info_from(*req);
+  if (!who.new_host)
+    if (auto described = host.describe(info, now))
+      move_into(events, route(self, {std::move(*described)}, decided_by{false, who.host, false}));
+  auto reports = host.report(*req, now);
+  reply->result_acks = std::move(reports.acks);
+  move_into(reply->messages, std::move(reports.messages));
+  auto reported = route(self, std::move(reports.events), decided_by{false, who.host, false});
+  std::set<id_type> dirty;
+  for (const auto& e : reported)
+    if (auto r = result_of(e.data))
+      dirty.insert(r->wu);
+  move_into(events, std::move(reported));
+  move_into(events, run_transitions(self, dirty));
+  auto jr = std::make_shared<const job_request>(
+    host.job_request_for(*req, info, std::move(reports.workunits), now));
+  if (!wants_project(*jr)) {
+    answer_when_durable(self, std::move(events), token, std::move(reply));
+    return;
+  }
+  auto grant = std::make_shared<job_grant>();
+  auto p = plan(self, *jr, *grant);
+  if (p.queries.empty()) {
+    move_into(events, finish_jobs(self, *jr, *grant, {}));
+    add_grant(*reply, *grant);
+    answer_when_durable(self, std::move(events), token, std::move(reply));
+    return;
+  }
+  append(self, std::move(events));
+  ask_sequences(self, std::move(p), std::move(jr), std::move(grant), std::move(reply), token);
+}
+
+} // namespace cobble

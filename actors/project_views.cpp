@@ -1,0 +1,83 @@
+#include "actors/project_views.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace cobble {
+
+std::string app_name(const project_state& ps, std::uint32_t app) {
+  auto a = ps.app(app);
+  return a ? a->name : std::string{"?"};
+}
+
+workunit_view view_of(const project_state& ps, const workunit_rec& wu) {
+  workunit_view v;
+  v.wu = wu;
+  v.app_name = app_name(ps, wu.app);
+  for (std::uint32_t i = 0; i < wu.results.size(); ++i)
+    v.result_names.push_back(ps.result_name({wu.id, i}));
+  return v;
+}
+
+const workunit_rec* workunit_by_key(const project_state& ps, const std::string& key) {
+  if (auto wu = ps.find_workunit(key))
+    return wu;
+  if (key.empty()
+      || !std::all_of(key.begin(), key.end(), [](unsigned char c) { return std::isdigit(c); }))
+    return nullptr;
+  try {
+    return ps.workunit(std::stoull(key));
+  } catch (const std::out_of_range&) {
+    return nullptr;
+  }
+}
+
+std::vector<workunit_view>
+workunit_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit) {
+  std::vector<id_type> ids;
+  ids.reserve(ps.workunits.size());
+  for (const auto& [id, wu] : ps.workunits)
+    ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  std::vector<workunit_view> out;
+  for (std::size_t i = offset; i < ids.size() && out.size() < limit; ++i)
+    out.push_back(view_of(ps, ps.workunits.at(ids[i])));
+  return out;
+}
+
+std::optional<host_view>
+host_view_of(const project_state& ps, const std::unordered_map<id_type, host_state>& hosts,
+             id_type id) {
+  auto reg = ps.hosts.find(id);
+  if (reg == ps.hosts.end())
+    return std::nullopt;
+  host_view v;
+  v.reg = reg->second;
+  if (auto h = hosts.find(id); h != hosts.end())
+    v.state = h->second;
+  return v;
+}
+
+std::vector<host_view>
+host_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit) {
+  std::vector<host_view> out;
+  std::uint64_t i = 0;
+  for (const auto& [id, reg] : ps.hosts) {
+    if (i++ < offset)
+      continue;
+    if (out.size() >= limit)
+      break;
+    out.push_back(host_view{reg, std::nullopt});
+  }
+  return out;
+}
+
+std::vector<user_rec> users_of(const project_state& ps) {
+  std::vector<user_rec> out;
+  out.reserve(ps.users.size());
+  for (const auto& [id, u] : ps.users)
+    out.push_back(u);
+  return out;
+}
+
+} // namespace cobble

@@ -1,0 +1,42 @@
+#pragma once
+
+/// The read views of a project for the admin API and the CLI: pure functions over the
+/// project's state (and its hosts' states), with the names an operator reads.
+
+#include "actors/messages.hpp"
+#include "actors/state.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cobble {
+
+/// A workunit with its app's name and its results' names.
+workunit_view view_of(const project_state& ps, const workunit_rec& wu);
+
+/// The workunit with this name, or with this numeric id; null if none.
+const workunit_rec* workunit_by_key(const project_state& ps, const std::string& key);
+
+/// Workunits by id, from `offset`, at most `limit`.
+std::vector<workunit_view>
+workunit_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit);
+
+/// One host with its state; nullopt when no such host is registered.
+std::optional<host_view>
+host_view_of(const project_state& ps, const std::unordered_map<id_type, host_state>& hosts,
+             id_type id);
+
+/// Hosts by id (their registrations), from `offset`, at most `limit`.
+std::vector<host_view>
+host_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit);
+
+/// Every user account (with authenticators).
+std::vector<user_rec> users_of(const project_state& ps);
+
+/// The name of an app, "?" when unknown.
+std::string app_name(const project_state& ps, std::uint32_t app);
+
+} // namespace cobble
