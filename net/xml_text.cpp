@@ -115,21 +115,21 @@ void append_escaped(std::string& out, std::string_view s) {
 
 // -- numbers -----------------------------------------------------------------------------
 
-bool drop_plus(std::string_view& s) {
-  if (s.front() != '+')
+bool number_text(std::string_view& s) {
+  s = trim(s);
+  if (s.empty() || s.front() != '+')
     return true;
   s.remove_prefix(1);
   return !s.empty() && s.front() != '-' && s.front() != '+';
 }
 
 bool to_double(std::string_view s, double& out) {
-  s = trim(s);
+  if (!number_text(s))
+    return false;
   if (s.empty()) {
     out = 0;
     return true;
   }
-  if (!drop_plus(s))
-    return false;
   double v = 0;
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ptr != s.data() + s.size())

@@ -40,9 +40,10 @@ void append_escaped(std::string& out, std::string_view s);
 
 // -- numbers -----------------------------------------------------------------------------
 
-/// strtod and strtol accept a leading '+', from_chars does not: drops one, and returns false
-/// when what follows is empty or another sign ("+-1" is not a number). `s` must not be empty.
-bool drop_plus(std::string_view& s);
+/// Readies number text for from_chars: trims it and drops one leading '+' (strtod and strtol
+/// accept it, from_chars does not). False when the text cannot be a number ("+", "+-1",
+/// "++1"); empty text stays empty, and the callers read it as 0.
+bool number_text(std::string_view& s);
 
 /// Parses a floating-point number with strtod syntax, without depending on the locale.
 /// Surrounding white space is allowed; empty text is 0 (as BOINC's parser has it). NaN and
@@ -53,13 +54,12 @@ bool to_double(std::string_view s, double& out);
 /// Surrounding white space is allowed; empty text is 0.
 template <class I>
 bool to_integer(std::string_view s, I& out) {
-  s = trim(s);
+  if (!number_text(s))
+    return false;
   if (s.empty()) {
     out = 0;
     return true;
   }
-  if (!drop_plus(s))
-    return false;
   I v{};
   auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, 10);
   if (ec != std::errc{} || ptr != s.data() + s.size())
