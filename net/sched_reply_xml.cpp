@@ -1,12 +1,15 @@
 /// The scheduler reply: write_sched_reply() with the file URLs it gives (the server side)
-/// and parse_sched_reply() (the client side, cobble-sim --server).
+/// and parse_sched_reply() (the client side, cobble-sim --server), both driven by the field
+/// tables below.
 
 #include "net/boinc_xml.hpp"
+#include "net/xml_fields.hpp"
 #include "net/xml_text.hpp"
 
 #include <pugixml.hpp>
 
-#include <cmath>
+#include <string_view>
+#include <utility>
 
 namespace cobble::net {
 
@@ -49,36 +52,133 @@ void append_percent_encoded(std::string& out, std::string_view s) {
   }
 }
 
-void write_file_ref(writer& x, const file_ref& f) {
-  x.open("file_ref");
-  x.text("file_name", f.file_name);
-  if (!f.open_name.empty())
-    x.text("open_name", f.open_name);
-  x.flag("copy_file", f.copy_file);
-  x.flag("optional", f.optional);
-  x.close("file_ref");
+// -- files -------------------------------------------------------------------------------
+
+bool is_output(const file_description& f) {
+  return f.is_output;
 }
 
-/// Writes a positive, finite resource bound; otherwise the client's default applies.
-void write_bound(writer& x, std::string_view tag, double v) {
-  if (std::isfinite(v) && v > 0)
-    x.number(tag, v);
+bool is_input(const file_description& f) {
+  return !f.is_output;
 }
 
-void read_file_ref(reader& r, const pugi::xml_node& node, file_ref& f) {
-  f.copy_file = false;
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "file_name")
-      r.str(n, f.file_name);
-    else if (name == "open_name")
-      r.str(n, f.open_name);
-    else if (name == "copy_file")
-      r.boolean(n, f.copy_file);
-    else if (name == "optional")
-      r.boolean(n, f.optional);
+/// An `<upload_url>` marks an output (the URL itself is not kept).
+void read_upload_url(reader&, const field<file_description>&, const pugi::xml_node&,
+                     file_description& f) {
+  f.is_output = true;
+}
+
+void write_upload_url(sink& o, const field<file_description>& f, const file_description&) {
+  o.x.text(f.tag, o.upload_url);
+}
+
+void write_download_url(sink& o, const field<file_description>& f, const file_description& d) {
+  o.x.text(f.tag, download_url(*o.urls, d.name));
+}
+
+/// Outputs get upload_url, max_nbytes and the signature; inputs download_url, nbytes and the
+/// checksum.
+constexpr field<file_description> file_fields[] = {
+  value<&file_description::name>("name"),
+  custom("upload_url", read_upload_url, write_upload_url, is_output),
+  value<&file_description::max_nbytes>("max_nbytes", when::always, is_output),
+  block<&file_description::xml_signature>("xml_signature", when::nonempty, is_output),
+  custom("download_url", nullptr, write_download_url, is_input),
+  value<&file_description::nbytes>("nbytes", when::bound, is_input),
+  value<&file_description::md5_cksum>("md5_cksum", when::nonempty, is_input),
+};
+
+constexpr field<file_ref> file_ref_fields[] = {
+  value<&file_ref::file_name>("file_name"),
+  value<&file_ref::open_name>("open_name", when::nonempty),
+  value<&file_ref::copy_file>("copy_file"),
+  value<&file_ref::optional>("optional"),
+};
+
+// -- jobs --------------------------------------------------------------------------------
+
+constexpr field<workunit_description> workunit_fields[] = {
+  value<&workunit_description::name>("name"),
+  value<&workunit_description::app_name>("app_name"),
+  value<&workunit_description::command_line>("command_line", when::nonempty),
+  value<&workunit_description::rsc_fpops_est>("rsc_fpops_est", when::bound),
+  value<&workunit_description::rsc_fpops_bound>("rsc_fpops_bound", when::bound),
+  value<&workunit_description::rsc_memory_bound>("rsc_memory_bound", when::bound),
+  value<&workunit_description::rsc_disk_bound>("rsc_disk_bound", when::bound),
+  items<&workunit_description::inputs, file_ref_fields>("file_ref"),
+};
+
+/// The platform and version are left out for "anonymous": the client then picks its own
+/// highest version.
+bool names_version(const result_description& r) {
+  return !r.platform.empty() && r.platform != "anonymous";
+}
+
+constexpr field<result_description> result_fields[] = {
+  value<&result_description::name>("name"),
+  value<&result_description::wu_name>("wu_name"),
+  value<&result_description::report_deadline>("report_deadline"),
+  value<&result_description::platform>("platform", when::always, names_version),
+  value<&result_description::version_num>("version_num", when::always, names_version),
+  value<&result_description::plan_class>("plan_class", when::nonempty),
+  items<&result_description::outputs, file_ref_fields>("file_ref"),
+  present<&result_description::report_immediately>("report_immediately"),
+  value<&result_description::peak_flops_per_sec>("peak_flops_per_sec", when::bound),
+  value<&result_description::predicted_app_units>("predicted_app_units", when::bound),
+  value<&result_description::est_seconds>("est_seconds", when::bound),
+  value<&result_description::bound_seconds>("bound_seconds", when::bound),
+};
+
+constexpr field<app_units_info> app_units_fields[] = {
+  value<&app_units_info::app_name>("app_name"),
+  value<&app_units_info::est_flops_per_au>("est_flops_per_au", when::bound),
+  present<&app_units_info::has_cpu_and_gpu>("has_cpu_and_gpu"),
+};
+
+// -- the reply ---------------------------------------------------------------------------
+
+void write_scheduler_version(sink& o, const field<sched_reply>& f, const sched_reply&) {
+  o.x.number(f.tag, 720);
+}
+
+void read_message(reader&, const field<sched_reply>&, const pugi::xml_node& n, sched_reply& rep) {
+  reply_message m;
+  m.text.assign(trim(reader::content(n)));
+  m.notice = std::string_view(n.attribute("priority").value()) == "notice";
+  rep.messages.push_back(std::move(m));
+}
+
+void write_messages(sink& o, const field<sched_reply>& f, const sched_reply& rep) {
+  for (const auto& m : rep.messages) {
+    o.x.start(m.notice ? "message priority=\"notice\"" : "message priority=\"low\"");
+    append_escaped(o.x.s, m.text);
+    o.x.end(f.tag);
   }
 }
+
+constexpr field<sched_reply> reply_fields[] = {
+  custom("scheduler_version", nullptr, write_scheduler_version),
+  value<&sched_reply::project_name>("project_name", when::nonempty),
+  value<&sched_reply::hostid>("hostid"),
+  value<&sched_reply::request_delay>("request_delay"),
+  value<&sched_reply::next_rpc_delay>("next_rpc_delay"),
+  custom("message", read_message, write_messages),
+  present<&sched_reply::project_is_down>("project_is_down"),
+  present<&sched_reply::dont_use_dcf>("dont_use_dcf"),
+  value<&sched_reply::user_name>("user_name", when::nonempty),
+  value<&sched_reply::userid>("userid", when::nonzero),
+  value<&sched_reply::user_total_credit>("user_total_credit"),
+  value<&sched_reply::user_expavg_credit>("user_expavg_credit"),
+  value<&sched_reply::host_total_credit>("host_total_credit"),
+  value<&sched_reply::host_expavg_credit>("host_expavg_credit"),
+  items<&sched_reply::files, file_fields>("file_info"),
+  items<&sched_reply::workunits, workunit_fields>("workunit"),
+  items<&sched_reply::results, result_fields>("result"),
+  items<&sched_reply::app_units, app_units_fields>("app_units_info"),
+  texts_in<&sched_reply::result_acks>("result_ack", "name"),
+  texts_in<&sched_reply::result_aborts>("result_abort", "name"),
+  texts<&sched_reply::sequences_revoked>("work_sequence_revoked"),
+};
 
 } // namespace
 
@@ -94,7 +194,9 @@ std::string upload_url(const reply_urls& urls) {
 }
 
 std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) {
-  writer x;
+  sink o;
+  o.urls = &urls;
+  o.upload_url = upload_url(urls);
   std::size_t estimate = 1024 + reply.files.size() * 256 + reply.workunits.size() * 512
                          + reply.results.size() * 384
                          + (reply.result_acks.size() + reply.result_aborts.size()
@@ -102,113 +204,12 @@ std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) 
                              * 96;
   for (const auto& m : reply.messages)
     estimate += m.text.size() + 48;
-  x.s.reserve(estimate);
+  o.x.s.reserve(estimate);
 
-  x.open("scheduler_reply");
-  x.number("scheduler_version", 720);
-  if (!reply.project_name.empty())
-    x.text("project_name", reply.project_name);
-  if (reply.hostid)
-    x.number("hostid", *reply.hostid);
-  x.number("request_delay", reply.request_delay);
-  if (reply.next_rpc_delay)
-    x.number("next_rpc_delay", *reply.next_rpc_delay);
-  for (const auto& m : reply.messages) {
-    x.start(m.notice ? "message priority=\"notice\"" : "message priority=\"low\"");
-    append_escaped(x.s, m.text);
-    x.end("message");
-  }
-  x.flag("project_is_down", reply.project_is_down);
-  x.flag("dont_use_dcf", reply.dont_use_dcf);
-
-  if (!reply.user_name.empty())
-    x.text("user_name", reply.user_name);
-  if (reply.userid != 0)
-    x.number("userid", reply.userid);
-  x.number("user_total_credit", reply.user_total_credit);
-  x.number("user_expavg_credit", reply.user_expavg_credit);
-  x.number("host_total_credit", reply.host_total_credit);
-  x.number("host_expavg_credit", reply.host_expavg_credit);
-
-  const std::string up_url = upload_url(urls);
-  std::string url;
-  for (const auto& f : reply.files) {
-    x.open("file_info");
-    x.text("name", f.name);
-    if (f.is_output) {
-      x.text("upload_url", up_url);
-      x.number("max_nbytes", f.max_nbytes);
-      if (!f.xml_signature.empty())
-        x.block("xml_signature", f.xml_signature);
-    } else {
-      url = download_url(urls, f.name);
-      x.text("download_url", url);
-      if (std::isfinite(f.nbytes) && f.nbytes > 0)
-        x.number("nbytes", f.nbytes);
-      if (!f.md5_cksum.empty())
-        x.text("md5_cksum", f.md5_cksum);
-    }
-    x.close("file_info");
-  }
-
-  for (const auto& wu : reply.workunits) {
-    x.open("workunit");
-    x.text("name", wu.name);
-    x.text("app_name", wu.app_name);
-    if (!wu.command_line.empty())
-      x.text("command_line", wu.command_line);
-    write_bound(x, "rsc_fpops_est", wu.rsc_fpops_est);
-    write_bound(x, "rsc_fpops_bound", wu.rsc_fpops_bound);
-    write_bound(x, "rsc_memory_bound", wu.rsc_memory_bound);
-    write_bound(x, "rsc_disk_bound", wu.rsc_disk_bound);
-    for (const auto& f : wu.inputs)
-      write_file_ref(x, f);
-    x.close("workunit");
-  }
-
-  for (const auto& r : reply.results) {
-    x.open("result");
-    x.text("name", r.name);
-    x.text("wu_name", r.wu_name);
-    x.number("report_deadline", r.report_deadline);
-    if (!r.platform.empty() && r.platform != "anonymous") {
-      x.text("platform", r.platform);
-      x.number("version_num", r.version_num);
-    }
-    if (!r.plan_class.empty())
-      x.text("plan_class", r.plan_class);
-    for (const auto& f : r.outputs)
-      write_file_ref(x, f);
-    x.flag("report_immediately", r.report_immediately);
-    write_bound(x, "peak_flops_per_sec", r.peak_flops_per_sec);
-    write_bound(x, "predicted_app_units", r.predicted_app_units);
-    write_bound(x, "est_seconds", r.est_seconds);
-    write_bound(x, "bound_seconds", r.bound_seconds);
-    x.close("result");
-  }
-
-  for (const auto& a : reply.app_units) {
-    x.open("app_units_info");
-    x.text("app_name", a.app_name);
-    write_bound(x, "est_flops_per_au", a.est_flops_per_au);
-    x.flag("has_cpu_and_gpu", a.has_cpu_and_gpu);
-    x.close("app_units_info");
-  }
-
-  for (const auto& name : reply.result_acks) {
-    x.open("result_ack");
-    x.text("name", name);
-    x.close("result_ack");
-  }
-  for (const auto& name : reply.result_aborts) {
-    x.open("result_abort");
-    x.text("name", name);
-    x.close("result_abort");
-  }
-  for (const auto& name : reply.sequences_revoked)
-    x.text("work_sequence_revoked", name);
-  x.close("scheduler_reply");
-  return std::move(x.s);
+  o.x.open("scheduler_reply");
+  write_fields(o, reply, reply_fields);
+  o.x.close("scheduler_reply");
+  return std::move(o.x.s);
 }
 
 parse_result<sched_reply> parse_sched_reply(std::string_view body) {
@@ -225,140 +226,9 @@ parse_result<sched_reply> parse_sched_reply(std::string_view body) {
     return result::failure(std::string("root element is <") + (root ? root.name() : "")
                            + ">, expected <scheduler_reply>");
   sched_reply rep;
-  rep.dont_use_dcf = false;
   reader r;
-  for (auto n = root.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    if (n.type() != pugi::node_element)
-      continue;
-    std::string_view name = n.name();
-    if (name == "project_name")
-      r.str(n, rep.project_name);
-    else if (name == "hostid") {
-      std::uint64_t id = 0;
-      r.integer(n, id);
-      rep.hostid = id;
-    } else if (name == "request_delay")
-      r.num(n, rep.request_delay);
-    else if (name == "next_rpc_delay") {
-      double d = 0;
-      r.num(n, d);
-      rep.next_rpc_delay = d;
-    } else if (name == "message") {
-      reply_message m;
-      m.text.assign(trim(reader::content(n)));
-      m.notice = std::string_view(n.attribute("priority").value()) == "notice";
-      rep.messages.push_back(std::move(m));
-    } else if (name == "project_is_down")
-      rep.project_is_down = true;
-    else if (name == "dont_use_dcf")
-      rep.dont_use_dcf = true;
-    else if (name == "user_name")
-      r.str(n, rep.user_name);
-    else if (name == "userid")
-      r.integer(n, rep.userid);
-    else if (name == "user_total_credit")
-      r.num(n, rep.user_total_credit);
-    else if (name == "user_expavg_credit")
-      r.num(n, rep.user_expavg_credit);
-    else if (name == "host_total_credit")
-      r.num(n, rep.host_total_credit);
-    else if (name == "host_expavg_credit")
-      r.num(n, rep.host_expavg_credit);
-    else if (name == "file_info") {
-      file_description f;
-      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
-        std::string_view fname = m.name();
-        if (fname == "name")
-          r.str(m, f.name);
-        else if (fname == "upload_url")
-          f.is_output = true;
-        else if (fname == "nbytes")
-          r.num(m, f.nbytes);
-        else if (fname == "md5_cksum")
-          r.str(m, f.md5_cksum);
-        else if (fname == "max_nbytes")
-          r.num(m, f.max_nbytes);
-        else if (fname == "xml_signature")
-          r.str(m, f.xml_signature);
-      }
-      rep.files.push_back(std::move(f));
-    } else if (name == "workunit") {
-      workunit_description w;
-      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
-        std::string_view wname = m.name();
-        if (wname == "name")
-          r.str(m, w.name);
-        else if (wname == "app_name")
-          r.str(m, w.app_name);
-        else if (wname == "command_line")
-          r.str(m, w.command_line);
-        else if (wname == "rsc_fpops_est")
-          r.num(m, w.rsc_fpops_est);
-        else if (wname == "rsc_fpops_bound")
-          r.num(m, w.rsc_fpops_bound);
-        else if (wname == "rsc_memory_bound")
-          r.num(m, w.rsc_memory_bound);
-        else if (wname == "rsc_disk_bound")
-          r.num(m, w.rsc_disk_bound);
-        else if (wname == "file_ref") {
-          w.inputs.emplace_back();
-          read_file_ref(r, m, w.inputs.back());
-        }
-      }
-      rep.workunits.push_back(std::move(w));
-    } else if (name == "result") {
-      result_description d;
-      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
-        std::string_view rname = m.name();
-        if (rname == "name")
-          r.str(m, d.name);
-        else if (rname == "wu_name")
-          r.str(m, d.wu_name);
-        else if (rname == "report_deadline")
-          r.num(m, d.report_deadline);
-        else if (rname == "platform")
-          r.str(m, d.platform);
-        else if (rname == "version_num")
-          r.integer(m, d.version_num);
-        else if (rname == "plan_class")
-          r.str(m, d.plan_class);
-        else if (rname == "report_immediately")
-          d.report_immediately = true;
-        else if (rname == "peak_flops_per_sec")
-          r.num(m, d.peak_flops_per_sec);
-        else if (rname == "predicted_app_units")
-          r.num(m, d.predicted_app_units);
-        else if (rname == "est_seconds")
-          r.num(m, d.est_seconds);
-        else if (rname == "bound_seconds")
-          r.num(m, d.bound_seconds);
-        else if (rname == "file_ref") {
-          d.outputs.emplace_back();
-          read_file_ref(r, m, d.outputs.back());
-        }
-      }
-      rep.results.push_back(std::move(d));
-    } else if (name == "result_ack" || name == "result_abort") {
-      std::string id;
-      r.str(n.child("name"), id);
-      (name == "result_ack" ? rep.result_acks : rep.result_aborts).push_back(std::move(id));
-    } else if (name == "work_sequence_revoked") {
-      rep.sequences_revoked.emplace_back();
-      r.str(n, rep.sequences_revoked.back());
-    } else if (name == "app_units_info") {
-      app_units_info a;
-      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
-        std::string_view aname = m.name();
-        if (aname == "app_name")
-          r.str(m, a.app_name);
-        else if (aname == "est_flops_per_au")
-          r.num(m, a.est_flops_per_au);
-        else if (aname == "has_cpu_and_gpu")
-          a.has_cpu_and_gpu = true;
-      }
-      rep.app_units.push_back(std::move(a));
-    }
-  }
+  clear_flags(rep, reply_fields); // dont_use_dcf, true by default, is false unless sent
+  read_fields(r, root, rep, reply_fields);
   if (r.failed())
     return result::failure(std::move(r.error));
   return result::success(std::move(rep));

@@ -1,10 +1,16 @@
 /// The scheduler request: parse_sched_request() (the server side) and write_sched_request()
-/// (the client side, cobble-sim --server).
+/// (the client side, cobble-sim --server), both driven by the field tables below.
 
 #include "net/boinc_xml.hpp"
+#include "net/xml_fields.hpp"
 #include "net/xml_text.hpp"
 
 #include <pugixml.hpp>
+
+#include <optional>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 namespace cobble::net {
 
@@ -12,213 +18,191 @@ using namespace xml;
 
 namespace {
 
-const char* coproc_element(resource_type t) {
-  switch (t) {
-    case resource_type::nvidia:
-      return "coproc_cuda";
-    case resource_type::ati:
-      return "coproc_ati";
-    case resource_type::intel_gpu:
-      return "coproc_intel_gpu";
-    default:
-      return nullptr;
-  }
-}
+// -- coprocessors ------------------------------------------------------------------------
 
-void read_time_stats(reader& r, const pugi::xml_node& node, host_description& h) {
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "on_frac")
-      r.num(n, h.on_frac);
-    else if (name == "active_frac")
-      r.num(n, h.active_frac);
-    else if (name == "gpu_active_frac")
-      r.num(n, h.gpu_active_frac);
-  }
-}
+constexpr field<coproc_description> coproc_fields[] = {
+  value<&coproc_description::count>("count"),
+  value<&coproc_description::peak_flops>("peak_flops"),
+  value<&coproc_description::request, &resource_request::req_secs>("req_secs"),
+  value<&coproc_description::request, &resource_request::req_instances>("req_instances"),
+  value<&coproc_description::request, &resource_request::estimated_delay>("estimated_delay"),
+};
 
-void read_host_info(reader& r, const pugi::xml_node& node, host_description& h) {
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "host_cpid")
-      r.str(n, h.host_cpid);
-    else if (name == "domain_name")
-      r.str(n, h.domain_name);
-    else if (name == "p_ncpus")
-      r.integer(n, h.p_ncpus);
-    else if (name == "p_vendor")
-      r.str(n, h.p_vendor);
-    else if (name == "p_model")
-      r.str(n, h.p_model);
-    else if (name == "p_fpops")
-      r.num(n, h.p_fpops);
-    else if (name == "p_iops")
-      r.num(n, h.p_iops);
-    else if (name == "p_membw")
-      r.num(n, h.p_membw);
-    else if (name == "m_nbytes")
-      r.num(n, h.m_nbytes);
-    else if (name == "m_swap")
-      r.num(n, h.m_swap);
-    else if (name == "d_total")
-      r.num(n, h.d_total);
-    else if (name == "d_free")
-      r.num(n, h.d_free);
-    else if (name == "os_name")
-      r.str(n, h.os_name);
-    else if (name == "os_version")
-      r.str(n, h.os_version);
-  }
-}
+/// The element of each coprocessor type; a generic `<coproc>` names its type in `<type>`.
+constexpr std::pair<resource_type, std::string_view> coproc_elements[] = {
+  {resource_type::nvidia, "coproc_cuda"},
+  {resource_type::ati, "coproc_ati"},
+  {resource_type::intel_gpu, "coproc_intel_gpu"},
+};
 
-/// One coprocessor block; `type` is known from the element name, or read from `<type>` for
-/// a generic `<coproc>`. Returns false for an unknown or CPU type.
-bool read_coproc(reader& r, const pugi::xml_node& node, std::optional<resource_type> type,
-                 coproc_description& c) {
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "count")
-      r.integer(n, c.count);
-    else if (name == "peak_flops")
-      r.num(n, c.peak_flops);
-    else if (name == "req_secs")
-      r.num(n, c.request.req_secs);
-    else if (name == "req_instances")
-      r.num(n, c.request.req_instances);
-    else if (name == "estimated_delay")
-      r.num(n, c.request.estimated_delay);
-    else if (name == "type" && !type)
-      type = parse_resource_type(trim(reader::content(n)));
-  }
-  if (!type || *type == resource_type::cpu)
-    return false;
-  c.type = *type;
-  return true;
-}
-
+/// The children of a `<coprocs>`; blocks of an unknown or CPU type are left out.
 void read_coprocs(reader& r, const pugi::xml_node& node, std::vector<coproc_description>& out) {
   for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
     std::string_view name = n.name();
     std::optional<resource_type> type;
-    if (name == "coproc_cuda")
-      type = resource_type::nvidia;
-    else if (name == "coproc_ati")
-      type = resource_type::ati;
-    else if (name == "coproc_intel_gpu")
-      type = resource_type::intel_gpu;
-    else if (name != "coproc")
+    for (const auto& [t, tag] : coproc_elements)
+      if (name == tag)
+        type = t;
+    if (!type && name != "coproc")
       continue;
     coproc_description c;
-    if (read_coproc(r, n, type, c) && !r.failed())
+    read_fields(r, n, c, coproc_fields, [&](const pugi::xml_node& m) {
+      if (!type && std::string_view(m.name()) == "type")
+        type = parse_resource_type(trim(reader::content(m)));
+    });
+    if (type && *type != resource_type::cpu && !r.failed()) {
+      c.type = *type;
       out.push_back(c);
-  }
-}
-
-void read_result(reader& r, const pugi::xml_node& node, reported_result& res) {
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "name")
-      r.str(n, res.name);
-    else if (name == "state")
-      r.integer(n, res.state);
-    else if (name == "exit_status")
-      r.integer(n, res.exit_status);
-    else if (name == "final_cpu_time")
-      r.num(n, res.final_cpu_time);
-    else if (name == "final_elapsed_time")
-      r.num(n, res.final_elapsed_time);
-    else if (name == "platform")
-      r.str(n, res.platform);
-    else if (name == "version_num")
-      r.integer(n, res.version_num);
-    else if (name == "plan_class")
-      r.str(n, res.plan_class);
-    else if (name == "app_version_num")
-      r.integer(n, res.app_version_num);
-    else if (name == "stderr_out")
-      res.stderr_out = markup_text(n, max_stderr_bytes);
-    else if (name == "app_units")
-      r.num(n, res.app_units);
-    else if (name == "raw_flops_per_au")
-      r.num(n, res.raw_flops_per_au);
-    else if (name == "file_info") {
-      reported_file f;
-      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
-        std::string_view fname = m.name();
-        if (fname == "name")
-          r.str(m, f.name);
-        else if (fname == "nbytes")
-          r.num(m, f.nbytes);
-        else if (fname == "md5_cksum")
-          r.str(m, f.md5_cksum);
-      }
-      res.files.push_back(std::move(f));
     }
   }
 }
 
-void read_app_version(reader& r, const pugi::xml_node& node, client_app_version& av) {
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "app_name")
-      r.str(n, av.app_name);
-    else if (name == "version_num")
-      r.integer(n, av.version_num);
-    else if (name == "platform")
-      r.str(n, av.platform);
-    else if (name == "plan_class")
-      r.str(n, av.plan_class);
-    else if (name == "avg_ncpus")
-      r.num(n, av.avg_ncpus);
-    else if (name == "flops")
-      r.num(n, av.flops);
-    else if (name == "coproc") {
-      std::optional<resource_type> type;
-      double count = 0;
-      for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
-        std::string_view cname = m.name();
-        if (cname == "type")
-          type = parse_resource_type(trim(reader::content(m)));
-        else if (cname == "count")
-          r.num(m, count);
+void read_request_coprocs(reader& r, const field<sched_request>&, const pugi::xml_node& n,
+                          sched_request& q) {
+  read_coprocs(r, n, q.coprocs);
+}
+
+void write_request_coprocs(sink& o, const field<sched_request>& f, const sched_request& q) {
+  if (q.coprocs.empty())
+    return;
+  o.x.open(f.tag);
+  for (const auto& c : q.coprocs)
+    for (const auto& [t, tag] : coproc_elements)
+      if (c.type == t) {
+        o.x.open(tag);
+        write_fields(o, c, coproc_fields);
+        o.x.close(tag);
       }
-      // An unknown coprocessor type leaves the version marked as CPU-only: Cobble schedules
-      // only the four known resource types.
-      if (type && *type != resource_type::cpu) {
-        av.coproc_type = *type;
-        av.coproc_count = count;
-      }
-    }
+  o.x.close(f.tag);
+}
+
+// -- the request's parts -----------------------------------------------------------------
+
+constexpr field<host_description> time_stats_fields[] = {
+  value<&host_description::on_frac>("on_frac"),
+  value<&host_description::active_frac>("active_frac"),
+  value<&host_description::gpu_active_frac>("gpu_active_frac"),
+};
+
+constexpr field<host_description> host_info_fields[] = {
+  value<&host_description::host_cpid>("host_cpid"),
+  value<&host_description::domain_name>("domain_name"),
+  value<&host_description::p_ncpus>("p_ncpus"),
+  value<&host_description::p_vendor>("p_vendor"),
+  value<&host_description::p_model>("p_model"),
+  value<&host_description::p_fpops>("p_fpops"),
+  value<&host_description::p_iops>("p_iops"),
+  value<&host_description::p_membw>("p_membw"),
+  value<&host_description::m_nbytes>("m_nbytes"),
+  value<&host_description::m_swap>("m_swap"),
+  value<&host_description::d_total>("d_total"),
+  value<&host_description::d_free>("d_free"),
+  value<&host_description::os_name>("os_name"),
+  value<&host_description::os_version>("os_version"),
+};
+
+constexpr field<reported_file> reported_file_fields[] = {
+  value<&reported_file::name>("name"),
+  value<&reported_file::nbytes>("nbytes"),
+  value<&reported_file::md5_cksum>("md5_cksum"),
+};
+
+constexpr field<reported_result> reported_result_fields[] = {
+  value<&reported_result::name>("name"),
+  value<&reported_result::final_cpu_time>("final_cpu_time"),
+  value<&reported_result::final_elapsed_time>("final_elapsed_time"),
+  value<&reported_result::exit_status>("exit_status"),
+  value<&reported_result::state>("state"),
+  value<&reported_result::platform>("platform", when::nonempty),
+  value<&reported_result::version_num>("version_num"),
+  value<&reported_result::plan_class>("plan_class", when::nonempty),
+  value<&reported_result::app_version_num>("app_version_num"),
+  items<&reported_result::files, reported_file_fields>("file_info"),
+  markup<&reported_result::stderr_out, max_stderr_bytes>("stderr_out", when::nonempty),
+  value<&reported_result::app_units>("app_units", when::positive),
+  value<&reported_result::raw_flops_per_au>("raw_flops_per_au", when::positive),
+};
+
+/// `<coproc><type>T</type><count>N</count></coproc>` of an app version. An unknown type
+/// leaves the version CPU-only: Cobble schedules only the four known resource types.
+void read_version_coproc(reader& r, const field<client_app_version>&, const pugi::xml_node& n,
+                         client_app_version& av) {
+  std::optional<resource_type> type;
+  double count = 0;
+  for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
+    std::string_view name = m.name();
+    if (name == "type")
+      type = parse_resource_type(trim(reader::content(m)));
+    else if (name == "count")
+      r.num(m, count);
+  }
+  if (type && *type != resource_type::cpu) {
+    av.coproc_type = *type;
+    av.coproc_count = count;
   }
 }
 
-void read_app_unit_version(reader& r, const pugi::xml_node& node, app_unit_version& v) {
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "app_name")
-      r.str(n, v.app_name);
-    else if (name == "version_num")
-      r.integer(n, v.version_num);
-    else if (name == "plan_class")
-      r.str(n, v.plan_class);
-    else if (name == "seconds_per_app_unit")
-      r.num(n, v.seconds_per_app_unit);
-    else if (name == "raw_flops_per_sec")
-      r.num(n, v.raw_flops_per_sec);
-  }
+void write_version_coproc(sink& o, const field<client_app_version>& f,
+                          const client_app_version& av) {
+  o.x.open(f.tag);
+  o.x.text("type", to_string(av.coproc_type));
+  o.x.number("count", av.coproc_count);
+  o.x.close(f.tag);
 }
 
-void read_other_result(reader& r, const pugi::xml_node& node, other_result& o) {
-  for (auto n = node.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    std::string_view name = n.name();
-    if (name == "name")
-      r.str(n, o.name);
-    else if (name == "app_version")
-      r.integer(n, o.app_version_index);
-    else if (name == "plan_class")
-      r.str(n, o.plan_class);
-  }
+bool uses_coproc(const client_app_version& av) {
+  return av.coproc_type != resource_type::cpu;
 }
+
+constexpr field<client_app_version> app_version_fields[] = {
+  value<&client_app_version::app_name>("app_name"),
+  value<&client_app_version::version_num>("version_num"),
+  value<&client_app_version::platform>("platform"),
+  value<&client_app_version::plan_class>("plan_class", when::nonempty),
+  value<&client_app_version::avg_ncpus>("avg_ncpus"),
+  value<&client_app_version::flops>("flops"),
+  custom("coproc", read_version_coproc, write_version_coproc, uses_coproc),
+};
+
+constexpr field<other_result> other_result_fields[] = {
+  value<&other_result::name>("name"),
+  value<&other_result::app_version_index>("app_version", when::nonneg),
+  value<&other_result::plan_class>("plan_class", when::nonempty),
+};
+
+constexpr field<app_unit_version> app_unit_version_fields[] = {
+  value<&app_unit_version::app_name>("app_name"),
+  value<&app_unit_version::version_num>("version_num"),
+  value<&app_unit_version::plan_class>("plan_class", when::nonempty),
+  value<&app_unit_version::seconds_per_app_unit>("seconds_per_app_unit"),
+  value<&app_unit_version::raw_flops_per_sec>("raw_flops_per_sec"),
+};
+
+constexpr field<sched_request> request_fields[] = {
+  value<&sched_request::authenticator>("authenticator"),
+  value<&sched_request::hostid>("hostid"),
+  value<&sched_request::rpc_seqno>("rpc_seqno"),
+  value<&sched_request::core_client_major_version>("core_client_major_version"),
+  value<&sched_request::core_client_minor_version>("core_client_minor_version"),
+  value<&sched_request::core_client_release>("core_client_release"),
+  value<&sched_request::resource_share_fraction>("resource_share_fraction"),
+  value<&sched_request::duration_correction_factor>("duration_correction_factor"),
+  value<&sched_request::platform_name>("platform_name", when::nonempty),
+  value<&sched_request::dont_send_work>("dont_send_work"),
+  value<&sched_request::work_req_seconds>("work_req_seconds"),
+  value<&sched_request::cpu, &resource_request::req_secs>("cpu_req_secs"),
+  value<&sched_request::cpu, &resource_request::req_instances>("cpu_req_instances"),
+  value<&sched_request::cpu, &resource_request::estimated_delay>("estimated_delay"),
+  group<&sched_request::host, time_stats_fields>("time_stats"),
+  group<&sched_request::host, host_info_fields>("host_info"),
+  custom("coprocs", read_request_coprocs, write_request_coprocs),
+  items<&sched_request::results, reported_result_fields>("result"),
+  items<&sched_request::app_versions, app_version_fields>("app_versions", "app_version"),
+  items<&sched_request::other_results, other_result_fields>("other_results", "other_result"),
+  texts<&sched_request::sequences_held>("work_sequences", "name"),
+  items<&sched_request::app_unit_versions, app_unit_version_fields>("app_unit_versions",
+                                                                    "app_unit_version"),
+};
 
 } // namespace
 
@@ -241,78 +225,17 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
 
   sched_request req;
   reader r;
-  std::vector<coproc_description> host_info_coprocs; // fallback if sent inside host_info
-  bool have_coprocs = false;
-  for (auto n = root.first_child(); n && !r.failed(); n = n.next_sibling()) {
-    if (n.type() != pugi::node_element)
-      continue;
-    std::string_view name = n.name();
-    if (name == "authenticator")
-      r.str(n, req.authenticator);
-    else if (name == "hostid")
-      r.integer(n, req.hostid);
-    else if (name == "rpc_seqno")
-      r.integer(n, req.rpc_seqno);
-    else if (name == "core_client_major_version")
-      r.integer(n, req.core_client_major_version);
-    else if (name == "core_client_minor_version")
-      r.integer(n, req.core_client_minor_version);
-    else if (name == "core_client_release")
-      r.integer(n, req.core_client_release);
-    else if (name == "resource_share_fraction")
-      r.num(n, req.resource_share_fraction);
-    else if (name == "duration_correction_factor")
-      r.num(n, req.duration_correction_factor);
-    else if (name == "dont_send_work")
-      r.boolean(n, req.dont_send_work);
-    else if (name == "work_req_seconds")
-      r.num(n, req.work_req_seconds);
-    else if (name == "cpu_req_secs")
-      r.num(n, req.cpu.req_secs);
-    else if (name == "cpu_req_instances")
-      r.num(n, req.cpu.req_instances);
-    else if (name == "estimated_delay")
-      r.num(n, req.cpu.estimated_delay);
-    else if (name == "platform_name")
-      r.str(n, req.platform_name);
-    else if (name == "time_stats")
-      read_time_stats(r, n, req.host);
-    else if (name == "host_info") {
-      read_host_info(r, n, req.host);
+  clear_flags(req, request_fields);
+  // Older clients send <coprocs> inside <host_info>: used when there is no top-level one.
+  std::vector<coproc_description> host_info_coprocs;
+  read_fields(r, root, req, request_fields, [&](const pugi::xml_node& n) {
+    if (std::string_view(n.name()) == "host_info")
       if (auto c = n.child("coprocs"))
         read_coprocs(r, c, host_info_coprocs);
-    } else if (name == "coprocs") {
-      have_coprocs = true;
-      read_coprocs(r, n, req.coprocs);
-    } else if (name == "result") {
-      req.results.emplace_back();
-      read_result(r, n, req.results.back());
-    } else if (name == "app_versions") {
-      for (auto a = n.child("app_version"); a && !r.failed(); a = a.next_sibling("app_version")) {
-        req.app_versions.emplace_back();
-        read_app_version(r, a, req.app_versions.back());
-      }
-    } else if (name == "other_results") {
-      for (auto o = n.child("other_result"); o && !r.failed(); o = o.next_sibling("other_result")) {
-        req.other_results.emplace_back();
-        read_other_result(r, o, req.other_results.back());
-      }
-    } else if (name == "work_sequences") {
-      for (auto w = n.child("name"); w && !r.failed(); w = w.next_sibling("name")) {
-        req.sequences_held.emplace_back();
-        r.str(w, req.sequences_held.back());
-      }
-    } else if (name == "app_unit_versions") {
-      for (auto a = n.child("app_unit_version"); a && !r.failed();
-           a = a.next_sibling("app_unit_version")) {
-        req.app_unit_versions.emplace_back();
-        read_app_unit_version(r, a, req.app_unit_versions.back());
-      }
-    }
-  }
+  });
   if (r.failed())
     return result::failure(std::move(r.error));
-  if (!have_coprocs)
+  if (!root.child("coprocs"))
     req.coprocs = std::move(host_info_coprocs);
   if (req.authenticator.empty())
     return result::failure("scheduler request has no authenticator");
@@ -320,146 +243,12 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
 }
 
 std::string write_sched_request(const sched_request& req) {
-  writer x;
-  x.s.reserve(2048 + req.results.size() * 512);
-  x.open("scheduler_request");
-  x.text("authenticator", req.authenticator);
-  x.number("hostid", req.hostid);
-  x.number("rpc_seqno", req.rpc_seqno);
-  x.number("core_client_major_version", req.core_client_major_version);
-  x.number("core_client_minor_version", req.core_client_minor_version);
-  x.number("core_client_release", req.core_client_release);
-  x.number("resource_share_fraction", req.resource_share_fraction);
-  x.number("duration_correction_factor", req.duration_correction_factor);
-  if (!req.platform_name.empty())
-    x.text("platform_name", req.platform_name);
-  x.flag("dont_send_work", req.dont_send_work);
-  x.number("work_req_seconds", req.work_req_seconds);
-  x.number("cpu_req_secs", req.cpu.req_secs);
-  x.number("cpu_req_instances", req.cpu.req_instances);
-  x.number("estimated_delay", req.cpu.estimated_delay);
-  const auto& h = req.host;
-  x.open("time_stats");
-  x.number("on_frac", h.on_frac);
-  x.number("active_frac", h.active_frac);
-  x.number("gpu_active_frac", h.gpu_active_frac);
-  x.close("time_stats");
-  x.open("host_info");
-  x.text("host_cpid", h.host_cpid);
-  x.text("domain_name", h.domain_name);
-  x.number("p_ncpus", h.p_ncpus);
-  x.text("p_vendor", h.p_vendor);
-  x.text("p_model", h.p_model);
-  x.number("p_fpops", h.p_fpops);
-  x.number("p_iops", h.p_iops);
-  x.number("p_membw", h.p_membw);
-  x.number("m_nbytes", h.m_nbytes);
-  x.number("m_swap", h.m_swap);
-  x.number("d_total", h.d_total);
-  x.number("d_free", h.d_free);
-  x.text("os_name", h.os_name);
-  x.text("os_version", h.os_version);
-  x.close("host_info");
-  if (!req.coprocs.empty()) {
-    x.open("coprocs");
-    for (const auto& c : req.coprocs) {
-      const char* tag = coproc_element(c.type);
-      if (tag == nullptr)
-        continue;
-      x.open(tag);
-      x.number("count", c.count);
-      x.number("peak_flops", c.peak_flops);
-      x.number("req_secs", c.request.req_secs);
-      x.number("req_instances", c.request.req_instances);
-      x.number("estimated_delay", c.request.estimated_delay);
-      x.close(tag);
-    }
-    x.close("coprocs");
-  }
-  for (const auto& r : req.results) {
-    x.open("result");
-    x.text("name", r.name);
-    x.number("final_cpu_time", r.final_cpu_time);
-    x.number("final_elapsed_time", r.final_elapsed_time);
-    x.number("exit_status", r.exit_status);
-    x.number("state", r.state);
-    if (!r.platform.empty())
-      x.text("platform", r.platform);
-    x.number("version_num", r.version_num);
-    if (!r.plan_class.empty())
-      x.text("plan_class", r.plan_class);
-    x.number("app_version_num", r.app_version_num);
-    for (const auto& f : r.files) {
-      x.open("file_info");
-      x.text("name", f.name);
-      x.number("nbytes", f.nbytes);
-      x.text("md5_cksum", f.md5_cksum);
-      x.close("file_info");
-    }
-    if (!r.stderr_out.empty())
-      x.text("stderr_out", r.stderr_out);
-    if (r.app_units > 0)
-      x.number("app_units", r.app_units);
-    if (r.raw_flops_per_au > 0)
-      x.number("raw_flops_per_au", r.raw_flops_per_au);
-    x.close("result");
-  }
-  if (!req.app_versions.empty()) {
-    x.open("app_versions");
-    for (const auto& a : req.app_versions) {
-      x.open("app_version");
-      x.text("app_name", a.app_name);
-      x.number("version_num", a.version_num);
-      x.text("platform", a.platform);
-      if (!a.plan_class.empty())
-        x.text("plan_class", a.plan_class);
-      x.number("avg_ncpus", a.avg_ncpus);
-      x.number("flops", a.flops);
-      if (a.coproc_type != resource_type::cpu) {
-        x.open("coproc");
-        x.text("type", to_string(a.coproc_type));
-        x.number("count", a.coproc_count);
-        x.close("coproc");
-      }
-      x.close("app_version");
-    }
-    x.close("app_versions");
-  }
-  if (!req.other_results.empty()) {
-    x.open("other_results");
-    for (const auto& o : req.other_results) {
-      x.open("other_result");
-      x.text("name", o.name);
-      if (o.app_version_index >= 0)
-        x.number("app_version", o.app_version_index);
-      if (!o.plan_class.empty())
-        x.text("plan_class", o.plan_class);
-      x.close("other_result");
-    }
-    x.close("other_results");
-  }
-  if (!req.sequences_held.empty()) {
-    x.open("work_sequences");
-    for (const auto& name : req.sequences_held)
-      x.text("name", name);
-    x.close("work_sequences");
-  }
-  if (!req.app_unit_versions.empty()) {
-    x.open("app_unit_versions");
-    for (const auto& v : req.app_unit_versions) {
-      x.open("app_unit_version");
-      x.text("app_name", v.app_name);
-      x.number("version_num", v.version_num);
-      if (!v.plan_class.empty())
-        x.text("plan_class", v.plan_class);
-      x.number("seconds_per_app_unit", v.seconds_per_app_unit);
-      x.number("raw_flops_per_sec", v.raw_flops_per_sec);
-      x.close("app_unit_version");
-    }
-    x.close("app_unit_versions");
-  }
-  x.close("scheduler_request");
-  return std::move(x.s);
+  sink o;
+  o.x.s.reserve(2048 + req.results.size() * 512);
+  o.x.open("scheduler_request");
+  write_fields(o, req, request_fields);
+  o.x.close("scheduler_request");
+  return std::move(o.x.s);
 }
 
 } // namespace cobble::net
