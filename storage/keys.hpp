@@ -46,7 +46,8 @@
 /// the CRC of "123456789" is 0xcbf43926), computed with ISA-L's crc32_gzip_refl() (libisal), which
 /// gives the same values as zlib's crc32().
 
-#include "storage/event_store.hpp"
+#include "storage/event_record.hpp"
+#include "storage/snapshot_storage.hpp"
 
 #include <compare>
 #include <cstddef>
