@@ -11,6 +11,8 @@
 ///
 /// Errors are `caf::error`s of category "storage" (storage/error.hpp); their context names the
 /// directory, the operation and the event or snapshot seq, and RocksDB's message if any.
+///
+/// The implementation is one file a job: storage/event_store_impl.hpp lists them.
 
 #include "storage/error.hpp"
 #include "storage/event_record.hpp"
