@@ -1,5 +1,7 @@
 #include "actors/assimilator.hpp"
 
+#include "actors/error.hpp"
+
 #include <caf/all.hpp>
 
 #include <spdlog/spdlog.h>
@@ -44,12 +46,17 @@ void keep_canonical(storage::file_store& files, const wu_files& w) {
 /// Stages the state files of a sequence element as content-addressed inputs (idempotent).
 void stage_state(storage::file_store& files, const wu_files& w) {
   for (const auto& [stored, staged] : w.state_files) {
+    std::string why;
     try {
-      files.stage_file(w.project, files.output_path(w.project, stored), staged.md5);
-    } catch (const std::exception& e) {
-      spdlog::error("state files of {}: cannot stage {} as {}: {}", w.wu_name, stored, staged.name,
-                    e.what());
+      auto done = files.stage_file(w.project, files.output_path(w.project, stored), staged.md5);
+      if (!done)
+        why = describe(done.error());
+    } catch (const std::exception& e) { // bad_alloc, or no MD5 in OpenSSL
+      why = e.what();
     }
+    if (!why.empty())
+      spdlog::error("state files of {}: cannot stage {} as {}: {}", w.wu_name, stored, staged.name,
+                    why);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "actors/error.hpp"
 #include "net/boinc_xml.hpp"
 #include "net/one_shot.hpp"
+#include "storage/error.hpp"
 
 #include <caf/all.hpp>
 
@@ -83,22 +84,43 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
     return;
   }
   files->post([files, project, name, version, keep_alive, head, range, respond] {
+    auto not_found = [&] {
+      respond(text_response(version, keep_alive, http::status::not_found,
+                            "no such file: " + name + "\n", "text/plain"));
+    };
+    auto cannot_read = [&](const std::string& why) {
+      spdlog::error("download of {}: {}", name, why);
+      respond(text_response(version, keep_alive, http::status::internal_server_error,
+                            "cannot read the file\n", "text/plain"));
+    };
+    // The body of a GET (none for a HEAD); nullopt when the answer was given already.
+    auto read = [&](std::uint64_t offset, std::uint64_t length) -> std::optional<std::string> {
+      if (head)
+        return std::string{};
+      auto got = files->store().read_input(project, name, offset, length);
+      if (got)
+        return std::move(*got);
+      if (got.error() == storage::ec::not_found) // removed since its size was read
+        not_found();
+      else
+        cannot_read(describe(got.error()));
+      return std::nullopt;
+    };
     try {
       auto size = files->store().input_size(project, name);
       if (!size) {
-        respond(text_response(version, keep_alive, http::status::not_found,
-                              "no such file: " + name + "\n", "text/plain"));
+        not_found();
         return;
       }
       // A range starting at or past the end is answered with the whole file, never 416:
       // the BOINC client treats every 4xx on a download as permanent.
       if (range && range->first < *size) {
         auto last = std::min<std::uint64_t>(range->second.value_or(*size - 1), *size - 1);
-        auto body = head ? std::string{}
-                         : *files->store().read_input(project, name, range->first,
-                                                      last - range->first + 1);
+        auto body = read(range->first, last - range->first + 1);
+        if (!body)
+          return;
         auto res = text_response(version, keep_alive, http::status::partial_content,
-                                 std::move(body), "application/octet-stream");
+                                 std::move(*body), "application/octet-stream");
         res.set(http::field::content_range, "bytes " + std::to_string(range->first) + "-"
                                               + std::to_string(last) + "/" + std::to_string(*size));
         if (head)
@@ -106,17 +128,17 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
         respond(std::move(res));
         return;
       }
-      auto body = head ? std::string{} : *files->store().read_input(project, name, 0, *size);
-      auto res = text_response(version, keep_alive, http::status::ok, std::move(body),
+      auto body = read(0, *size);
+      if (!body)
+        return;
+      auto res = text_response(version, keep_alive, http::status::ok, std::move(*body),
                                "application/octet-stream");
       res.set(http::field::accept_ranges, "bytes");
       if (head)
         res.content_length(*size);
       respond(std::move(res));
     } catch (const std::exception& e) {
-      spdlog::error("download of {}: {}", name, e.what());
-      respond(text_response(version, keep_alive, http::status::internal_server_error,
-                            "cannot read the file\n", "text/plain"));
+      cannot_read(e.what());
     }
   });
 }
@@ -163,6 +185,10 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
       .then(
         [files, project, h, body, answer](double max_nbytes) {
           files->post([files, project, h, body, answer, max_nbytes] {
+            auto cannot_store = [&](const std::string& why) {
+              spdlog::error("upload of {}: {}", h->name, why);
+              answer(1, std::nullopt, "the server could not store the file; retry later");
+            };
             try {
               auto& store = files->store();
               auto stored = store.output_size(project, h->name);
@@ -185,10 +211,14 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
               auto data = std::string_view{*body}.substr(h->data_offset);
               auto progress = store.write_output(project, h->name,
                                                  static_cast<std::uint64_t>(h->offset), data);
-              if (progress.size < static_cast<std::uint64_t>(h->nbytes)) {
+              if (!progress) {
+                cannot_store(describe(progress.error()));
+                return;
+              }
+              if (progress->size < static_cast<std::uint64_t>(h->nbytes)) {
                 // What arrived is kept; the client asks for the size and resumes there.
                 answer(1, std::nullopt,
-                       "upload of " + h->name + " is incomplete (" + std::to_string(progress.size)
+                       "upload of " + h->name + " is incomplete (" + std::to_string(progress->size)
                          + " of " + std::to_string(h->nbytes) + " bytes stored); resume");
                 return;
               }
@@ -203,8 +233,7 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
               }
               answer(0, std::nullopt, {});
             } catch (const std::exception& e) {
-              spdlog::error("upload of {}: {}", h->name, e.what());
-              answer(1, std::nullopt, "the server could not store the file; retry later");
+              cannot_store(e.what());
             }
           });
         },
@@ -286,18 +315,25 @@ void stage_input(const std::shared_ptr<file_service>& files, const std::string& 
   bool keep_alive = req.keep_alive();
   auto body = std::make_shared<std::string>(std::move(req.body()));
   files->post([files, project, body, version, keep_alive, respond] {
+    auto cannot_stage = [&](const std::string& why) {
+      spdlog::error("staging an input of {}: {}", project, why);
+      respond(text_response(version, keep_alive, http::status::internal_server_error,
+                            nlohmann::json{{"error", why}}.dump(), "application/json"));
+    };
     try {
       auto staged = files->store().stage(project, *body);
-      nlohmann::json j{{"stored_name", staged.name},
-                       {"md5", staged.md5},
-                       {"nbytes", staged.nbytes},
-                       {"existed", staged.existed}};
+      if (!staged) {
+        cannot_stage(describe(staged.error()));
+        return;
+      }
+      nlohmann::json j{{"stored_name", staged->name},
+                       {"md5", staged->md5},
+                       {"nbytes", staged->nbytes},
+                       {"existed", staged->existed}};
       respond(
         text_response(version, keep_alive, http::status::created, j.dump(), "application/json"));
     } catch (const std::exception& e) {
-      spdlog::error("staging an input of {}: {}", project, e.what());
-      respond(text_response(version, keep_alive, http::status::internal_server_error,
-                            nlohmann::json{{"error", e.what()}}.dump(), "application/json"));
+      cannot_stage(e.what());
     }
   });
 }

@@ -44,6 +44,10 @@ std::string render_context(const caf::message& ctx) {
 
 } // namespace
 
+std::string context_of(const caf::error& e) {
+  return render_context(e.context());
+}
+
 std::string describe(const caf::error& e) {
   if (!e)
     return "no error";

@@ -32,6 +32,12 @@ const char* to_string(ec x);
 /// Builds a storage error whose context is the single string `what`.
 caf::error make_error(ec code, std::string what);
 
+/// The context of `e` as describe() renders it, without the category and the code: the `what`
+/// of make_error(), for a caller that puts its own subject in front of an error it passes on
+/// (e.g. "snapshot 7: " before "write /data/x.tmp: No space left on device"). Empty when `e` has
+/// no context.
+std::string context_of(const caf::error& e);
+
 /// Renders an error readably without an actor system: "storage corruption: event 42: checksum
 /// mismatch". Errors of other categories are rendered as "<category> <code>: <context>".
 std::string describe(const caf::error& e);

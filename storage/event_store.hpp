@@ -11,8 +11,12 @@
 ///
 /// Errors are `caf::error`s of category "storage" (storage/error.hpp); their context names the
 /// directory, the operation and the event or snapshot seq, and RocksDB's message if any.
+///
+/// The implementation is one file a job: storage/event_store_impl.hpp lists them.
 
 #include "storage/error.hpp"
+#include "storage/event_record.hpp"
+#include "storage/snapshot_storage.hpp"
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -32,30 +36,6 @@ namespace cobble::storage {
 /// When an append returns: `sync` after the write-ahead log is fsynced, `async` after the
 /// write reached the OS (a crash of the machine, not of the process, may lose the tail).
 enum class durability { sync, async };
-
-/// One event as the log stores it. The payload is opaque here: its first byte is the payload
-/// format version, and actors/events.hpp decodes it.
-struct event_record {
-  std::uint64_t seq = 0;        ///< Cobble's own sequence number, strictly increasing from 1.
-  std::int64_t time_us = 0;     ///< When the decision was made (microseconds since the epoch).
-  std::uint16_t kind = 0;       ///< Event kind (actors/events.hpp).
-  std::uint8_t entity_kind = 0; ///< Kind of the entity the event is about.
-  std::uint16_t project = 0;    ///< Project index the entity belongs to.
-  std::uint64_t entity_id = 0;  ///< Id of the entity within its kind and project.
-  std::string payload;          ///< Versioned payload bytes.
-
-  friend bool operator==(const event_record&, const event_record&) = default;
-};
-
-/// Where a snapshot's blob is kept.
-enum class snapshot_storage : std::uint8_t {
-  /// Chunks of `store_options::snapshot_chunk_bytes` in the `snapshots` column family (how
-  /// every snapshot was stored before file snapshots; still read).
-  chunks,
-  /// One plain file in `<dir>/snapshots/`, read through a memory mapping: no decompression,
-  /// no copy, no RocksDB block buffers.
-  file,
-};
 
 /// One stored snapshot: the state of every actor after applying events 1..seq.
 struct snapshot_info {

@@ -1,13 +1,16 @@
 #include "storage/file_store.hpp"
 
+#include "storage/error.hpp"
+#include "storage/posix_file.hpp"
+
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
-#include <cstring>
+#include <cerrno>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <stdexcept>
 #include <system_error>
 
@@ -47,29 +50,20 @@ struct md5_ctx {
   }
 };
 
-[[noreturn]] void fail(const std::string& what, const fs::path& p) {
-  throw std::runtime_error(what + " " + p.string() + ": " + std::generic_category().message(errno));
+/// Creates `dir` and its parents where missing.
+caf::error ensure_directory(const fs::path& dir) {
+  std::error_code err;
+  fs::create_directories(dir, err);
+  if (err)
+    return posix_error("create", dir, err);
+  return {};
 }
 
-/// RAII file descriptor.
-struct fd_guard {
-  int fd = -1;
-  ~fd_guard() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
-void write_all(int fd, std::string_view data, const fs::path& p) {
-  while (!data.empty()) {
-    auto n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      fail("cannot write", p);
-    }
-    data.remove_prefix(static_cast<std::size_t>(n));
-  }
+/// A fresh name in `dir` for a file being staged (one counter for stage() and stage_file(),
+/// which may run at once: the edge's threads and the assimilator).
+fs::path staging_path(const fs::path& dir) {
+  static std::atomic<unsigned> counter{0};
+  return dir / (".staging-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
 }
 
 } // namespace
@@ -116,69 +110,67 @@ fs::path file_store::results_dir(std::string_view project) const {
   return root_ / "projects" / std::string{project} / "results";
 }
 
-staged_file file_store::stage(std::string_view project, std::string_view content) {
+caf::expected<staged_file> file_store::stage(std::string_view project, std::string_view content) {
   staged_file out;
   out.md5 = md5_hex(content);
   out.nbytes = content.size();
   out.name = "in_" + out.md5;
   auto dir = download_dir(project);
-  fs::create_directories(dir);
+  if (auto err = ensure_directory(dir))
+    return err;
   auto target = dir / out.name;
-  std::error_code ec;
-  if (fs::exists(target, ec) && fs::file_size(target, ec) == content.size()) {
+  std::error_code err;
+  if (fs::exists(target, err) && fs::file_size(target, err) == content.size()) {
     out.existed = true;
     return out;
   }
-  static std::atomic<unsigned> counter{0};
-  auto tmp = dir / (".staging-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  {
-    fd_guard f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
-    if (f.fd < 0)
-      fail("cannot create", tmp);
-    write_all(f.fd, content, tmp);
-    if (::fsync(f.fd) != 0)
-      fail("cannot sync", tmp);
-  }
-  fs::rename(tmp, target);
+  if (auto failed = write_file_durably(staging_path(dir), target, content))
+    return failed;
   return out;
 }
 
-staged_file file_store::stage_file(std::string_view project, const fs::path& from,
-                                   std::string_view expected_md5) {
-  std::error_code ec;
-  auto size = fs::file_size(from, ec);
-  if (ec)
-    throw std::runtime_error("cannot read " + from.string() + ": " + ec.message());
+caf::expected<staged_file> file_store::stage_file(std::string_view project, const fs::path& from,
+                                                  std::string_view expected_md5) {
+  std::error_code err;
+  auto size = fs::file_size(from, err);
+  if (err)
+    return posix_error("read", from, err);
   staged_file out;
   out.md5 = std::string{expected_md5};
   out.nbytes = size;
   out.name = "in_" + out.md5;
   if (!safe_file_name(out.name))
-    throw std::invalid_argument("bad md5 '" + out.md5 + "'");
+    return make_error(ec::invalid_argument, "bad md5 '" + out.md5 + "'");
   auto dir = download_dir(project);
-  fs::create_directories(dir);
+  if (auto failed = ensure_directory(dir))
+    return failed;
   auto target = dir / out.name;
-  if (fs::exists(target, ec) && fs::file_size(target, ec) == size) {
+  if (fs::exists(target, err) && fs::file_size(target, err) == size) {
     out.existed = true;
     return out;
   }
   auto md5 = md5_of_file(from);
   if (!md5)
-    throw std::runtime_error("cannot read " + from.string());
+    return make_error(ec::io_error, "read " + from.string());
   if (*md5 != expected_md5)
-    throw std::runtime_error("the content of " + from.string() + " has md5 " + *md5
-                             + ", not the reported " + std::string{expected_md5});
-  static std::atomic<unsigned> counter{0};
-  auto tmp = dir / (".staging-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-  fs::create_hard_link(from, tmp, ec);
-  if (ec) {
-    ec.clear();
-    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-    if (ec)
-      throw std::runtime_error("cannot copy " + from.string() + " to " + tmp.string() + ": "
-                               + ec.message());
+    return make_error(ec::corruption, "the content of " + from.string() + " has md5 " + *md5
+                                        + ", not the reported " + std::string{expected_md5});
+  auto tmp = staging_path(dir);
+  fs::create_hard_link(from, tmp, err);
+  if (err) {
+    err.clear();
+    fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, err);
+    if (err)
+      return make_error(ec::io_error,
+                        "copy " + from.string() + " to " + tmp.string() + ": " + err.message());
   }
-  fs::rename(tmp, target);
+  fs::rename(tmp, target, err);
+  if (err) {
+    auto failed = posix_error("rename", tmp, err);
+    std::error_code ignored; // the error above is the one to report
+    fs::remove(tmp, ignored);
+    return failed;
+  }
   return out;
 }
 
@@ -186,74 +178,69 @@ std::optional<std::uint64_t>
 file_store::input_size(std::string_view project, std::string_view name) const {
   if (!safe_file_name(name))
     return std::nullopt;
-  std::error_code ec;
-  auto size = fs::file_size(download_dir(project) / std::string{name}, ec);
-  if (ec)
+  std::error_code err;
+  auto size = fs::file_size(download_dir(project) / std::string{name}, err);
+  if (err)
     return std::nullopt;
   return size;
 }
 
-std::optional<std::string>
+caf::expected<std::string>
 file_store::read_input(std::string_view project, std::string_view name, std::uint64_t offset,
                        std::uint64_t length) const {
   if (!safe_file_name(name))
-    return std::nullopt;
+    return make_error(ec::invalid_argument, "unsafe input file name '" + std::string{name} + "'");
   auto path = download_dir(project) / std::string{name};
-  fd_guard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (f.fd < 0) {
-    if (errno == ENOENT)
-      return std::nullopt;
-    fail("cannot open", path);
+  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd) {
+    auto code = errno;
+    if (code == ENOENT)
+      return make_error(ec::not_found, "input " + path.string() + ": not found");
+    return posix_error("open", path, code);
   }
   struct stat st {};
-  if (::fstat(f.fd, &st) != 0)
-    fail("cannot stat", path);
+  if (::fstat(fd.get(), &st) != 0)
+    return posix_error("stat", path, errno);
   auto size = static_cast<std::uint64_t>(st.st_size);
   if (offset >= size)
     return std::string{};
   length = std::min(length, size - offset);
   std::string out(length, '\0');
-  std::size_t done = 0;
-  while (done < length) {
-    auto n = ::pread(f.fd, out.data() + done, length - done, static_cast<off_t>(offset + done));
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      fail("cannot read", path);
-    }
-    if (n == 0)
-      break;
-    done += static_cast<std::size_t>(n);
-  }
-  out.resize(done);
+  auto done = read_at(fd.get(), out.data(), out.size(), offset, path);
+  if (!done)
+    return std::move(done.error());
+  out.resize(*done);
   return out;
 }
 
 std::uint64_t file_store::output_size(std::string_view project, std::string_view name) const {
   if (!safe_file_name(name))
     return 0;
-  std::error_code ec;
-  auto size = fs::file_size(upload_dir(project) / std::string{name}, ec);
-  return ec ? 0 : size;
+  std::error_code err;
+  auto size = fs::file_size(upload_dir(project) / std::string{name}, err);
+  return err ? 0 : size;
 }
 
-upload_progress file_store::write_output(std::string_view project, std::string_view name,
-                                         std::uint64_t offset, std::string_view data) {
+caf::expected<upload_progress>
+file_store::write_output(std::string_view project, std::string_view name, std::uint64_t offset,
+                         std::string_view data) {
   if (!safe_file_name(name))
-    throw std::invalid_argument("unsafe output file name");
+    return make_error(ec::invalid_argument, "unsafe output file name '" + std::string{name} + "'");
   auto dir = upload_dir(project);
-  fs::create_directories(dir);
+  if (auto err = ensure_directory(dir))
+    return err;
   auto path = dir / std::string{name};
-  fd_guard f{::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644)};
-  if (f.fd < 0)
-    fail("cannot open", path);
-  if (::ftruncate(f.fd, static_cast<off_t>(offset)) != 0)
-    fail("cannot truncate", path);
-  if (::lseek(f.fd, static_cast<off_t>(offset), SEEK_SET) < 0)
-    fail("cannot seek", path);
-  write_all(f.fd, data, path);
-  if (::fdatasync(f.fd) != 0)
-    fail("cannot sync", path);
+  unique_fd fd{::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644)};
+  if (!fd)
+    return posix_error("open", path, errno);
+  if (::ftruncate(fd.get(), static_cast<off_t>(offset)) != 0)
+    return posix_error("truncate", path, errno);
+  if (::lseek(fd.get(), static_cast<off_t>(offset), SEEK_SET) < 0)
+    return posix_error("seek", path, errno);
+  if (auto err = write_all(fd.get(), data, path))
+    return err;
+  if (::fdatasync(fd.get()) != 0)
+    return posix_error("sync", path, errno);
   return upload_progress{offset + data.size()};
 }
 
@@ -264,15 +251,15 @@ fs::path file_store::output_path(std::string_view project, std::string_view name
 bool file_store::remove_output(std::string_view project, std::string_view name) {
   if (!safe_file_name(name))
     return false;
-  std::error_code ec;
-  return fs::remove(upload_dir(project) / std::string{name}, ec);
+  std::error_code err;
+  return fs::remove(upload_dir(project) / std::string{name}, err);
 }
 
 bool file_store::remove_input(std::string_view project, std::string_view name) {
   if (!safe_file_name(name))
     return false;
-  std::error_code ec;
-  return fs::remove(download_dir(project) / std::string{name}, ec);
+  std::error_code err;
+  return fs::remove(download_dir(project) / std::string{name}, err);
 }
 
 } // namespace cobble::storage

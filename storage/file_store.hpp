@@ -9,6 +9,13 @@
 ///   projects/<project>/download/<name>   inputs; name = "in_<md5>" (or a name given at staging)
 ///   projects/<project>/upload/<name>     outputs, as uploaded ("<result name>_<i>")
 ///   projects/<project>/results/<wu>/...  the canonical outputs of assimilated workunits
+///
+/// Errors are storage errors (storage/error.hpp), as the event store's are: ec::io_error whose
+/// context names the operation and the file ("write <path>: No space left on device", from the
+/// POSIX helpers of storage/posix_file.hpp), ec::not_found, ec::invalid_argument (an unsafe
+/// name) and ec::corruption (content whose md5 is not the one reported).
+
+#include <caf/expected.hpp>
 
 #include <cstdint>
 #include <filesystem>
@@ -51,31 +58,32 @@ public:
 
   /// Stores input content under "in_<md5>" unless identical content is already there.
   /// Written to a temporary file and renamed, so a crash never leaves a partial input.
-  /// Throws std::runtime_error on I/O failure.
-  staged_file stage(std::string_view project, std::string_view content);
+  /// ec::io_error on I/O failure.
+  caf::expected<staged_file> stage(std::string_view project, std::string_view content);
 
   /// Stages the content of a file (e.g. an uploaded output) under "in_<md5>", as `stage`
-  /// does: a hard link when the file system allows it, else a copy, then a rename. Throws
-  /// std::runtime_error when the file cannot be read, its md5 is not `expected_md5`, or on
-  /// I/O failure.
-  staged_file stage_file(std::string_view project, const std::filesystem::path& from,
-                         std::string_view expected_md5);
+  /// does: a hard link when the file system allows it, else a copy, then a rename.
+  /// ec::io_error when the file cannot be read or on I/O failure, ec::corruption when its md5
+  /// is not `expected_md5`, ec::invalid_argument when that is no safe name.
+  caf::expected<staged_file> stage_file(std::string_view project, const std::filesystem::path& from,
+                                        std::string_view expected_md5);
 
   /// Size of a file in the download area; nullopt when absent or the name is unsafe.
   std::optional<std::uint64_t> input_size(std::string_view project, std::string_view name) const;
 
-  /// Reads [offset, offset+length) of a staged input (clamped to its size); nullopt when
-  /// absent or unsafe. Throws on I/O failure.
-  std::optional<std::string> read_input(std::string_view project, std::string_view name,
+  /// Reads [offset, offset+length) of a staged input (clamped to its size). ec::not_found when
+  /// absent, ec::invalid_argument when the name is unsafe, ec::io_error on I/O failure.
+  caf::expected<std::string> read_input(std::string_view project, std::string_view name,
                                         std::uint64_t offset, std::uint64_t length) const;
 
   /// Bytes of an output stored so far (0 when none).
   std::uint64_t output_size(std::string_view project, std::string_view name) const;
 
   /// Writes `data` at `offset` of an output, dropping anything stored past the offset, and
-  /// flushes it to disk. The caller checks offset <= output_size(). Throws on I/O failure.
-  upload_progress write_output(std::string_view project, std::string_view name,
-                               std::uint64_t offset, std::string_view data);
+  /// flushes it to disk. The caller checks offset <= output_size(). ec::invalid_argument when
+  /// the name is unsafe, ec::io_error on I/O failure.
+  caf::expected<upload_progress> write_output(std::string_view project, std::string_view name,
+                                              std::uint64_t offset, std::string_view data);
 
   /// Path of an output (for the validator and the assimilation hook).
   std::filesystem::path output_path(std::string_view project, std::string_view name) const;

@@ -43,9 +43,11 @@
 /// old one stays intact until the new one is committed.
 ///
 /// Checksums are CRC-32 (the IEEE 802.3 polynomial, reflected, initial and final XOR all ones:
-/// the CRC of "123456789" is 0xcbf43926), computed with zlib's crc32().
+/// the CRC of "123456789" is 0xcbf43926), computed with ISA-L's crc32_gzip_refl() (libisal), which
+/// gives the same values as zlib's crc32().
 
-#include "storage/event_store.hpp"
+#include "storage/event_record.hpp"
+#include "storage/snapshot_storage.hpp"
 
 #include <compare>
 #include <cstddef>

@@ -63,7 +63,6 @@ public:
 
 private:
   friend class event_store;
-  struct reading; ///< What the thread reads through (event_store.cpp).
   snapshot_stream(std::uint64_t seq, std::size_t size);
   void publish(std::size_t ready); ///< The thread: bytes [0, ready) are there.
   void end(caf::error err);        ///< The thread: nothing more comes.

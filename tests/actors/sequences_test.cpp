@@ -267,7 +267,7 @@ struct seq_files_fixture : seq_fixture {
 
   /// A successful report of a state element whose output (uploaded first) holds `bytes`.
   reported_result state_upload(const std::string& result, const std::string& bytes) {
-    files->write_output("demo", result + "_0", 0, bytes);
+    REQUIRE(static_cast<bool>(files->write_output("demo", result + "_0", 0, bytes)));
     auto r = success(result);
     r.files.push_back(
       reported_file{result + "_0", static_cast<double>(bytes.size()), storage::md5_hex(bytes)});
