@@ -141,13 +141,14 @@ project_logic::sequence_plan plan(project_ptr self, const job_request& req, job_
 
 /// Asks every sequence of the plan, then finishes the RPC with what they answered. The
 /// events decided before must already be appended: other RPCs run while the sequences think.
-void ask_sequences(project_ptr self, project_logic::sequence_plan p,
+void ask_sequences(project_ptr self, const project_logic::sequence_plan& p,
                    std::shared_ptr<const job_request> req, std::shared_ptr<job_grant> grant,
                    std::shared_ptr<sched_reply> reply, rpc_token token) {
   auto& st = self->state;
   auto answers = std::make_shared<std::vector<seq_answer_ptr>>();
   auto pending = std::make_shared<std::size_t>(p.queries.size());
-  auto done = [self, req, grant, reply, token, answers, pending]() {
+  auto done = [self, req = std::move(req), grant = std::move(grant), reply = std::move(reply),
+               token, answers, pending]() {
     if (--*pending > 0)
       return;
     auto events = finish_jobs(self, *req, *grant, *answers);
@@ -218,7 +219,7 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
     return;
   }
   append(self, std::move(events));
-  ask_sequences(self, std::move(p), std::move(jr), std::move(grant), std::move(reply), token);
+  ask_sequences(self, p, std::move(jr), std::move(grant), std::move(reply), token);
 }
 
 } // namespace cobble
