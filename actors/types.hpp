@@ -2,6 +2,7 @@
 
 /// Identifiers and small value types shared by events, state and actors.
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <optional>
@@ -75,6 +76,20 @@ struct file_rec {
 template <class F>
 void inspect_fields(F& f, file_rec& x) {
   f(x.name, x.nbytes, x.md5);
+}
+
+/// The bitwise validator's rule: what the outputs of two successful results (or sequence
+/// elements) must share to agree: the md5 and size of every file, in any order.
+inline std::string bitwise_signature(const std::vector<file_rec>& outputs) {
+  std::vector<std::string> parts;
+  parts.reserve(outputs.size());
+  for (const auto& f : outputs)
+    parts.push_back(f.md5 + ":" + std::to_string(static_cast<long long>(f.nbytes)));
+  std::sort(parts.begin(), parts.end());
+  std::string out;
+  for (auto& p : parts)
+    out += p + ";";
+  return out;
 }
 
 } // namespace cobble

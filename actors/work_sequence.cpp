@@ -227,14 +227,7 @@ namespace {
 
 /// What two successful elements must share to agree (the bitwise validator's rule).
 std::string signature(const seq_element_state& el) {
-  std::vector<std::string> parts;
-  for (const auto& f : el.outputs)
-    parts.push_back(f.md5 + ":" + std::to_string(static_cast<long long>(f.nbytes)));
-  std::sort(parts.begin(), parts.end());
-  std::string out;
-  for (auto& p : parts)
-    out += p + ";";
-  return out;
+  return bitwise_signature(el.outputs);
 }
 
 } // namespace

@@ -1,0 +1,66 @@
+#pragma once
+
+/// Internal to the project's decisions (project_logic, split by topic over project_logic.cpp,
+/// project_config.cpp, job_selection.cpp, project_sequences.cpp, validation.cpp,
+/// project_credit.cpp and project_files.cpp): the helpers more than one of those files use.
+/// Not for other components.
+
+#include "actors/autoflops.hpp"
+#include "actors/credit.hpp"
+#include "actors/error.hpp"
+#include "actors/project_logic.hpp"
+
+#include <caf/error.hpp>
+
+#include <cctype>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cobble::detail {
+
+/// A version of an app the requesting host can run, and what the client assumes of it.
+struct version_choice {
+  const app_version_rec* version = nullptr;
+  version_echo echo;
+  double flops = 0;       // the speed the client assumes (runtime = rsc_fpops_est / flops)
+  double peak_flops = 0;  // peak_flops(J)
+  double instances = 1;   // CPUs or GPUs one job uses
+  int devices = 1;        // CPUs or GPUs of this type the host has (for the daily quota)
+  double client_spau = 0; // seconds_per_app_unit the client reported for it (0: none)
+};
+
+/// Whether a workunit or sequence name is acceptable (letters, digits, _ - ., no "..").
+inline bool valid_wu_name(const std::string& name) {
+  if (name.empty() || name.size() > 200)
+    return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
+      return false;
+  return name.find("..") == std::string::npos;
+}
+
+template <class T>
+caf::error positive(const char* what, const std::optional<T>& x) {
+  if (x && !(*x > 0))
+    return caf::make_error(ec::invalid_argument, std::string{what} + " must be positive");
+  return {};
+}
+
+/// The version of `app` the host runs for resource `t`, if any (job_selection.cpp).
+std::optional<version_choice>
+choose_version(const app_rec& app, const job_request& req, resource_type t);
+
+/// The AutoFlops completion time estimate and bound of a job on the requesting host, when the
+/// app gives them to this client and its seconds_per_app_unit(V) is known (job_selection.cpp).
+std::optional<completion_time>
+autoflops_estimate(const project_state& st, const app_rec& app, const wu_params& p,
+                   const version_choice& c, const version_hint& hint);
+
+/// True when some version of the app has validated samples (job_selection.cpp).
+bool in_use(const std::vector<version_credit_input>& inputs);
+
+/// min_avg_pfc(A) of an app, once known (validation.cpp).
+std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app);
+
+} // namespace cobble::detail
