@@ -5,8 +5,8 @@
 /// cheat prevention, per (host, app version) error rate, job quota and runtime statistics.
 ///
 /// Everything here is pure: the project, host and app-version actors call these functions to
-/// decide, and the `apply` functions of state.cpp call them to advance state from events, so
-/// the live server, recovery and `cobble log replay` compute the same numbers.
+/// decide, and the `apply` functions (host_state.cpp, app_version_state.cpp) call them to advance
+/// state from events, so the live server, recovery and `cobble log replay` compute the same numbers.
 
 #include "actors/types.hpp"
 

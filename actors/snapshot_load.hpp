@@ -3,7 +3,8 @@
 /// Loading a snapshot into a `world`, with the store reading the blob on one core while this
 /// thread decodes it on another (storage/snapshot_stream.hpp). Recovery (`recover` in
 /// actors/log.hpp) loads its snapshot this way; `decode_snapshot(std::string_view)` in
-/// actors/state.hpp is the same decoding over a blob already in memory.
+/// actors/state.hpp is the same decoding over a blob already in memory. Both are defined in
+/// actors/world.cpp, with the rest of the snapshot codec.
 
 #include "actors/state.hpp"
 
