@@ -66,6 +66,8 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::create, std::string, std::string>::with<id_type, std::string>,
   // The project's status.
   caf::replies_to<atom::status>::with<project_summary_ptr>,
+  // What it holds in memory (/metrics): hosts and their estimated bytes, workunits.
+  caf::replies_to<atom::status, atom::host>::with<project_gauges_ptr>,
   // One workunit by name or numeric id.
   caf::replies_to<atom::workunit, std::string>::with<workunit_view_ptr>,
   // Workunits by id, from offset, at most limit.

@@ -27,6 +27,7 @@ using sched_reply_ptr = std::shared_ptr<const sched_reply>;
 struct work_batch;
 struct work_created;
 struct project_summary;
+struct project_gauges;
 struct workunit_view;
 struct host_view;
 struct log_status;
@@ -37,6 +38,7 @@ struct credit_export;
 using work_batch_ptr = std::shared_ptr<const work_batch>;
 using work_created_ptr = std::shared_ptr<const work_created>;
 using project_summary_ptr = std::shared_ptr<const project_summary>;
+using project_gauges_ptr = std::shared_ptr<const project_gauges>;
 using workunit_view_ptr = std::shared_ptr<const workunit_view>;
 using workunit_list_ptr = std::shared_ptr<const std::vector<workunit_view>>;
 using host_view_ptr = std::shared_ptr<const host_view>;
@@ -104,6 +106,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sched_reply_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::work_batch_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::work_created_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::project_summary_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::project_gauges_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::workunit_view_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::workunit_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_view_ptr)

@@ -5,6 +5,35 @@
 
 namespace cobble {
 
+namespace {
+
+/// A std::map or std::set node: three pointers and the colour, then the value.
+constexpr std::size_t map_node_overhead = 4 * sizeof(void*);
+
+std::size_t heap_bytes(const std::string& s) {
+  // libstdc++ keeps up to 15 characters in the object itself.
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+
+std::size_t heap_bytes(const host_info_rec& i) {
+  return heap_bytes(i.host_cpid) + heap_bytes(i.domain_name) + heap_bytes(i.p_vendor)
+         + heap_bytes(i.p_model) + heap_bytes(i.os_name) + heap_bytes(i.os_version)
+         + i.coprocs.capacity() * sizeof(decltype(i.coprocs)::value_type)
+         + i.coproc_peak_flops.capacity() * sizeof(double);
+}
+
+} // namespace
+
+std::size_t memory_bytes(const host_state& s) {
+  auto n = sizeof(host_state) + heap_bytes(s.info);
+  for (const auto& entry : s.in_progress)
+    n += map_node_overhead + sizeof(std::pair<const std::string, held_result>)
+         + heap_bytes(entry.first);
+  n += s.app_versions.size()
+       * (map_node_overhead + sizeof(std::pair<const std::uint32_t, host_app_version_rec>));
+  return n;
+}
+
 int host_app_version_rec::jobs_left(time_us now) const {
   if (jobs_per_day_init <= 0 || max_jobs_per_day <= 0)
     return -1;

@@ -143,6 +143,16 @@ struct project_summary {
   std::map<std::string, credit_totals> teams{}; ///< Credit per team.
 };
 
+/// What a project holds in memory, for /metrics; cheap enough for every scrape.
+struct project_gauges {
+  std::string project;
+  std::size_t hosts = 0;         ///< Hosts held in memory (every host that ever called).
+  std::size_t host_bytes = 0;    ///< Their estimated bytes (state and registration).
+  std::size_t hosts_sampled = 0; ///< Hosts measured for the estimate (all, up to a cap).
+  std::size_t workunits = 0;     ///< Workunits held in memory.
+  std::size_t active_workunits = 0;
+};
+
 /// The summary of a project's state (the admin API's status, the CLI's offline replay).
 project_summary summarize(const project_state& s);
 

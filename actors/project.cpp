@@ -257,6 +257,10 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::status) -> project_summary_ptr {
       return std::make_shared<project_summary>(summarize(self->state.logic.state));
     },
+    [self](atom::status, atom::host) {
+      return project_gauges_ptr{
+        std::make_shared<project_gauges>(gauges_of(self->state.logic.state, self->state.hosts))};
+    },
     [self](atom::workunit, const std::string& key) { return show_workunit(self, key); },
     [self](atom::list, atom::workunit, std::uint64_t offset, std::uint64_t limit) {
       return workunit_list_ptr{std::make_shared<std::vector<workunit_view>>(

@@ -72,6 +72,31 @@ host_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit) {
   return out;
 }
 
+project_gauges gauges_of(const project_state& ps,
+                         const std::unordered_map<id_type, host_state>& hosts, std::size_t sample) {
+  project_gauges g;
+  g.project = ps.name;
+  g.hosts = std::max(hosts.size(), ps.hosts.size());
+  g.workunits = ps.workunits.size();
+  g.active_workunits = ps.active_workunits;
+  // Per host besides its state: an unordered_map node (next pointer, key) and a bucket
+  // pointer, and its registration's std::map node (three pointers and the colour).
+  constexpr std::size_t per_host = 3 * sizeof(void*) + sizeof(id_type) + 4 * sizeof(void*)
+                                   + sizeof(std::pair<const id_type, host_reg>);
+  std::size_t measured = 0;
+  for (const auto& entry : hosts) {
+    if (g.hosts_sampled == sample)
+      break;
+    measured += memory_bytes(entry.second);
+    ++g.hosts_sampled;
+  }
+  auto mean = g.hosts_sampled > 0
+                ? static_cast<double>(measured) / static_cast<double>(g.hosts_sampled)
+                : static_cast<double>(sizeof(host_state));
+  g.host_bytes = static_cast<std::size_t>(static_cast<double>(g.hosts) * (mean + per_host));
+  return g;
+}
+
 std::vector<user_rec> users_of(const project_state& ps) {
   std::vector<user_rec> out;
   out.reserve(ps.users.size());

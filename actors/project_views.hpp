@@ -33,6 +33,12 @@ host_view_of(const project_state& ps, const std::unordered_map<id_type, host_sta
 std::vector<host_view>
 host_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit);
 
+/// Hosts and workunits held in memory. The bytes of the hosts are measured on at most
+/// `sample` of them and scaled to all, so that a scrape stays short with a million hosts.
+project_gauges
+gauges_of(const project_state& ps, const std::unordered_map<id_type, host_state>& hosts,
+          std::size_t sample = 1024);
+
 /// Every user account (with authenticators).
 std::vector<user_rec> users_of(const project_state& ps);
 

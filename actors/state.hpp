@@ -463,6 +463,11 @@ void inspect_fields(F& f, host_state& x) {
 void apply(host_state& s, const event& e, std::string_view result_name,
            const credit_settings& cs = {});
 
+/// Bytes a host's state holds in memory: the object, its strings beyond the small-string
+/// buffer and the nodes of its maps (an estimate of the allocator's view: node headers and
+/// the strings' heap blocks, not the allocator's rounding).
+std::size_t memory_bytes(const host_state& s);
+
 // -- app version --------------------------------------------------------------
 
 /// Statistics of one app version over its validated results.

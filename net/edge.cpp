@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 namespace cobble::net {
 
@@ -107,6 +108,61 @@ std::string base_url(const edge_context& ctx, const request& req) {
   return "http://" + std::string{host};
 }
 
+namespace {
+
+/// /metrics: the edge's counters, the log's, each project's gauges and the RPCs waiting. A
+/// one-shot actor asks the log and every project at once and renders after the last answer;
+/// no Asio thread waits.
+void serve_metrics(const std::shared_ptr<edge_context>& ctx, const request& req,
+                   const responder& respond) {
+  reply_shape shape{req.version(), req.keep_alive()};
+  spawn_one_shot(*ctx->sys, [ctx, shape, respond](caf::event_based_actor* self) {
+    struct scrape {
+      actor_readings readings;
+      std::size_t pending = 0;
+      bool failed = false;
+    };
+    auto st = std::make_shared<scrape>();
+    st->readings.projects.resize(ctx->projects.size());
+    st->pending = ctx->projects.size() + 1;
+    auto answered = [ctx, shape, respond, st] {
+      if (--st->pending > 0 || st->failed)
+        return;
+      static const server_stats none{};
+      st->readings.rpcs_waiting = ctx->port ? ctx->port->waiting() : 0;
+      respond(shaped(shape, http::status::ok,
+                     render_metrics(*ctx->metrics, ctx->http ? *ctx->http : none, st->readings),
+                     "text/plain; version=0.0.4"));
+    };
+    auto fail = [shape, respond, st](caf::error& err) {
+      if (std::exchange(st->failed, true))
+        return;
+      respond(shaped(shape, http::status::service_unavailable, describe(err) + "\n", "text/plain"));
+    };
+    constexpr auto timeout = std::chrono::seconds(10);
+    self->request(ctx->log, timeout, atom::status_v)
+      .then(
+        [st, answered](const log_status_ptr& log) {
+          st->readings.log = *log;
+          answered();
+        },
+        fail);
+    std::size_t i = 0;
+    for (const auto& entry : ctx->projects) {
+      self->request(entry.second, timeout, atom::status_v, atom::host_v)
+        .then(
+          [st, answered, i](const project_gauges_ptr& g) {
+            st->readings.projects[i] = *g;
+            answered();
+          },
+          fail);
+      ++i;
+    }
+  });
+}
+
+} // namespace
+
 std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
   if (!ctx->port)
     throw std::invalid_argument("edge_routes: the context has no RPC port");
@@ -141,21 +197,7 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
                          }});
   routes.push_back(
     route{"/metrics", true, {http::verb::get}, 0, [ctx](request&& req, const responder& respond) {
-            reply_shape shape{req.version(), req.keep_alive()};
-            spawn_one_shot(*ctx->sys, [ctx, shape, respond](caf::event_based_actor* self) {
-              self->request(ctx->log, std::chrono::seconds(10), atom::status_v)
-                .then(
-                  [ctx, shape, respond](const log_status_ptr& log) {
-                    static const server_stats none{};
-                    auto text = render_metrics(*ctx->metrics, ctx->http ? *ctx->http : none, *log);
-                    respond(shaped(shape, http::status::ok, std::move(text),
-                                   "text/plain; version=0.0.4"));
-                  },
-                  [shape, respond](caf::error& err) {
-                    respond(shaped(shape, http::status::service_unavailable, describe(err) + "\n",
-                                   "text/plain"));
-                  });
-            });
+            serve_metrics(ctx, req, respond);
           }});
   return routes;
 }

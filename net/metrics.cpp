@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <array>
+
 namespace cobble::net {
 
 void latency_histogram::observe(std::chrono::steady_clock::duration d) {
@@ -39,9 +41,35 @@ void gauge(std::string& out, const char* name, const char* help, std::uint64_t v
   out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n{} {}\n", name, help, name, name, v);
 }
 
+void project_gauges_text(std::string& out, const std::vector<project_gauges>& projects) {
+  struct column {
+    const char* name;
+    const char* help;
+    std::size_t project_gauges::*field;
+  };
+  static constexpr std::array<column, 4> columns{{
+    {"cobble_hosts_in_memory", "Hosts whose state the project holds in memory.",
+     &project_gauges::hosts},
+    {"cobble_host_state_bytes",
+     "Estimated bytes of those hosts' states and registrations (measured on up to 1024).",
+     &project_gauges::host_bytes},
+    {"cobble_workunits_in_memory", "Workunits the project holds in memory.",
+     &project_gauges::workunits},
+    {"cobble_workunits_active", "Workunits neither assimilated nor failed.",
+     &project_gauges::active_workunits},
+  }};
+  for (const auto& c : columns) {
+    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", c.name, c.help, c.name);
+    for (const auto& p : projects)
+      out += fmt::format("{}{{project=\"{}\"}} {}\n", c.name, p.project, p.*c.field);
+  }
+}
+
 } // namespace
 
-std::string render_metrics(const edge_metrics& m, const server_stats& http, const log_status& log) {
+std::string
+render_metrics(const edge_metrics& m, const server_stats& http, const actor_readings& r) {
+  const auto& log = r.log;
   std::string out;
   counter(out, "cobble_scheduler_rpcs_total", "Scheduler RPCs answered.", m.rpcs.load());
   counter(out, "cobble_scheduler_rpcs_refused_total",
@@ -51,6 +79,10 @@ std::string render_metrics(const edge_metrics& m, const server_stats& http, cons
   counter(out, "cobble_results_reported_total", "Results reported by hosts (acknowledged).",
           m.results_reported.load());
   m.rpc_latency.render(out, "cobble_scheduler_rpc_seconds", "Scheduler RPC latency.");
+  gauge(out, "cobble_scheduler_rpcs_waiting",
+        "Scheduler RPCs decided or being decided whose reply waits (for the log to commit).",
+        r.rpcs_waiting);
+  project_gauges_text(out, r.projects);
   counter(out, "cobble_http_connections_total", "HTTP connections accepted.",
           http.connections.load());
   counter(out, "cobble_http_requests_total", "HTTP requests read.", http.requests.load());

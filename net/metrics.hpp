@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace cobble::net {
 
@@ -39,7 +40,15 @@ struct edge_metrics {
   latency_histogram rpc_latency;
 };
 
-/// Renders every counter as Prometheus text.
-std::string render_metrics(const edge_metrics& m, const server_stats& http, const log_status& log);
+/// What /metrics reads from the actors and the RPC port at one scrape.
+struct actor_readings {
+  log_status log;
+  std::vector<project_gauges> projects;
+  std::size_t rpcs_waiting = 0; ///< Scheduler RPCs parked for their reply.
+};
+
+/// Renders every counter and gauge as Prometheus text.
+std::string
+render_metrics(const edge_metrics& m, const server_stats& http, const actor_readings& r);
 
 } // namespace cobble::net

@@ -77,6 +77,10 @@ TEST_CASE("a 7.20 client attaches, gets a job, reports it, and a quorum of two v
   CHECK(metrics.body.find("cobble_jobs_sent_total 2") != std::string::npos);
   CHECK(metrics.body.find("cobble_results_reported_total 2") != std::string::npos);
   CHECK(metrics.body.find("cobble_log_commit_batch_events_bucket") != std::string::npos);
+  // Two hosts called; both states are in memory, every reply has left the port.
+  CHECK(metrics.body.find("cobble_hosts_in_memory{project=\"demo\"} 2\n") != std::string::npos);
+  CHECK(metrics.body.find("cobble_host_state_bytes{project=\"demo\"} ") != std::string::npos);
+  CHECK(metrics.body.find("cobble_scheduler_rpcs_waiting 0\n") != std::string::npos);
   CHECK(s.stop() == 0);
 }
 

@@ -110,6 +110,16 @@ fs::path self_dir() {
 
 struct binaries {
   std::string cobbled, cobble;
+  std::string baseline; ///< Another cobbled measured first, the same way (before/after).
+  std::string baseline_label = "before"; ///< Its name in the tables.
+  std::string label = "this build";      ///< This build's name in the tables.
+
+  /// (label, binary) of each cobbled to measure, the baseline first.
+  std::vector<std::pair<std::string, std::string>> builds() const {
+    if (baseline.empty())
+      return {{label, cobbled}};
+    return {{baseline_label, baseline}, {label, cobbled}};
+  }
 };
 
 void add_binary_options(CLI::App* app, binaries& b) {
@@ -118,6 +128,17 @@ void add_binary_options(CLI::App* app, binaries& b) {
   b.cobble = (self_dir().parent_path() / "cobble").string();
   app->add_option("--cobbled", b.cobbled, "The cobbled binary")->capture_default_str();
   app->add_option("--cobble", b.cobble, "The cobble binary")->capture_default_str();
+}
+
+void add_baseline_options(CLI::App* app, binaries& b) {
+  app
+    ->add_option("--baseline-cobbled", b.baseline,
+                 "Also measure this cobbled (e.g. built from an older commit) first, in the "
+                 "same run, and put both in the tables")
+    ->check(CLI::ExistingFile);
+  app->add_option("--baseline-label", b.baseline_label, "The baseline's name in the tables")
+    ->capture_default_str();
+  app->add_option("--label", b.label, "This build's name in the tables")->capture_default_str();
 }
 
 /// Appends a Markdown section to the report file (if one was given) and prints it.
@@ -275,117 +296,290 @@ struct throughput_cli {
   std::string config;    ///< cobbled --config; empty: the embedded demo project
 };
 
+/// One measured run of scheduler RPCs against a started server.
+struct sched_run {
+  load_result load;
+  double events = 0, commits = 0, syncs = 0, wall = 0, server_cpu = 0, gen_cpu = 0;
+  std::uint64_t rss = 0;
+  /// cobbled's CPU time per answered RPC, in ms (over the whole run, warm-up included).
+  double cpu_ms_per_rpc() const {
+    return load.all_rpcs > 0 ? 1e3 * server_cpu / static_cast<double>(load.all_rpcs) : 0;
+  }
+};
+
+sched_run measure_rpcs(const server& s, const load_options& o, std::size_t hosts) {
+  sched_run rw;
+  generator g{hosts};
+  auto m0 = s.metrics();
+  auto cpu0 = cpu_seconds(s.proc->pid());
+  auto self0 = self_cpu_seconds();
+  auto t0 = std::chrono::steady_clock::now();
+  rw.load = g.run(o);
+  rw.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  rw.server_cpu = cpu_seconds(s.proc->pid()) - cpu0;
+  rw.gen_cpu = self_cpu_seconds() - self0;
+  auto m1 = s.metrics();
+  rw.events = metric(m1, "cobble_log_events_total") - metric(m0, "cobble_log_events_total");
+  rw.commits = metric(m1, "cobble_log_commits_total") - metric(m0, "cobble_log_commits_total");
+  rw.syncs = metric(m1, "cobble_log_syncs_total") - metric(m0, "cobble_log_syncs_total");
+  rw.rss = resident_bytes(s.proc->pid());
+  print_load("scheduler RPCs", rw.load);
+  std::cout << fmt::format("  log: {:.0f} events in {:.0f} commits ({:.1f} events/commit), "
+                           "{:.0f} fsyncs/s; CPU over {:.1f} s: cobbled {:.1f} s ({:.3f} ms per "
+                           "RPC), generator {:.1f} s\n",
+                           rw.events, rw.commits, rw.commits > 0 ? rw.events / rw.commits : 0,
+                           rw.syncs / rw.wall, rw.wall, rw.server_cpu, rw.cpu_ms_per_rpc(),
+                           rw.gen_cpu);
+  if (rw.load.no_work > rw.load.rpcs / 100)
+    std::cout << "  warning: " << rw.load.no_work
+              << " replies carried no job: create more work (--workunits)\n";
+  return rw;
+}
+
+/// Starts `binary` on a fresh data directory with `workunits` queued.
+std::unique_ptr<server>
+start_with_work(const fs::path& dir, std::vector<std::string> args, const std::string& binary,
+                std::uint64_t workunits, double job_seconds, double* create_secs = nullptr) {
+  fs::remove_all(dir);
+  auto s = std::make_unique<server>(dir, std::move(args), binary);
+  s->start();
+  std::cout << "cobbled " << binary << " on port " << s->port << ", creating " << workunits
+            << " workunits (" << 2 * workunits << " jobs)..." << std::endl;
+  auto secs = create_work(*s, workunits, job_seconds);
+  std::cout << fmt::format("  created in {:.1f} s ({:.0f} workunits/s through the admin API)\n",
+                           secs, static_cast<double>(workunits) / secs);
+  if (create_secs != nullptr)
+    *create_secs = secs;
+  return s;
+}
+
+void stop_server(server& s) {
+  auto code = s.stop();
+  if (code != 0)
+    std::cout << "  warning: cobbled exited with " << code << "\n";
+  fs::remove_all(s.data);
+}
+
 int cmd_throughput(throughput_cli& c) {
   struct row {
-    std::string mode;
-    load_result ceiling, sched;
-    double events = 0, commits = 0, syncs = 0, wall = 0, server_cpu = 0, gen_cpu = 0;
-    std::uint64_t rss = 0;
+    std::string build, mode;
+    load_result ceiling;
+    sched_run sched;
     double create_secs = 0;
   };
   std::vector<row> rows;
   for (const auto& mode : c.modes) {
-    row rw;
-    rw.mode = mode;
-    auto dir = fs::path{c.work_dir} / ("throughput-" + mode);
-    fs::remove_all(dir);
-    std::vector<std::string> args{"--durability", mode};
-    if (!c.scheduler.empty()) {
-      args.emplace_back("--actor-scheduler");
-      args.push_back(c.scheduler);
+    for (const auto& [label, binary] : c.bin.builds()) {
+      row rw;
+      rw.build = label;
+      rw.mode = mode;
+      std::vector<std::string> args{"--durability", mode};
+      if (!c.scheduler.empty()) {
+        args.emplace_back("--actor-scheduler");
+        args.push_back(c.scheduler);
+      }
+      if (!c.config.empty()) {
+        args.emplace_back("--config");
+        args.push_back(c.config);
+      }
+      std::cout << "durability " << mode << ", " << label << ":\n";
+      auto s = start_with_work(fs::path{c.work_dir} / ("throughput-" + mode), args, binary,
+                               c.workunits, c.o.job_seconds, &rw.create_secs);
+      auto o = c.o;
+      o.port = s->port;
+      o.account_key = s->key;
+      {
+        o.healthz = true;
+        generator g{c.hosts};
+        rw.ceiling = g.run(o);
+        print_load("ceiling, GET /healthz", rw.ceiling);
+      }
+      o.healthz = false;
+      rw.sched = measure_rpcs(*s, o, c.hosts);
+      stop_server(*s);
+      rows.push_back(rw);
     }
-    if (!c.config.empty()) {
-      args.emplace_back("--config");
-      args.push_back(c.config);
-    }
-    server s{dir, args, c.bin.cobbled};
-    s.start();
-    std::cout << "durability " << mode << ": cobbled on port " << s.port << ", creating "
-              << c.workunits << " workunits (" << 2 * c.workunits << " jobs)..." << std::endl;
-    rw.create_secs = create_work(s, c.workunits, c.o.job_seconds);
-    std::cout << fmt::format("  created in {:.1f} s ({:.0f} workunits/s through the admin API)\n",
-                             rw.create_secs, c.workunits / rw.create_secs);
-    auto o = c.o;
-    o.port = s.port;
-    o.account_key = s.key;
-    {
-      o.healthz = true;
-      generator g{c.hosts};
-      rw.ceiling = g.run(o);
-      print_load("ceiling, GET /healthz", rw.ceiling);
-    }
-    o.healthz = false;
-    generator g{c.hosts};
-    auto m0 = s.metrics();
-    auto cpu0 = cpu_seconds(s.proc->pid());
-    auto self0 = self_cpu_seconds();
-    auto t0 = std::chrono::steady_clock::now();
-    rw.sched = g.run(o);
-    rw.wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    rw.server_cpu = cpu_seconds(s.proc->pid()) - cpu0;
-    rw.gen_cpu = self_cpu_seconds() - self0;
-    auto m1 = s.metrics();
-    rw.events = metric(m1, "cobble_log_events_total") - metric(m0, "cobble_log_events_total");
-    rw.commits = metric(m1, "cobble_log_commits_total") - metric(m0, "cobble_log_commits_total");
-    rw.syncs = metric(m1, "cobble_log_syncs_total") - metric(m0, "cobble_log_syncs_total");
-    rw.rss = resident_bytes(s.proc->pid());
-    print_load("scheduler RPCs", rw.sched);
-    std::cout << fmt::format("  log: {:.0f} events in {:.0f} commits ({:.1f} events/commit), "
-                             "{:.0f} fsyncs/s; CPU over {:.1f} s: cobbled {:.1f} s, generator "
-                             "{:.1f} s\n",
-                             rw.events, rw.commits, rw.commits > 0 ? rw.events / rw.commits : 0,
-                             rw.syncs / rw.wall, rw.wall, rw.server_cpu, rw.gen_cpu);
-    if (rw.sched.no_work > rw.sched.rpcs / 100)
-      std::cout << "  warning: " << rw.sched.no_work
-                << " replies carried no job: create more work (--workunits)\n";
-    auto code = s.stop();
-    if (code != 0)
-      std::cout << "  warning: cobbled exited with " << code << "\n";
-    rows.push_back(rw);
-    fs::remove_all(dir);
   }
 
   std::string md;
   md += fmt::format("Load: {} simulated hosts on {} keep-alive connections, {} generator "
                     "thread(s), {} s measured after a warm-up of at least {} s, {} job(s) asked "
                     "per RPC; every RPC after a host's first reports the results it got last "
-                    "time. cobbled's actor scheduler: {}; its configuration: {}.\n\n",
+                    "time. cobbled's actor scheduler: {}; its configuration: {}.{}\n\n",
                     c.hosts, c.o.connections, c.o.threads, c.o.seconds, c.o.warmup_seconds,
                     c.o.jobs_per_rpc, c.scheduler.empty() ? "its default" : c.scheduler,
-                    c.config.empty() ? "the embedded demo project" : c.config);
-  md += "| durability | ceiling: GET /healthz per s | scheduler RPCs/s | ratio to ceiling | "
-        "jobs dispatched/s | results reported/s | p50 ms | p99 ms | p99.9 ms | events/commit "
-        "| fsyncs/s | CPU s cobbled / generator |\n"
-        "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
+                    c.config.empty() ? "the embedded demo project" : c.config,
+                    c.bin.baseline.empty()
+                      ? ""
+                      : fmt::format(" Each mode ran `{}` first, then `{}`, one after the other.",
+                                    c.bin.baseline_label, c.bin.label));
+  md += "| cobbled | durability | ceiling: GET /healthz per s | scheduler RPCs/s | ratio to "
+        "ceiling | jobs dispatched/s | results reported/s | p50 ms | p99 ms | p99.9 ms | "
+        "events/commit | fsyncs/s | CPU s cobbled / generator | cobbled CPU ms per RPC |\n"
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
-    auto secs = r.sched.seconds > 0 ? r.sched.seconds : 1;
-    md += fmt::format("| {} | {} | {} | {:.0f} % | {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | "
-                      "{:.0f} | {:.1f} / {:.1f} |\n",
-                      r.mode, grouped(r.ceiling.rate()), grouped(r.sched.rate()),
-                      r.ceiling.rate() > 0 ? 100 * r.sched.rate() / r.ceiling.rate() : 0,
-                      grouped(r.sched.jobs / secs), grouped(r.sched.reports / secs), r.sched.p50_ms,
-                      r.sched.p99_ms, r.sched.p999_ms, r.commits > 0 ? r.events / r.commits : 0,
-                      r.syncs / r.wall, r.server_cpu, r.gen_cpu);
+    const auto& l = r.sched.load;
+    auto secs = l.seconds > 0 ? l.seconds : 1;
+    md += fmt::format("| {} | {} | {} | {} | {:.0f} % | {} | {} | {:.2f} | {:.2f} | {:.2f} | "
+                      "{:.1f} | {:.0f} | {:.1f} / {:.1f} | {:.3f} |\n",
+                      r.build, r.mode, grouped(r.ceiling.rate()), grouped(l.rate()),
+                      r.ceiling.rate() > 0 ? 100 * l.rate() / r.ceiling.rate() : 0,
+                      grouped(l.jobs / secs), grouped(l.reports / secs), l.p50_ms, l.p99_ms,
+                      l.p999_ms, r.sched.commits > 0 ? r.sched.events / r.sched.commits : 0,
+                      r.sched.syncs / r.sched.wall, r.sched.server_cpu, r.sched.gen_cpu,
+                      r.sched.cpu_ms_per_rpc());
   }
   md += "\n";
   for (const auto& r : rows) {
-    if (r.mode != "sync")
+    if (r.mode != "sync" || r.build != c.bin.label)
       continue;
-    auto rate = r.sched.rate();
+    auto rate = r.sched.load.rate();
     auto ratio = r.ceiling.rate() > 0 ? rate / r.ceiling.rate() : 0;
-    md += fmt::format("Targets (sync): ≥ 10,000 RPCs/s: {}; p99 < 50 ms: {}; ≥ 30 % of the "
+    md += fmt::format("Targets (sync, {}): ≥ 10,000 RPCs/s: {}; p99 < 50 ms: {}; ≥ 30 % of the "
                       "ceiling: {}.\n\n",
+                      r.build,
                       verdict(rate >= 10000,
                               fmt::format("{:.0f} % of the target, {} RPCs/s short",
                                           100 * rate / 10000, grouped(10000 - rate))),
-                      verdict(r.sched.p99_ms < 50, fmt::format("p99 {:.1f} ms", r.sched.p99_ms)),
+                      verdict(r.sched.load.p99_ms < 50,
+                              fmt::format("p99 {:.1f} ms", r.sched.load.p99_ms)),
                       verdict(ratio >= 0.3, fmt::format("{:.0f} %", 100 * ratio)));
   }
   for (const auto& r : rows)
-    md += fmt::format("- {}: work created through the admin API at {} workunits/s; cobbled "
+    md += fmt::format("- {}, {}: work created through the admin API at {} workunits/s; cobbled "
                       "resident {:.0f} MB after the run; {} errors, {} replies without work.\n",
-                      r.mode, grouped(c.workunits / r.create_secs), r.rss / 1e6,
-                      r.sched.errors + r.ceiling.errors, r.sched.no_work);
+                      r.build, r.mode, grouped(static_cast<double>(c.workunits) / r.create_secs),
+                      static_cast<double>(r.sched.rss) / 1e6,
+                      r.sched.load.errors + r.ceiling.errors, r.sched.load.no_work);
+  md += "\n";
+  emit(c.report, md);
+  return 0;
+}
+
+// -- cost: CPU per RPC at low and high concurrency -----------------------------------------
+
+struct cost_cli {
+  binaries bin;
+  load_options o;
+  std::size_t hosts = 2000;
+  std::vector<std::size_t> connections{2, 8, 64};
+  std::uint64_t workunits = 100000;
+  std::string work_dir = "bench-data";
+  std::string report;
+};
+
+int cmd_cost(cost_cli& c) {
+  struct row {
+    std::string build;
+    std::size_t connections = 0;
+    sched_run sched;
+  };
+  std::vector<row> rows;
+  for (auto n : c.connections) {
+    for (const auto& [label, binary] : c.bin.builds()) {
+      std::cout << n << " connections, " << label << ":\n";
+      auto s = start_with_work(fs::path{c.work_dir} / "cost", {"--durability", "sync"}, binary,
+                               c.workunits, c.o.job_seconds);
+      auto o = c.o;
+      o.port = s->port;
+      o.account_key = s->key;
+      o.connections = n;
+      rows.push_back(row{label, n, measure_rpcs(*s, o, c.hosts)});
+      stop_server(*s);
+    }
+  }
+  std::string md = fmt::format(
+    "Durability sync; {} simulated hosts; each connection sends its next RPC when the last is "
+    "answered, so at 2 connections at most 2 RPCs are in flight and group commit has little to "
+    "group. {} s measured after a warm-up of at least {} s. CPU is cobbled's user + system time "
+    "over the whole run (warm-up included) divided by every RPC it answered.{}\n\n",
+    c.hosts, c.o.seconds, c.o.warmup_seconds,
+    c.bin.baseline.empty()
+      ? ""
+      : fmt::format(" Each count ran `{}` first, then `{}`.", c.bin.baseline_label, c.bin.label));
+  md += "| connections | cobbled | scheduler RPCs/s | p50 ms | p99 ms | events/commit | "
+        "cobbled CPU ms per RPC |\n|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows)
+    md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.1f} | {:.3f} |\n", r.connections,
+                      r.build, grouped(r.sched.load.rate()), r.sched.load.p50_ms,
+                      r.sched.load.p99_ms,
+                      r.sched.commits > 0 ? r.sched.events / r.sched.commits : 0,
+                      r.sched.cpu_ms_per_rpc());
+  md += "\n";
+  emit(c.report, md);
+  return 0;
+}
+
+// -- hosts: memory after many distinct hosts called once -----------------------------------
+
+struct hosts_cli {
+  binaries bin;
+  load_options o;
+  std::size_t hosts = 1000000;
+  std::string work_dir = "bench-data";
+  std::string report;
+};
+
+int cmd_hosts(hosts_cli& c) {
+  struct row {
+    std::string build;
+    double seconds = 0;
+    std::uint64_t rss0 = 0, rss1 = 0;
+    double in_memory = 0, estimate = 0;
+    load_result load;
+  };
+  std::vector<row> rows;
+  for (const auto& [label, binary] : c.bin.builds()) {
+    std::cout << c.hosts << " hosts, " << label << ":\n";
+    auto dir = fs::path{c.work_dir} / "hosts";
+    fs::remove_all(dir);
+    server s{dir, {"--durability", "sync"}, binary};
+    s.start();
+    row r;
+    r.build = label;
+    r.rss0 = resident_bytes(s.proc->pid());
+    auto o = c.o;
+    o.port = s.port;
+    o.account_key = s.key;
+    // The warm-up lasts until every host has registered; the window after it is short.
+    o.warmup_seconds = 0;
+    o.seconds = 0.5;
+    generator g{c.hosts};
+    auto t0 = std::chrono::steady_clock::now();
+    r.load = g.run(o);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    r.rss1 = resident_bytes(s.proc->pid());
+    auto m = s.metrics();
+    r.in_memory = metric(m, "cobble_hosts_in_memory{project=\"demo\"}");
+    r.estimate = metric(m, "cobble_host_state_bytes{project=\"demo\"}");
+    std::cout << fmt::format("  {} RPCs in {:.1f} s; resident {:.0f} MB before, {:.0f} MB after; "
+                             "/metrics: {:.0f} hosts in memory, {:.0f} MB estimated\n",
+                             r.load.all_rpcs, r.seconds, static_cast<double>(r.rss0) / 1e6,
+                             static_cast<double>(r.rss1) / 1e6, r.in_memory, r.estimate / 1e6);
+    auto code = s.stop();
+    if (code != 0)
+      std::cout << "  warning: cobbled exited with " << code << "\n";
+    fs::remove_all(dir);
+    rows.push_back(r);
+  }
+  std::string md = fmt::format(
+    "{} distinct simulated hosts each register with one scheduler RPC (durability sync, no "
+    "work queued, so no host holds a job), on {} connections. Resident memory of cobbled "
+    "before and after; the estimate is `cobble_host_state_bytes` from /metrics.\n\n",
+    c.hosts, c.o.connections);
+  md += "| cobbled | hosts in memory (/metrics) | RPCs | seconds | resident before MB | resident "
+        "after MB | per host bytes | /metrics estimate MB |\n|---|---|---|---|---|---|---|---|\n";
+  for (const auto& r : rows) {
+    // Every host registered during the warm-up; the old builds have no host gauge.
+    auto per_host = (static_cast<double>(r.rss1) - static_cast<double>(r.rss0))
+                    / static_cast<double>(c.hosts);
+    md += fmt::format("| {} | {} | {} | {:.1f} | {:.0f} | {:.0f} | {:.0f} | {} |\n", r.build,
+                      r.in_memory > 0 ? grouped(r.in_memory) : "not shown",
+                      grouped(static_cast<double>(r.load.all_rpcs)), r.seconds,
+                      static_cast<double>(r.rss0) / 1e6, static_cast<double>(r.rss1) / 1e6,
+                      per_host,
+                      r.estimate > 0 ? fmt::format("{:.0f}", r.estimate / 1e6) : "not shown");
+  }
   md += "\n";
   emit(c.report, md);
   return 0;
@@ -643,11 +837,15 @@ int program_main(int argc, char** argv) {
                "  load / healthz   load a running cobbled (you give --port and --key)\n"
                "  throughput       start cobbled per durability mode, measure /healthz (the\n"
                "                   ceiling) and scheduler RPCs\n"
+               "  cost             cobbled's CPU per RPC at 2, 8 and 64 connections\n"
+               "  hosts            resident memory after N distinct hosts called once\n"
                "  crash            kill -9 cobbled under load N times; check every acknowledged\n"
                "                   change is in the log and nothing was dispatched twice\n"
                "  populate         generate a data directory with hosts and queued jobs\n"
                "  scale            populate, then measure recovery, memory and replay\n\n"
-               "tools/bench/run runs throughput, crash and scale and writes BENCHMARKS.md."};
+               "Each of throughput, cost and hosts can measure a second cobbled first\n"
+               "(--baseline-cobbled) for a before/after in one run. tools/bench/run runs them\n"
+               "all with crash and scale and writes BENCHMARKS.md."};
   app.require_subcommand(1);
   std::signal(SIGPIPE, SIG_IGN);
 
@@ -665,6 +863,7 @@ int program_main(int argc, char** argv) {
   throughput_cli tc;
   auto tp = app.add_subcommand("throughput", "The ceiling and scheduler throughput per durability");
   add_binary_options(tp, tc.bin);
+  add_baseline_options(tp, tc.bin);
   add_load_options(tp, tc.o, tc.hosts);
   tp->add_option("--workunits", tc.workunits, "Workunits to queue first (2 jobs each)")
     ->capture_default_str();
@@ -679,6 +878,31 @@ int program_main(int argc, char** argv) {
   tp->add_option("--work-dir", tc.work_dir, "Where data directories are made")
     ->capture_default_str();
   tp->add_option("--report", tc.report, "Append the Markdown section to this file");
+
+  cost_cli kc;
+  auto cost = app.add_subcommand(
+    "cost", "cobbled's CPU per scheduler RPC at a few connection counts (sync durability)");
+  add_binary_options(cost, kc.bin);
+  add_baseline_options(cost, kc.bin);
+  add_load_options(cost, kc.o, kc.hosts);
+  cost->add_option("--at", kc.connections, "Connection counts to measure")->capture_default_str();
+  cost->add_option("--workunits", kc.workunits, "Workunits to queue first (2 jobs each)")
+    ->capture_default_str();
+  cost->add_option("--work-dir", kc.work_dir, "Where data directories are made")
+    ->capture_default_str();
+  cost->add_option("--report", kc.report, "Append the Markdown section to this file");
+
+  hosts_cli hoc;
+  auto hosts = app.add_subcommand(
+    "hosts", "Resident memory after many distinct hosts have each called once");
+  add_binary_options(hosts, hoc.bin);
+  add_baseline_options(hosts, hoc.bin);
+  hosts->add_option("--hosts", hoc.hosts, "Distinct hosts")->capture_default_str();
+  hosts->add_option("--connections", hoc.o.connections, "Keep-alive connections")
+    ->capture_default_str();
+  hosts->add_option("--work-dir", hoc.work_dir, "Where the data directory is made")
+    ->capture_default_str();
+  hosts->add_option("--report", hoc.report, "Append the Markdown section to this file");
 
   crash_cli cc;
   cc.o.connections = 32;
@@ -725,6 +949,10 @@ int program_main(int argc, char** argv) {
       return cmd_load(hc, true);
     if (*tp)
       return cmd_throughput(tc);
+    if (*cost)
+      return cmd_cost(kc);
+    if (*hosts)
+      return cmd_hosts(hoc);
     if (*crash)
       return cmd_crash(cc);
     if (*pop)
