@@ -2,18 +2,11 @@
 /// CAF's test coordinator, a real event store in a fresh temporary directory, and a manual
 /// clock. Scheduler RPCs come in as a 7.20 anonymous-platform client would send them.
 
-#include "../support/replay_check.hpp"
-#include "../support/temp_dir.hpp"
+#include "../support/node_fixture.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
-#include "actors/node.hpp"
-#include "actors/rpc_port.hpp"
-#include "config/config.hpp"
 #include "storage/event_store.hpp"
-
-#include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -28,13 +21,6 @@ namespace {
 
 constexpr double delay_bound = 604800; // the demo app's, in seconds
 
-std::shared_ptr<storage::event_store> open_store(const std::filesystem::path& dir) {
-  auto s = storage::event_store::open(dir);
-  if (!s)
-    throw std::runtime_error("cannot open the event store: " + describe(s.error()));
-  return std::shared_ptr<storage::event_store>{std::move(*s)};
-}
-
 reported_result success(const std::string& name, const std::string& md5) {
   reported_result r;
   r.name = name;
@@ -48,145 +34,17 @@ reported_result success(const std::string& name, const std::string& md5) {
   return r;
 }
 
-struct actor_fixture {
-  static caf::actor_system_config& init(caf::actor_system_config& c) {
-    c.set("scheduler.policy", caf::atom("testing"));
-    register_types(c);
-    return c;
-  }
-
-  test::temp_dir dir{"actors"};
-  std::shared_ptr<storage::event_store> store = open_store(dir.path());
-  std::shared_ptr<manual_clock> clk = std::make_shared<manual_clock>();
-  config::cobble_config cfg = config::demo();
-  caf::actor_system_config sys_cfg;
-  caf::actor_system sys;
-  caf::scoped_actor self;
-  caf::scheduler::test_coordinator& sched;
-  /// Where the log hands the scheduler replies once durable (the edge's port in cobbled).
-  std::shared_ptr<parked_rpcs> port = std::make_shared<parked_rpcs>();
-  node_handles node;
-  project_actor project;
-  std::string auth; ///< The demo user's account key.
-
-  actor_fixture()
-    : sys(init(sys_cfg)), self(sys, true),
-      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
-    // A failed REQUIRE may leave actors running; never hang in the destructor then.
-    sys.await_actors_before_shutdown(false);
-    start();
-  }
-
-  ~actor_fixture() {
-    try {
-      // Every test ends with the live states equal to a replay of what it logged.
-      if (node.node)
-        test::check_live_matches_replay(self, sched, node, *store);
-      stop();
-    } catch (...) {
-    }
-  }
-
-  void start() {
-    auto n = start_node(sys, cfg, store, clk, node_options{false, nullptr, port});
-    REQUIRE(static_cast<bool>(n));
-    node = std::move(*n);
-    project = node.projects.at("demo");
-    sched.run();
-    auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
-    REQUIRE(users->size() == 1);
-    auth = users->at(0).authenticator;
-  }
-
-  /// The node's orderly shutdown: projects, a final snapshot, the log.
-  std::uint64_t stop() {
-    if (!node.node)
-      return 0;
-    auto rh = self->request(node.node, caf::infinite, atom::snapshot_v, atom::sync_v);
-    sched.run();
-    std::uint64_t seq = 0;
-    if (!self->mailbox().empty())
-      rh.receive([&](std::uint64_t s) { seq = s; }, [](caf::error&) {});
-    sched.run();
-    node = node_handles{};
-    project = project_actor{};
-    return seq;
-  }
-
-  /// Sends a request, runs every actor until nothing is left to do, and returns the answer.
-  template <class T, class Handle, class... Ts>
-  T ask(const Handle& dest, Ts&&... xs) {
-    auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
-    sched.run();
-    REQUIRE_FALSE(self->mailbox().empty()); // else receive() would block forever
-    T result{};
-    rh.receive([&](T& x) { result = std::move(x); },
-               [&](caf::error& err) { FAIL("unexpected error: " << describe(err)); });
-    return result;
-  }
-
-  /// Like ask(), for a request that must fail.
-  template <class T, class Handle, class... Ts>
-  caf::error ask_error(const Handle& dest, Ts&&... xs) {
-    auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
-    sched.run();
-    REQUIRE_FALSE(self->mailbox().empty());
-    caf::error out;
-    rh.receive([&](T&) { FAIL("expected an error"); }, [&](caf::error& err) { out = err; });
-    return out;
-  }
-
+/// The demo project's node (tests/support/node_fixture.hpp).
+struct actor_fixture : test::node_fixture {
   /// A scheduler request as a BOINC 7.20 client with app_info.xml sends it.
   std::shared_ptr<sched_request>
   request(std::uint64_t hostid, double req_secs, std::vector<reported_result> results = {}) {
-    auto r = std::make_shared<sched_request>();
-    r->authenticator = auth;
-    r->hostid = hostid;
+    auto r = anonymous_request(hostid, req_secs, std::move(results));
     r->rpc_seqno = 1;
-    r->core_client_major_version = 7;
-    r->core_client_minor_version = 20;
     r->core_client_release = 2;
-    r->platform_name = "anonymous";
-    r->cpu.req_secs = req_secs;
-    r->cpu.req_instances = req_secs > 0 ? 1 : 0;
     r->host.host_cpid = "0123456789abcdef";
-    r->host.domain_name = "volunteer";
     r->host.p_ncpus = 2;
-    r->host.p_fpops = 1e9;
-    r->host.os_name = "Linux";
-    r->app_versions.push_back(
-      client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0, resource_type::cpu, 0});
-    r->results = std::move(results);
     return r;
-  }
-
-  /// What the port got for one RPC.
-  struct answered {
-    sched_reply_ptr reply;
-    int calls = 0;                ///< How often the port was called for it.
-    std::uint64_t durable_at = 0; ///< The store's last seq when it was.
-  };
-
-  /// A scheduler RPC on the server's path (parked in the port, sent with its token) with
-  /// every message it causes processed.
-  answered send_rpc(std::shared_ptr<sched_request> r) {
-    auto out = std::make_shared<answered>();
-    auto token = port->park([out, st = store](sched_reply_ptr reply) {
-      out->reply = std::move(reply);
-      out->durable_at = st->last_seq();
-      ++out->calls;
-    });
-    caf::anon_send(project, atom::rpc_v, sched_request_ptr{std::move(r)}, token);
-    sched.run();
-    CHECK(port->waiting() == 0);
-    return *out;
-  }
-
-  sched_reply_ptr rpc(std::shared_ptr<sched_request> r) {
-    auto a = send_rpc(std::move(r));
-    REQUIRE(a.calls == 1);
-    REQUIRE(a.reply);
-    return a.reply;
   }
 
   work_created_ptr create(const std::vector<std::string>& names) {
@@ -202,15 +60,7 @@ struct actor_fixture {
     return ask<work_created_ptr>(project, atom::create_v, work_batch_ptr{std::move(b)});
   }
 
-  workunit_view_ptr workunit(const std::string& name) {
-    return ask<workunit_view_ptr>(project, atom::workunit_v, name);
-  }
-
-  project_summary_ptr status() { return ask<project_summary_ptr>(project, atom::status_v); }
-
-  host_view_ptr host(id_type id) { return ask<host_view_ptr>(project, atom::host_v, id); }
-
-  double now_seconds() const { return us_to_seconds(clk->now()); }
+  double now_seconds() const { return us_to_seconds(node.now()); }
 };
 
 } // namespace
@@ -219,7 +69,7 @@ TEST_CASE_METHOD(actor_fixture, "a new host gets an id and a job with everything
                  "[actors]") {
   auto created = create({"job"});
   REQUIRE(created->names == std::vector<std::string>{"job"});
-  auto before = store->last_seq();
+  auto before = store().last_seq();
   auto reply = rpc(request(0, 3600));
   REQUIRE(reply->hostid.has_value());
   auto h1 = *reply->hostid;
@@ -247,7 +97,7 @@ TEST_CASE_METHOD(actor_fixture, "a new host gets an id and a job with everything
   CHECK(reply->files[1].is_output);
   CHECK(reply->files[1].name == res.name + "_0");
   // The registration and the dispatch are durable before the reply.
-  CHECK(store->last_seq() == before + 2);
+  CHECK(store().last_seq() == before + 2);
   auto w = workunit("job");
   auto index = w->wu.results[0].host == h1 ? 0 : 1;
   CHECK(w->wu.results[index].state == result_state::in_progress);
@@ -320,10 +170,10 @@ TEST_CASE_METHOD(actor_fixture, "reports that do not count are acknowledged and 
   auto name1 = r1->results.at(0).name;
 
   SECTION("a result that was not sent to this host") {
-    auto seq = store->last_seq();
+    auto seq = store().last_seq();
     auto reply = rpc(request(h2, 0, {success(name1, "feedface")}));
     CHECK(reply->result_acks == std::vector<std::string>{name1});
-    CHECK(store->last_seq() == seq);
+    CHECK(store().last_seq() == seq);
     auto w = workunit("job");
     CHECK(w->wu.results[0].state == result_state::in_progress);
     CHECK(w->wu.results[0].host == h1);
@@ -334,19 +184,19 @@ TEST_CASE_METHOD(actor_fixture, "reports that do not count are acknowledged and 
     CHECK(status()->counters.results_reported == 1);
   }
   SECTION("a name that is no result at all") {
-    auto seq = store->last_seq();
+    auto seq = store().last_seq();
     auto reply = rpc(request(h1, 0, {success("nonsense_7", "x")}));
     CHECK(reply->result_acks == std::vector<std::string>{"nonsense_7"});
-    CHECK(store->last_seq() == seq);
+    CHECK(store().last_seq() == seq);
   }
   SECTION("the same report twice, in one RPC and in the next") {
     auto reply = rpc(request(h1, 0, {success(name1, "feedface"), success(name1, "feedface")}));
     CHECK(reply->result_acks == std::vector<std::string>{name1, name1});
     CHECK(status()->counters.results_reported == 1);
-    auto seq = store->last_seq();
+    auto seq = store().last_seq();
     auto again = rpc(request(h1, 0, {success(name1, "feedface")}));
     CHECK(again->result_acks == std::vector<std::string>{name1});
-    CHECK(store->last_seq() == seq);
+    CHECK(store().last_seq() == seq);
     CHECK(status()->counters.results_reported == 1);
     CHECK(host(h1)->state->results_reported == 1);
   }
@@ -355,7 +205,7 @@ TEST_CASE_METHOD(actor_fixture, "reports that do not count are acknowledged and 
 TEST_CASE_METHOD(actor_fixture, "an unknown account key is refused and nothing is recorded",
                  "[actors]") {
   create({"job"});
-  auto seq = store->last_seq();
+  auto seq = store().last_seq();
   auto r = request(0, 3600);
   r->authenticator = "not-a-key";
   auto reply = rpc(r);
@@ -364,7 +214,7 @@ TEST_CASE_METHOD(actor_fixture, "an unknown account key is refused and nothing i
   CHECK_FALSE(reply->messages[0].text.empty());
   CHECK(reply->request_delay > 0);
   CHECK(reply->results.empty());
-  CHECK(store->last_seq() == seq);
+  CHECK(store().last_seq() == seq);
   CHECK(status()->hosts == 0);
   CHECK(status()->counters.results_dispatched == 0);
 }
@@ -374,7 +224,7 @@ TEST_CASE_METHOD(actor_fixture, "an RPC's reply is handed to the port once its e
   // The edge's path: no response message; the log hands the reply to the port right after
   // the commit that made the RPC's events durable.
   create({"job"});
-  auto before = store->last_seq();
+  auto before = store().last_seq();
   auto sent = send_rpc(request(0, 3600));
   // When it was handed over, its events (the registration and the dispatch) were stored.
   REQUIRE(sent.calls == 1);
@@ -391,7 +241,7 @@ TEST_CASE_METHOD(actor_fixture, "an RPC's reply is handed to the port once its e
 
   // A report: acknowledged only once the report is durable.
   auto h = *rendered->hostid;
-  before = store->last_seq();
+  before = store().last_seq();
   auto report = request(h, 0, {success(rendered->results[0].name, "md5")});
   auto acked = send_rpc(report);
   REQUIRE(acked.calls == 1);
@@ -414,7 +264,7 @@ TEST_CASE_METHOD(actor_fixture, "a report with a work request is handed over onc
   auto h = *sent.reply->hostid;
   auto first = sent.reply->results[0];
 
-  auto before = store->last_seq();
+  auto before = store().last_seq();
   auto next = send_rpc(request(h, 1, {success(first.name, "md5")}));
   REQUIRE(next.calls == 1);
   CHECK(next.reply->result_acks == std::vector<std::string>{first.name});
@@ -423,7 +273,7 @@ TEST_CASE_METHOD(actor_fixture, "a report with a work request is handed over onc
   CHECK(second.wu_name != first.wu_name);
   // Durable at hand-over, in this order: the report, then the dispatch.
   std::vector<std::uint16_t> kinds;
-  REQUIRE_FALSE(store->scan(before + 1, next.durable_at, [&](const storage::event_record& r) {
+  REQUIRE_FALSE(store().scan(before + 1, next.durable_at, [&](const storage::event_record& r) {
     kinds.push_back(r.kind);
     return true;
   }));
@@ -446,7 +296,7 @@ TEST_CASE_METHOD(actor_fixture, "a report with a work request is handed over onc
 }
 
 TEST_CASE_METHOD(actor_fixture, "a refusal is handed to the port at once", "[actors]") {
-  auto seq = store->last_seq();
+  auto seq = store().last_seq();
   auto r = request(0, 3600);
   r->authenticator = "not-a-key";
   auto sent = send_rpc(r);
@@ -455,7 +305,7 @@ TEST_CASE_METHOD(actor_fixture, "a refusal is handed to the port at once", "[act
   CHECK_FALSE(sent.reply->hostid.has_value());
   REQUIRE(sent.reply->messages.size() == 1);
   CHECK(sent.reply->userid == 0);
-  CHECK(store->last_seq() == seq);
+  CHECK(store().last_seq() == seq);
 }
 
 TEST_CASE_METHOD(actor_fixture, "an unknown workunit is an error", "[actors]") {
@@ -464,10 +314,10 @@ TEST_CASE_METHOD(actor_fixture, "an unknown workunit is an error", "[actors]") {
   auto b = std::make_shared<work_batch>();
   b->items.push_back(work_spec{});
   b->items[0].app = "nosuchapp";
-  auto seq = store->last_seq();
+  auto seq = store().last_seq();
   err = ask_error<work_created_ptr>(project, atom::create_v, work_batch_ptr{b});
   CHECK(is(err, ec::unknown_app));
-  CHECK(store->last_seq() == seq);
+  CHECK(store().last_seq() == seq);
 }
 
 TEST_CASE_METHOD(actor_fixture, "a missed deadline times the result out and replaces it",
@@ -479,14 +329,12 @@ TEST_CASE_METHOD(actor_fixture, "a missed deadline times the result out and repl
 
   // Ticks before the deadline change nothing.
   // The project's sweeps are timers on the project's clock: advancing it runs them.
-  clk->advance(seconds_to_us(delay_bound - 60));
-  sched.run();
+  advance(seconds_to_us(delay_bound - 60));
   CHECK(workunit("job")->wu.results[0].state == result_state::in_progress);
   CHECK(status()->counters.results_timed_out == 0);
 
   // Past the deadline, the project's next deadline sweep times it out.
-  clk->advance(seconds_to_us(120));
-  sched.run();
+  advance(seconds_to_us(120));
   auto w = workunit("job");
   REQUIRE(w->wu.results.size() == 3);
   CHECK(w->wu.results[0].state == result_state::over);
@@ -502,8 +350,7 @@ TEST_CASE_METHOD(actor_fixture, "a missed deadline times the result out and repl
   CHECK(hv->state->app_versions.at(anonymous_version_id(1, 0)).n_timeout == 1);
 
   // Another sweep does not time it out again.
-  clk->advance(seconds_to_us(60));
-  sched.run();
+  advance(seconds_to_us(60));
   CHECK(status()->counters.results_timed_out == 1);
 
   // A late report is acknowledged but not counted.
@@ -535,9 +382,9 @@ TEST_CASE_METHOD(actor_fixture, "replaying the log rebuilds what the actors hold
   CHECK(s->counters.workunits_assimilated == 1);
   CHECK(s->counters.results_created == 7); // 3 x 2, plus one for the disagreement
 
-  auto replayed = recover(*store, true);
+  auto replayed = recover(store(), true);
   REQUIRE(static_cast<bool>(replayed));
-  CHECK(replayed->seq == store->last_seq());
+  CHECK(replayed->seq == store().last_seq());
   REQUIRE(replayed->projects.size() == 1);
   const auto& pw = replayed->projects[0];
   auto list = ask<workunit_list_ptr>(project, atom::list_v, atom::workunit_v, std::uint64_t{0},
@@ -558,16 +405,16 @@ TEST_CASE_METHOD(actor_fixture, "replaying the log rebuilds what the actors hold
   CHECK(pw.app_versions.at(anonymous_version_id(1, 0)).n_valid == 2);
 
   // A snapshot taken now equals the full replay, and recovery starts from it.
-  auto snap_seq = ask<std::uint64_t>(node.log, atom::snapshot_v);
-  CHECK(snap_seq == store->last_seq());
-  auto snaps = store->list_snapshots();
+  auto snap_seq = ask<std::uint64_t>(node.handles().log, atom::snapshot_v);
+  CHECK(snap_seq == store().last_seq());
+  auto snaps = store().list_snapshots();
   REQUIRE(static_cast<bool>(snaps));
   REQUIRE_FALSE(snaps->empty());
   CHECK(snaps->back().seq == snap_seq);
-  auto from_snapshot = recover(*store);
+  auto from_snapshot = recover(store());
   REQUIRE(static_cast<bool>(from_snapshot));
   CHECK(*from_snapshot == *replayed);
-  auto blob = store->read_snapshot(snap_seq);
+  auto blob = store().read_snapshot(snap_seq);
   REQUIRE(static_cast<bool>(blob));
   auto decoded = decode_snapshot(*blob);
   REQUIRE(decoded.has_value());
@@ -577,12 +424,12 @@ TEST_CASE_METHOD(actor_fixture, "replaying the log rebuilds what the actors hold
   // one and the events after it, and it too equals the full replay.
   create({"d"});
   rpc(request(h1, 3600));
-  auto later_seq = ask<std::uint64_t>(node.log, atom::snapshot_v);
-  CHECK(later_seq == store->last_seq());
+  auto later_seq = ask<std::uint64_t>(node.handles().log, atom::snapshot_v);
+  CHECK(later_seq == store().last_seq());
   CHECK(later_seq > snap_seq);
-  auto full = recover(*store, true);
+  auto full = recover(store(), true);
   REQUIRE(static_cast<bool>(full));
-  auto later_blob = store->read_snapshot(later_seq);
+  auto later_blob = store().read_snapshot(later_seq);
   REQUIRE(static_cast<bool>(later_blob));
   auto later = decode_snapshot(*later_blob);
   REQUIRE(later.has_value());
@@ -595,8 +442,8 @@ TEST_CASE_METHOD(actor_fixture, "replaying the log rebuilds what the actors hold
   // one is not used).
   auto older = *blob;
   older[0] = static_cast<char>(snapshot_version - 1);
-  REQUIRE_FALSE(store->write_snapshot(snap_seq, older));
-  auto from_older = recover(*store, false, snap_seq);
+  REQUIRE_FALSE(store().write_snapshot(snap_seq, older));
+  auto from_older = recover(store(), false, snap_seq);
   REQUIRE(static_cast<bool>(from_older));
   CHECK(*from_older == *replayed);
 }
@@ -607,14 +454,14 @@ TEST_CASE_METHOD(actor_fixture, "a restarted node continues where it stopped", "
   auto h1 = *r1->hostid;
   auto name1 = r1->results.at(0).name;
   auto final_seq = stop();
-  CHECK(final_seq == store->last_seq());
-  auto before = recover(*store, true);
+  CHECK(final_seq == store().last_seq());
+  auto before = recover(store(), true);
   REQUIRE(static_cast<bool>(before));
 
   start();
   // Starting again records nothing new: same configuration, same user, same account key.
-  CHECK(store->last_seq() == final_seq);
-  CHECK(node.recovered_seq == final_seq);
+  CHECK(store().last_seq() == final_seq);
+  CHECK(node.handles().recovered_seq == final_seq);
   auto w = workunit("job");
   CHECK(w->wu == before->projects[0].project.workunits.at(w->wu.id));
   // The host is known: no new id, and its report counts.

@@ -4,19 +4,13 @@
 /// examples of the design (a climate run, a set of trajectories), relocation, reassignment,
 /// revocation, replicated sequences, and the refusals.
 
-#include "../support/replay_check.hpp"
-#include "../support/temp_dir.hpp"
+#include "../support/node_fixture.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
-#include "actors/node.hpp"
-#include "actors/rpc_port.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 #include "storage/file_store.hpp"
-
-#include <caf/all.hpp>
-#include <caf/scheduler/test_coordinator.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -33,13 +27,6 @@ namespace {
 
 constexpr time_us day = 86400 * us_per_second;
 
-std::shared_ptr<storage::event_store> open_store(const std::filesystem::path& dir) {
-  auto s = storage::event_store::open(dir);
-  if (!s)
-    throw std::runtime_error("cannot open the event store: " + describe(s.error()));
-  return std::shared_ptr<storage::event_store>{std::move(*s)};
-}
-
 /// A successful report; `md5` empty: a heartbeat without output files.
 reported_result success(const std::string& name, const std::string& md5 = {}) {
   reported_result r;
@@ -55,134 +42,32 @@ reported_result success(const std::string& name, const std::string& md5 = {}) {
   return r;
 }
 
-struct seq_fixture {
-  static caf::actor_system_config& init(caf::actor_system_config& c) {
-    c.set("scheduler.policy", caf::atom("testing"));
-    register_types(c);
-    return c;
-  }
-
-  static config::cobble_config make_config() {
+/// The demo project's node (tests/support/node_fixture.hpp), its checks hourly.
+struct seq_fixture : test::node_fixture {
+  static config::cobble_config make_config(int jobs_per_day) {
     auto cfg = config::demo();
     auto& p = cfg.projects.at(0);
     p.sequence_check_interval = 3600;
     p.deadline_check_interval = 3600;
+    if (jobs_per_day > 0)
+      p.apps.at(0).max_jobs_per_day = jobs_per_day;
     return cfg;
   }
 
-  test::temp_dir dir{"sequences"};
-  std::shared_ptr<storage::event_store> store = open_store(dir.path());
-  std::shared_ptr<manual_clock> clk = std::make_shared<manual_clock>();
-  config::cobble_config cfg = make_config();
-  caf::actor_system_config sys_cfg;
-  caf::actor_system sys;
-  caf::scoped_actor self;
-  caf::scheduler::test_coordinator& sched;
-  std::shared_ptr<parked_rpcs> port = std::make_shared<parked_rpcs>(); ///< Replies, once durable.
-  node_handles node;
-  project_actor project;
-  std::string auth;
-
-  /// The data directory's files (with an assimilator) when asked for.
-  std::shared_ptr<storage::file_store> files;
-
-  /// `jobs_per_day` > 0: the demo app's max_jobs_per_day (the daily quota per CPU).
+  /// `with_files`: the data directory's files (with an assimilator); `jobs_per_day` > 0: the
+  /// demo app's max_jobs_per_day (the daily quota per CPU).
   explicit seq_fixture(bool with_files = false, int jobs_per_day = 0)
-    : sys(init(sys_cfg)), self(sys, true),
-      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
-    sys.await_actors_before_shutdown(false);
-    if (jobs_per_day > 0)
-      cfg.projects.at(0).apps.at(0).max_jobs_per_day = jobs_per_day;
-    if (with_files)
-      files = std::make_shared<storage::file_store>(dir.path() / "data");
-    start();
-  }
-
-  ~seq_fixture() {
-    try {
-      // Every test ends with the live states equal to a replay of what it logged.
-      if (node.node)
-        test::check_live_matches_replay(self, sched, node, *store);
-      stop();
-    } catch (...) {
-    }
-  }
-
-  void start() {
-    auto n = start_node(sys, cfg, store, clk, node_options{false, files, port});
-    REQUIRE(static_cast<bool>(n));
-    node = std::move(*n);
-    project = node.projects.at("demo");
-    sched.run();
-    auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
-    REQUIRE(users->size() == 1);
-    auth = users->at(0).authenticator;
-  }
-
-  void stop() {
-    if (!node.node)
-      return;
-    auto rh = self->request(node.node, caf::infinite, atom::snapshot_v, atom::sync_v);
-    sched.run();
-    if (!self->mailbox().empty())
-      rh.receive([](std::uint64_t) {}, [](caf::error&) {});
-    sched.run();
-    node = node_handles{};
-    project = project_actor{};
-  }
-
-  template <class T, class Handle, class... Ts>
-  T ask(const Handle& dest, Ts&&... xs) {
-    auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
-    sched.run();
-    REQUIRE_FALSE(self->mailbox().empty());
-    T result{};
-    rh.receive([&](T& x) { result = std::move(x); },
-               [&](caf::error& err) { FAIL("unexpected error: " << describe(err)); });
-    return result;
-  }
-
-  template <class T, class Handle, class... Ts>
-  caf::error ask_error(const Handle& dest, Ts&&... xs) {
-    auto rh = self->request(dest, caf::infinite, std::forward<Ts>(xs)...);
-    sched.run();
-    REQUIRE_FALSE(self->mailbox().empty());
-    caf::error out;
-    rh.receive([&](T&) { FAIL("expected an error"); }, [&](caf::error& err) { out = err; });
-    return out;
-  }
+    : node_fixture(options(make_config(jobs_per_day), with_files)) {}
 
   /// A request from Cobble's client library: anonymous platform, the sequences it holds.
   std::shared_ptr<sched_request>
   request(id_type hostid, double req_secs, std::vector<reported_result> results = {},
           std::vector<std::string> held = {}) {
-    auto r = std::make_shared<sched_request>();
-    r->authenticator = auth;
-    r->hostid = hostid;
-    r->core_client_major_version = 7;
-    r->core_client_minor_version = 20;
-    r->platform_name = "anonymous";
-    r->cpu.req_secs = req_secs;
-    r->cpu.req_instances = req_secs > 0 ? 1 : 0;
+    auto r = anonymous_request(hostid, req_secs, std::move(results));
     r->host.host_cpid = "cpid";
-    r->host.domain_name = "volunteer";
-    r->host.p_ncpus = 1;
-    r->host.p_fpops = 1e9; // the demo app's 3.6e12 FLOPs: one hour per element
-    r->host.os_name = "Linux";
-    r->app_versions.push_back(
-      client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 0, resource_type::cpu, 0});
-    r->results = std::move(results);
+    r->host.p_ncpus = 1; // the demo app's 3.6e12 FLOPs at 1e9 FLOPS: one hour per element
     r->sequences_held = std::move(held);
     return r;
-  }
-
-  sched_reply_ptr rpc(std::shared_ptr<sched_request> r) {
-    sched_reply_ptr reply;
-    auto token = port->park([&reply](sched_reply_ptr got) { reply = std::move(got); });
-    caf::anon_send(project, atom::rpc_v, sched_request_ptr{std::move(r)}, token);
-    sched.run();
-    REQUIRE(reply); // the log handed it to the port once durable
-    return reply;
   }
 
   id_type new_host() {
@@ -226,21 +111,9 @@ struct seq_fixture {
                                         seq_command_ptr{std::move(c)});
   }
 
-  workunit_view_ptr workunit(const std::string& name) {
-    return ask<workunit_view_ptr>(project, atom::workunit_v, name);
-  }
-
-  host_view_ptr host(id_type id) { return ask<host_view_ptr>(project, atom::host_v, id); }
-
-  /// Moves virtual time and lets every timer's actor run.
-  void advance(time_us t) {
-    clk->advance(t);
-    sched.run();
-  }
-
   std::size_t events_of_kind(std::uint16_t kind) {
     std::size_t n = 0;
-    auto err = store->scan(1, store->last_seq(), [&](const storage::event_record& r) {
+    auto err = store().scan(1, store().last_seq(), [&](const storage::event_record& r) {
       n += r.kind == kind;
       return true;
     });
@@ -267,7 +140,7 @@ struct seq_files_fixture : seq_fixture {
 
   /// A successful report of a state element whose output (uploaded first) holds `bytes`.
   reported_result state_upload(const std::string& result, const std::string& bytes) {
-    REQUIRE(static_cast<bool>(files->write_output("demo", result + "_0", 0, bytes)));
+    REQUIRE(static_cast<bool>(node.files()->write_output("demo", result + "_0", 0, bytes)));
     auto r = success(result);
     r.files.push_back(
       reported_file{result + "_0", static_cast<double>(bytes.size()), storage::md5_hex(bytes)});
@@ -275,7 +148,7 @@ struct seq_files_fixture : seq_fixture {
   }
 
   std::filesystem::path staged(const std::string& bytes) const {
-    return files->download_dir("demo") / ("in_" + storage::md5_hex(bytes));
+    return node.files()->download_dir("demo") / ("in_" + storage::md5_hex(bytes));
   }
 };
 
@@ -364,7 +237,7 @@ TEST_CASE_METHOD(seq_files_fixture,
   CHECK(second->inputs.empty());
 
   // Replay and a restart give the copy the same inputs, and keep the file.
-  auto replayed = recover(*store, true);
+  auto replayed = recover(store(), true);
   REQUIRE(static_cast<bool>(replayed));
   CHECK(replayed->projects.at(0).sequences.at(v->state.id) == show("clim")->state);
   stop();
@@ -452,7 +325,7 @@ TEST_CASE_METHOD(seq_fixture,
   CHECK(events_of_kind(ev::sequence_assigned::kind) == 1);
 
   // Replay rebuilds what the actors hold.
-  auto replayed = recover(*store, true);
+  auto replayed = recover(store(), true);
   REQUIRE(static_cast<bool>(replayed));
   const auto& pw = replayed->projects.at(0);
   CHECK(pw.sequences.at(done->state.id) == done->state);
@@ -539,13 +412,13 @@ TEST_CASE_METHOD(seq_fixture,
     CHECK(revoked[h].front() == sequence_of[h]);
   }
   // An ended sequence cannot be extended; nothing is recorded.
-  auto seq = store->last_seq();
+  auto seq = store().last_seq();
   auto c = command(seq_command::op::extend);
   c->count = 2;
   auto err = refuse("traj-1", c);
   CHECK(is(err, ec::conflict));
   CHECK(describe(err).find("has ended") != std::string::npos);
-  CHECK(store->last_seq() == seq);
+  CHECK(store().last_seq() == seq);
   CHECK(show("traj-1")->state.length() == 10);
 }
 
@@ -599,7 +472,7 @@ TEST_CASE_METHOD(seq_fixture,
 
   // The old host reports the dead element and lists the sequence: it is told it no longer
   // holds it and to abort what it still runs; nothing is recorded.
-  auto seq = store->last_seq();
+  auto seq = store().last_seq();
   auto late = request(a, 0, {success("clim@4_0", "x")}, {"clim"});
   late->other_results.push_back(other_result{"clim@5_0", -1, ""});
   auto ra = rpc(late);
@@ -609,12 +482,12 @@ TEST_CASE_METHOD(seq_fixture,
   CHECK(ra->results.empty());
   REQUIRE_FALSE(ra->messages.empty());
   CHECK(ra->messages[0].text.find("clim@4_0") != std::string::npos);
-  CHECK(store->last_seq() == seq);
+  CHECK(store().last_seq() == seq);
   CHECK(at(*show("clim"), 4).status == seq_element_status::in_progress);
 
   // Replay and a restart rebuild the same sequence, and it goes on.
   auto live = show("clim")->state;
-  auto replayed = recover(*store, true);
+  auto replayed = recover(store(), true);
   REQUIRE(static_cast<bool>(replayed));
   CHECK(replayed->projects.at(0).sequences.at(live.id) == live);
   stop();
@@ -662,7 +535,7 @@ TEST_CASE_METHOD(seq_fixture, "an operator reassigns a sequence and the old host
     CHECK(names_of(*rb) == std::vector<std::string>{"run@1b1_0", "run@2b1_0"});
   }
   SECTION("bad commands are refused and change nothing") {
-    auto seq = store->last_seq();
+    auto seq = store().last_seq();
     auto before = show("run")->state;
     auto c = command(seq_command::op::reassign);
     c->to = 999;
@@ -678,7 +551,7 @@ TEST_CASE_METHOD(seq_fixture, "an operator reassigns a sequence and the old host
     auto x = command(seq_command::op::extend);
     x->count = 0;
     CHECK(is(refuse("run", x), ec::invalid_argument));
-    CHECK(store->last_seq() == seq);
+    CHECK(store().last_seq() == seq);
     CHECK(show("run")->state == before);
   }
 }
@@ -718,7 +591,7 @@ TEST_CASE_METHOD(seq_fixture, "a replicated sequence is validated element by ele
   CHECK_FALSE(at(*v, 2, 0).valid);
   CHECK(v->state.replicas[0].first_unvalidated == 2);
   CHECK(events_of_kind(ev::sequence_element_checked::kind) == 2);
-  auto replayed = recover(*store, true);
+  auto replayed = recover(store(), true);
   REQUIRE(static_cast<bool>(replayed));
   CHECK(replayed->projects.at(0).sequences.at(v->state.id) == v->state);
 }
@@ -726,7 +599,7 @@ TEST_CASE_METHOD(seq_fixture, "a replicated sequence is validated element by ele
 TEST_CASE_METHOD(seq_fixture, "a slow replica is relocated when the setting asks for it",
                  "[sequences]") {
   stop();
-  cfg.projects[0].sequence_slow_replica_lag = 2;
+  node.config().projects[0].sequence_slow_replica_lag = 2;
   start();
   create("pair", 8, 1, 2);
   auto a = new_host();
@@ -749,7 +622,7 @@ TEST_CASE_METHOD(seq_fixture, "a slow replica is relocated when the setting asks
 TEST_CASE_METHOD(seq_fixture, "creating a sequence refuses bad input and records nothing",
                  "[sequences]") {
   create("ok", 2, 0);
-  auto seq = store->last_seq();
+  auto seq = store().last_seq();
   auto bad = [&](auto edit) {
     auto s = std::make_shared<sequence_spec>();
     s->name = "fresh";
@@ -764,7 +637,7 @@ TEST_CASE_METHOD(seq_fixture, "creating a sequence refuses bad input and records
   CHECK(is(bad([](sequence_spec& s) { s.count = 0; }), ec::invalid_argument));
   CHECK(is(bad([](sequence_spec& s) { s.replicas = 3; }), ec::invalid_argument));
   CHECK(is(bad([](sequence_spec& s) { s.delay_bound = -1; }), ec::invalid_argument));
-  CHECK(store->last_seq() == seq);
+  CHECK(store().last_seq() == seq);
   // A host too slow for the maximum result time is not given the sequence.
   auto s = std::make_shared<sequence_spec>();
   s->name = "fast-only";
@@ -828,7 +701,7 @@ TEST_CASE_METHOD(seq_fixture, "validated sequence elements are granted credit li
   CHECK(workunit("twin@1")->wu.results.at(0).credit->granted == 0);
   CHECK(host(b)->reg.credit.total == 0);
   // Replay grants the same.
-  auto replayed = recover(*store, true);
+  auto replayed = recover(store(), true);
   REQUIRE(static_cast<bool>(replayed));
   CHECK(replayed->projects.at(0).project.hosts.at(h).credit.total == Approx(2 * one));
 }
@@ -847,7 +720,7 @@ TEST_CASE_METHOD(seq_quota_fixture,
                  "counts them with ordinary jobs",
                  "[sequences][credit]") {
   // 01:00 UTC: the whole test runs within one day, then the next.
-  advance(day - clk->now() % day + 3600 * us_per_second);
+  advance(day - node.now() % day + 3600 * us_per_second);
   create("long", 6, 3);
   auto batch = std::make_shared<work_batch>();
   batch->submitter = "test";

@@ -7,11 +7,8 @@
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
-#include "actors/node.hpp"
 #include "actors/state.hpp"
-
-#include <caf/scheduler/test_coordinator.hpp>
-#include <caf/scoped_actor.hpp>
+#include "tools/sim/harness.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -33,23 +30,20 @@ touched(const std::map<std::uint32_t, app_version_state>& versions) {
 
 } // namespace detail
 
-/// Compares each running project's live states with a replay of `store`; fails the test on any
-/// difference, naming the part that differs.
-inline void
-check_live_matches_replay(caf::scoped_actor& self, caf::scheduler::test_coordinator& sched,
-                          const node_handles& node, const storage::event_store& store) {
-  sched.run();
-  auto replayed = recover(store, true);
+/// Compares each running project's live states with a replay of the node's log; fails the test
+/// on any difference, naming the part that differs.
+inline void check_live_matches_replay(sim::harness& node) {
+  node.run();
+  auto replayed = recover(node.store(), true);
   REQUIRE(static_cast<bool>(replayed));
-  for (const auto& [name, project] : node.projects) {
+  for (const auto& [name, project] : node.handles().projects) {
     INFO("project " << name << ": live state vs. a replay of the log");
-    auto rh = self->request(project, caf::infinite, atom::state_v);
-    sched.run();
-    REQUIRE_FALSE(self->mailbox().empty());
-    project_world_ptr live;
-    rh.receive([&](project_world_ptr& w) { live = std::move(w); },
-               [&](caf::error& err) { FAIL("the project's state: " << describe(err)); });
-    auto index = node.project_index.at(name);
+    auto answer = node.try_ask<project_world_ptr>(project, atom::state_v);
+    REQUIRE(answer.has_value());
+    if (!*answer)
+      FAIL("the project's state: " << describe(answer->error()));
+    const auto& live = **answer;
+    auto index = node.handles().project_index.at(name);
     REQUIRE(index < replayed->projects.size());
     const auto& want = replayed->projects[index];
     CHECK(live->project == want.project);
@@ -58,5 +52,19 @@ check_live_matches_replay(caf::scoped_actor& self, caf::scheduler::test_coordina
     CHECK(detail::touched(live->app_versions) == detail::touched(want.app_versions));
   }
 }
+
+/// The emulator's harness for a test: when it ends with its node running, the live states
+/// are checked against a replay of its log first (check_live_matches_replay).
+class checked_harness : public sim::harness {
+public:
+  using sim::harness::harness;
+  ~checked_harness() {
+    try {
+      if (running())
+        check_live_matches_replay(*this);
+    } catch (...) { // a failed REQUIRE: recorded already
+    }
+  }
+};
 
 } // namespace cobble::test

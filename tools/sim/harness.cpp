@@ -28,7 +28,7 @@ harness::harness(harness_options opts)
   config::validate(config_); // throws config::config_error, a std::runtime_error
   if (dir_.empty()) {
     dir_ = make_temp_dir();
-    owns_dir_ = true;
+    temp_.path = dir_;
   }
   storage::store_options so;
   so.mode = opts.durability;
@@ -37,32 +37,43 @@ harness::harness(harness_options opts)
     throw std::runtime_error("cannot open the event store in " + dir_.string() + ": "
                              + describe(st.error()));
   store_ = std::shared_ptr<storage::event_store>{std::move(*st)};
+  if (opts.files)
+    files_ = std::make_shared<storage::file_store>(dir_);
   sys_cfg_.set("scheduler.policy", caf::atom("testing"));
   register_types(sys_cfg_);
   sys_ = std::make_unique<caf::actor_system>(sys_cfg_);
-  // Never wait for actors in the destructor: stop() has shut them down in order.
+  // Never wait for actors in the destructor: stop() has shut them down in order (and a test
+  // that failed half-way may leave some running).
   sys_->await_actors_before_shutdown(false);
   self_ = std::make_unique<caf::scoped_actor>(*sys_, true);
   sched_ = &dynamic_cast<caf::scheduler::test_coordinator&>(sys_->scheduler());
-  auto n = start_node(*sys_, config_, store_, clock_, node_options{false, nullptr, port_});
-  if (!n)
-    throw std::runtime_error("cannot start the node: " + describe(n.error()));
-  node_ = std::move(*n);
-  sched_->run();
+  start();
 }
 
+// The members go in reverse order: the scoped actor, the actor system, the store, and last
+// a temporary directory.
 harness::~harness() {
   try {
     stop();
   } catch (...) {
   }
-  self_.reset();
-  sys_.reset();
-  store_.reset();
-  if (owns_dir_) {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
+}
+
+harness::removed_dir::~removed_dir() {
+  std::error_code ec;
+  if (!path.empty())
+    std::filesystem::remove_all(path, ec);
+}
+
+void harness::start() {
+  if (running())
+    throw std::logic_error("the harness's node is running already");
+  config::validate(config_);
+  auto n = start_node(*sys_, config_, store_, clock_, node_options{false, files_, port_});
+  if (!n)
+    throw std::runtime_error("cannot start the node: " + describe(n.error()));
+  node_ = std::move(*n);
+  sched_->run();
 }
 
 void harness::advance(time_us delta) {
@@ -77,18 +88,25 @@ project_actor harness::project(const std::string& name) const {
   return i->second;
 }
 
-caf::expected<sched_reply_ptr> harness::rpc(const std::string& p, sched_request req) {
-  auto dest = project(p);
-  auto reply = std::make_shared<sched_reply_ptr>();
-  auto token = port_->park([reply](sched_reply_ptr r) { *reply = std::move(r); });
-  caf::anon_send(dest, atom::rpc_v,
-                 sched_request_ptr{std::make_shared<sched_request>(std::move(req))}, token);
+harness::rpc_outcome harness::send_rpc(const project_actor& dest, sched_request_ptr req) {
+  auto out = std::make_shared<rpc_outcome>();
+  out->token = port_->park([out, st = store_](sched_reply_ptr reply) {
+    out->reply = std::move(reply);
+    out->durable_at = st->last_seq();
+    ++out->calls;
+  });
+  caf::anon_send(dest, atom::rpc_v, std::move(req), out->token);
   sched_->run();
-  if (!*reply) {
-    port_->cancel(token);
+  return *out;
+}
+
+caf::expected<sched_reply_ptr> harness::rpc(const std::string& p, sched_request req) {
+  auto sent = send_rpc(project(p), std::make_shared<const sched_request>(std::move(req)));
+  if (!sent.reply) {
+    port_->cancel(sent.token); // nobody waits for it any more
     return no_answer();
   }
-  return std::move(*reply);
+  return std::move(sent.reply);
 }
 
 caf::expected<work_created_ptr> harness::create_work(const std::string& p, work_batch batch) {
@@ -119,7 +137,7 @@ caf::expected<std::string> harness::authenticator(const std::string& p, const st
 }
 
 std::uint64_t harness::stop() {
-  if (!node_.node)
+  if (!running())
     return 0;
   auto seq = ask<std::uint64_t>(node_.node, atom::snapshot_v, atom::sync_v);
   sched_->run();

@@ -2,8 +2,10 @@
 /// (CAF's test coordinator, virtual time): granted credit reaches the workunit, the user and
 /// host totals and the scheduler reply; app versions learn PFCmean(V); the normalization timer
 /// runs on virtual time; the daily quota and the runtime estimate act on dispatch; recovery
-/// rebuilds every number.
+/// rebuilds every number, and each test's node ends with its live states equal to a replay of
+/// its log.
 
+#include "../../support/replay_check.hpp"
 #include "../../support/temp_dir.hpp"
 #include "actors/log.hpp"
 #include "actors/state.hpp"
@@ -79,7 +81,7 @@ TEST_CASE("granted credit reaches the workunit, the totals and the scheduler rep
           "[sim][credit]") {
   sim::harness_options o;
   o.config = lab_config(2);
-  sim::harness h{o};
+  test::checked_harness h{o};
   REQUIRE(h.create_work("p", jobs(1)));
   auto a = h.rpc("p", request(0, 1e9, true));
   auto b = h.rpc("p", request(0, 2e9, true));
@@ -139,7 +141,7 @@ TEST_CASE("the daily quota and R(J,H) act on dispatch", "[sim][credit]") {
   sim::harness_options o;
   o.config = lab_config(1, 4);
   o.start = (o.start / (86400 * us_per_second)) * 86400 * us_per_second + 3600 * us_per_second;
-  sim::harness h{o};
+  test::checked_harness h{o};
   REQUIRE(h.create_work("p", jobs(10)));
   auto first = h.rpc("p", request(0, 1e9, true));
   REQUIRE(first);
@@ -180,7 +182,7 @@ TEST_CASE("the daily quota is scaled by the host's CPUs", "[sim][credit]") {
   sim::harness_options o;
   o.config = lab_config(1, 2);
   o.start = (o.start / (86400 * us_per_second)) * 86400 * us_per_second + 3600 * us_per_second;
-  sim::harness h{o};
+  test::checked_harness h{o};
   REQUIRE(h.create_work("p", jobs(10)));
   id_type id = 0;
   int sent = 0;
@@ -205,7 +207,7 @@ TEST_CASE("a job the host cannot finish by its deadline by R(J,H) is not sent", 
   sim::harness_options o;
   o.config = lab_config(1);
   o.config.projects[0].apps[0].delay_bound = 10000;
-  sim::harness h{o};
+  test::checked_harness h{o};
   REQUIRE(h.create_work("p", jobs(4)));
   // Two jobs of 3000 s each on a host the client thinks does one in 1000 s: R(J,H) = 3000 s.
   auto r = h.rpc("p", request(0, 1e9, true));
@@ -239,7 +241,7 @@ TEST_CASE("recovery rebuilds every credit number", "[sim][credit]") {
   user_rec user_before;
   id_type id = 0;
   {
-    sim::harness h{o};
+    test::checked_harness h{o};
     REQUIRE(h.create_work("p", jobs(5)));
     auto r = h.rpc("p", request(0, 1e9, true));
     REQUIRE(r);
@@ -259,7 +261,7 @@ TEST_CASE("recovery rebuilds every credit number", "[sim][credit]") {
     CHECK(user_before.credit.total > 0);
     CHECK(before.app_versions.at(1).pfc.n == 4);
   }
-  sim::harness again{o};
+  test::checked_harness again{o};
   auto hv = again.host("p", id);
   REQUIRE(hv);
   CHECK(*(*hv)->state == before);
@@ -391,7 +393,7 @@ TEST_CASE("a GPU-only app takes the plan class's scale from another app of the s
           "[sim][credit]") {
   sim::harness_options o;
   o.config = gpu_config(true);
-  sim::harness h{o};
+  test::checked_harness h{o};
   id_type cpu = 0, gpu = 0;
   // The GPU-only app's first job, before anything is normalized: the plain PFC
   // (100 s x (0.05 x 1e9 + 1e11) FLOPS).
@@ -430,7 +432,7 @@ TEST_CASE("a GPU-only app takes the plan class's scale imported from another ser
           "[sim][credit]") {
   sim::harness_options o;
   o.config = gpu_config(false);
-  sim::harness h{o};
+  test::checked_harness h{o};
   id_type gpu = 0;
   REQUIRE(h.create_work("p", app_jobs("gpuonly", 2, "g")));
   auto [first, total1] = run_job(h, gpu, true, 100);

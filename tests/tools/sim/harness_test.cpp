@@ -1,6 +1,8 @@
 /// The in-process harness drives a whole node in virtual time: jobs go out and come back,
 /// deadlines pass without waiting, and the state it leaves is a data directory like any other.
+/// Each test's node ends with its live states checked against a replay of its log.
 
+#include "../../support/replay_check.hpp"
 #include "../../support/temp_dir.hpp"
 #include "actors/error.hpp"
 #include "actors/state.hpp"
@@ -62,7 +64,7 @@ work_batch jobs(const std::vector<std::string>& names) {
 } // namespace
 
 TEST_CASE("the harness runs a workunit from creation to validation", "[sim]") {
-  sim::harness h;
+  test::checked_harness h;
   auto auth = h.authenticator("demo", "demo");
   REQUIRE(auth);
   REQUIRE(h.create_work("demo", jobs({"w1"})));
@@ -86,7 +88,7 @@ TEST_CASE("the harness runs a workunit from creation to validation", "[sim]") {
 }
 
 TEST_CASE("virtual time passes deadlines without waiting", "[sim]") {
-  sim::harness h;
+  test::checked_harness h;
   auto auth = h.authenticator("demo", "demo");
   REQUIRE(auth);
   REQUIRE(h.create_work("demo", jobs({"late"})));
@@ -111,11 +113,11 @@ TEST_CASE("a harness's data directory is recovered by the next one", "[sim]") {
   sim::harness_options o;
   o.data_dir = dir.path();
   {
-    sim::harness h{o};
+    test::checked_harness h{o};
     REQUIRE(h.create_work("demo", jobs({"kept1", "kept2"})));
     CHECK(h.stop() > 0);
   }
-  sim::harness again{o};
+  test::checked_harness again{o};
   auto s = again.status("demo");
   REQUIRE(s);
   CHECK((*s)->workunits == 2);
@@ -125,7 +127,7 @@ TEST_CASE("a harness's data directory is recovered by the next one", "[sim]") {
 }
 
 TEST_CASE("the harness reports bad input as errors", "[sim]") {
-  sim::harness h;
+  test::checked_harness h;
   CHECK_THROWS_AS(h.project("nope"), std::out_of_range);
   auto unknown = h.authenticator("demo", "nobody");
   REQUIRE_FALSE(unknown);
