@@ -33,6 +33,17 @@ struct admin_context {
 /// The routes of the admin API, all under `/api/`.
 std::vector<route> admin_routes(admin_context ctx);
 
+/// One route of the admin API: a method and a path pattern such as
+/// `/api/projects/{project}/workunits/{workunit}`.
+struct admin_route_info {
+  http::verb method;
+  std::string_view pattern;
+};
+
+/// Every route the admin API serves, in the order it tries them (POST .../files only with a
+/// file service); docs/admin-api.md has a section for each, which its test checks.
+std::vector<admin_route_info> admin_route_list();
+
 /// True when `given` equals `expected`, in time that depends only on their lengths (so the
 /// token cannot be guessed byte by byte from response times).
 bool constant_time_equal(std::string_view given, std::string_view expected);

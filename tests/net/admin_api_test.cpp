@@ -18,7 +18,10 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <memory>
+#include <regex>
+#include <set>
 #include <string>
 
 using namespace cobble;
@@ -424,4 +427,86 @@ TEST_CASE_METHOD(admin_fixture, "credit data is exported, imported and aggregate
         == 400);
   CHECK(get("/api/projects/demo/credit").body["imported"].size() == 2);
   CHECK(post("/api/credit", json::object()).status == 405);
+}
+
+TEST_CASE_METHOD(admin_fixture, "paths and methods the routes do not serve", "[net][admin]") {
+  auto check_405 = [&](http::verb verb, const std::string& target, const std::string& allow) {
+    INFO(target);
+    auto a = fetch(port, verb, target, token, verb == http::verb::post ? "{}" : "");
+    CHECK(a.status == 405);
+    CHECK(a.allow == allow);
+    CHECK(error_of(a) == "method not allowed (allowed: " + allow + ")");
+  };
+  check_405(http::verb::post, "/api/credit", "GET");
+  check_405(http::verb::post, "/api/projects", "GET");
+  check_405(http::verb::delete_, "/api/projects/demo", "GET");
+  check_405(http::verb::post, "/api/projects/demo/apps", "GET");
+  check_405(http::verb::delete_, "/api/projects/demo/workunits", "GET, POST");
+  check_405(http::verb::post, "/api/projects/demo/workunits/wu-1", "GET");
+  check_405(http::verb::post, "/api/projects/demo/results/wu-1_0", "GET");
+  check_405(http::verb::post, "/api/projects/demo/hosts", "GET");
+  check_405(http::verb::post, "/api/projects/demo/hosts/1", "GET");
+  check_405(http::verb::put, "/api/projects/demo/users", "GET, POST");
+  check_405(http::verb::put, "/api/projects/demo/sequences", "GET, POST");
+  check_405(http::verb::post, "/api/projects/demo/sequences/s", "GET");
+  check_405(http::verb::get, "/api/projects/demo/sequences/s/extend", "POST");
+  check_405(http::verb::get, "/api/projects/demo/sequences/s/end", "POST");
+  check_405(http::verb::get, "/api/projects/demo/sequences/s/reassign", "POST");
+  check_405(http::verb::post, "/api/projects/demo/credit", "GET");
+  check_405(http::verb::get, "/api/projects/demo/credit/import", "POST");
+
+  auto check_404 = [&](http::verb verb, const std::string& target, const std::string& error) {
+    INFO(target);
+    auto a = fetch(port, verb, target, token);
+    CHECK(a.status == 404);
+    CHECK(a.allow.empty());
+    CHECK(error_of(a) == error);
+  };
+  for (const std::string target :
+       {"/api", "/api/", "/api/elsewhere", "/api/credit/x", "/api/projects/demo/nothing",
+        "/api/projects/demo/files", "/api/projects/demo/sequences/s/restart",
+        "/api/projects/demo/credit/export", "/api/projects/demo/apps/testapp",
+        "/api/projects/demo/workunits/wu-1/results?limit=1"}) {
+    check_404(http::verb::get, target, "no such resource: " + target);
+    check_404(http::verb::post, target, "no such resource: " + target);
+  }
+  // An unknown project is named whatever follows it and whatever the method.
+  check_404(http::verb::get, "/api/projects/nope", "no project 'nope'");
+  check_404(http::verb::delete_, "/api/projects/nope", "no project 'nope'");
+  check_404(http::verb::get, "/api/projects/nope/nothing/at/all", "no project 'nope'");
+  check_404(http::verb::post, "/api/projects/my%20proj/workunits", "no project 'my proj'");
+  // Segments are matched decoded; empty ones do not count.
+  CHECK(get("/api/proj%65cts/d%65mo/").status == 200);
+  CHECK(get("/api//projects/").status == 200);
+  check_404(http::verb::get, "/api/projects/demo/hosts/a%2Fb", "no host 'a/b' (ids are numbers)");
+
+  auto malformed = get("/api/projects/demo/workunits/%zz");
+  CHECK(malformed.status == 400);
+  CHECK(error_of(malformed) == "malformed percent-escape in the target");
+  CHECK(get("/api/projects/demo/workunits?limit=%1").status == 400);
+  // The token comes before the path.
+  CHECK(fetch(port, http::verb::get, "/api/nothing", "").status == 401);
+}
+
+TEST_CASE("docs/admin-api.md has a section for every route", "[net][admin]") {
+  // A route as the document heads its section: "### `GET /api/projects/{project}/hosts?...`",
+  // compared with every {name} as {} and without the query.
+  auto normal = [](const std::string& method, const std::string& pattern) {
+    static const std::regex name{"\\{[^}]*\\}"};
+    return method + " " + std::regex_replace(pattern, name, "{}");
+  };
+  std::set<std::string> routes;
+  for (const auto& r : net::admin_route_list())
+    routes.insert(normal(std::string{http::to_string(r.method)}, std::string{r.pattern}));
+  std::ifstream doc{std::string{COBBLE_SOURCE_DIR} + "/docs/admin-api.md"};
+  REQUIRE(doc);
+  static const std::regex heading{"^#+ `([A-Z]+) (/api[^`?]*)(\\?[^`]*)?`\\s*$"};
+  std::set<std::string> documented;
+  std::string line;
+  std::smatch m;
+  while (std::getline(doc, line))
+    if (std::regex_match(line, m, heading))
+      documented.insert(normal(m[1].str(), m[2].str()));
+  CHECK(routes == documented);
+  CHECK(routes.size() == net::admin_route_list().size());
 }
