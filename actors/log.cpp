@@ -1,6 +1,7 @@
 #include "actors/log.hpp"
 
 #include "actors/error.hpp"
+#include "actors/event_codec.hpp"
 #include "actors/messages.hpp"
 #include "actors/snapshot_load.hpp"
 

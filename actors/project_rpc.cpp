@@ -3,6 +3,7 @@
 
 #include "actors/error.hpp"
 #include "actors/project_flow.hpp"
+#include "actors/routing.hpp"
 #include "actors/work_sequence.hpp"
 
 #include <caf/all.hpp>

@@ -8,9 +8,38 @@
 #include "actors/events.hpp"
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 #include <vector>
 
 namespace cobble {
+
+/// Entity kinds in event headers (what `cobble log replay --entity KIND:ID` filters on).
+enum class entity_kind : std::uint8_t {
+  project = 1,
+  user = 2,
+  host = 3,
+  workunit = 4,
+  sequence = 5,
+};
+
+const char* to_string(entity_kind x);
+
+/// The entity an event is about (its header), e.g. {workunit, 17}.
+std::pair<entity_kind, id_type> entity_of(const payload& p);
+
+/// True when the event concerns that entity (for `--entity` filters): a host is touched by
+/// its registration and every dispatch, report and timeout of its results.
+bool touches(const event& e, entity_kind kind, id_type id);
+
+/// The host an event concerns, if any (registration, description, dispatch, report, timeout).
+std::optional<id_type> host_of(const payload& p);
+
+/// The hosts a sequence event takes results or assignments from or gives them to.
+std::vector<id_type> hosts_of_sequence_event(const payload& p);
+
+/// The result an event concerns, if any.
+std::optional<result_ref> result_of(const payload& p);
 
 /// The owners of an event's state, beyond its project (every event changes its project's
 /// state, if only its counters).
@@ -22,7 +51,7 @@ struct event_owners {
   /// and those of its workunits.
   id_type sequence = 0;
   /// App versions whose statistics the event changes (a validation's versions, a
-  /// normalization's), or which it creates (a configuration's, anonymous identities included).
+  /// normalization's), or which it creates (a configuration's configured versions).
   std::vector<std::uint32_t> app_versions;
 };
 

@@ -8,6 +8,7 @@
 /// but its arguments.
 
 #include "actors/events.hpp"
+#include "actors/records.hpp"
 
 #include <cstdint>
 #include <string>

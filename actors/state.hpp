@@ -9,6 +9,7 @@
 /// and not compared by `==`.
 
 #include "actors/events.hpp"
+#include "actors/records.hpp"
 #include "actors/sequence_state.hpp"
 
 #include <deque>

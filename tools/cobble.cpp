@@ -8,7 +8,10 @@
 /// Exit codes: 0 success, 1 failure (server error, corrupt log, mismatch), 2 usage error.
 
 #include "actors/error.hpp"
+#include "actors/event_codec.hpp"
+#include "actors/event_text.hpp"
 #include "actors/log.hpp"
+#include "actors/routing.hpp"
 #include "actors/state.hpp"
 #include "net/admin_json.hpp"
 #include "storage/event_store.hpp"

@@ -5,6 +5,7 @@
 
 #include "actors/autoflops.hpp"
 #include "actors/error.hpp"
+#include "actors/event_codec.hpp"
 #include "actors/host_logic.hpp"
 #include "actors/project_logic.hpp"
 #include "actors/state.hpp"

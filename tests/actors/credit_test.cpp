@@ -2,6 +2,7 @@
 /// (host, app version) and per app version (actors/state): the numbers the design promises.
 
 #include "actors/credit.hpp"
+#include "actors/event_codec.hpp"
 #include "actors/project_logic.hpp"
 #include "actors/state.hpp"
 #include "storage/codec.hpp"

@@ -1,7 +1,12 @@
-/// Tests of actors/events: the durable encoding of every event kind, its failure modes, the
-/// stable kind numbers, and the entity filters the CLI uses.
+/// Tests of the events (actors/events, event_codec, event_text, routing): the durable encoding
+/// of every event kind, its failure modes, the stable kind numbers, and the entity filters the
+/// CLI uses.
 
+#include "actors/event_codec.hpp"
+#include "actors/event_text.hpp"
 #include "actors/events.hpp"
+#include "actors/records.hpp"
+#include "actors/routing.hpp"
 #include "storage/codec.hpp"
 
 #include <catch2/catch.hpp>

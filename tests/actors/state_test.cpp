@@ -3,6 +3,7 @@
 
 #include "../support/temp_dir.hpp"
 #include "actors/error.hpp"
+#include "actors/event_codec.hpp"
 #include "actors/snapshot_load.hpp"
 #include "actors/state.hpp"
 #include "storage/codec.hpp"

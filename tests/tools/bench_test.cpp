@@ -3,6 +3,7 @@
 // generator's log recovers to the hosts and jobs it was asked for.
 
 #include "../support/temp_dir.hpp"
+#include "actors/event_codec.hpp"
 #include "actors/events.hpp"
 #include "actors/log.hpp"
 #include "net/boinc_xml.hpp"

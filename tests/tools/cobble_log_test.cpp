@@ -6,6 +6,8 @@
 #include "../support/temp_dir.hpp"
 #include "actors/clock.hpp"
 #include "actors/error.hpp"
+#include "actors/event_codec.hpp"
+#include "actors/event_text.hpp"
 #include "actors/messages.hpp"
 #include "actors/node.hpp"
 #include "config/config.hpp"

@@ -1,5 +1,6 @@
 #include "ledger.hpp"
 
+#include "actors/event_codec.hpp"
 #include "actors/events.hpp"
 
 #include <algorithm>

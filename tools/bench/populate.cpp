@@ -1,8 +1,10 @@
 #include "populate.hpp"
 
+#include "actors/event_codec.hpp"
 #include "actors/events.hpp"
 #include "actors/messages.hpp"
 #include "actors/project_logic.hpp"
+#include "actors/records.hpp"
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 

@@ -1,5 +1,6 @@
 #include "tools/sim/autoflops_lab.hpp"
 
+#include "actors/event_codec.hpp"
 #include "actors/events.hpp"
 #include "actors/messages.hpp"
 #include "actors/state.hpp"

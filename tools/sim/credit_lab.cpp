@@ -1,5 +1,6 @@
 #include "tools/sim/credit_lab.hpp"
 
+#include "actors/event_codec.hpp"
 #include "actors/events.hpp"
 #include "actors/messages.hpp"
 #include "tools/sim/harness.hpp"

@@ -1,0 +1,122 @@
+#include "actors/event_text.hpp"
+
+#include "actors/routing.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <string>
+#include <variant>
+
+namespace cobble {
+
+std::string describe(const event& e) {
+  auto [k, id] = entity_of(e.data);
+  std::string head = fmt::format("#{} {:.3f} p{} {} {}:{}", e.seq, us_to_seconds(e.time), e.project,
+                                 kind_name(kind_of(e.data)), to_string(k), id);
+  std::string detail = std::visit(
+    overload{
+      [](const ev::project_configured& x) {
+        return fmt::format("name={} apps={}", x.name, x.apps.size());
+      },
+      [](const ev::user_created& x) { return fmt::format("name={}", x.name); },
+      [](const ev::host_registered& x) {
+        return fmt::format("user={} ncpus={} fpops={:g}", x.user, x.info.p_ncpus, x.info.p_fpops);
+      },
+      [](const ev::host_described& x) {
+        return fmt::format("ncpus={} fpops={:g}", x.info.p_ncpus, x.info.p_fpops);
+      },
+      [](const ev::workunit_created& x) {
+        return fmt::format("name={} app={} results={} by={}", x.name, x.app, x.n_results,
+                           x.submitter);
+      },
+      [](const ev::results_created& x) {
+        return fmt::format("count={} reason={}{}", x.count, x.reason, x.check ? " CHECK" : "");
+      },
+      [](const ev::result_dispatched& x) {
+        return fmt::format("result={} host={} deadline={:.0f} version={}", x.result.index, x.host,
+                           us_to_seconds(x.deadline), x.version.app_version_id);
+      },
+      [](const ev::result_reported& x) {
+        return fmt::format("result={} host={} success={} exit={} elapsed={:g} aus={:g}{}{}",
+                           x.result.index, x.host, x.report.success, x.report.exit_status,
+                           x.report.elapsed, reported_app_units(x.report),
+                           (x.report.flags & (flag_bad_elapsed | flag_bad_cpu)) ? " FLAGGED" : "",
+                           (x.report.flags & flag_suspect) ? " SUSPECT" : "");
+      },
+      [](const ev::result_timed_out& x) {
+        return fmt::format("result={} host={}", x.result.index, x.host);
+      },
+      [](const ev::workunit_validated& x) {
+        std::string v;
+        for (const auto& d : x.verdicts)
+          v += fmt::format(" {}:{}", d.index, d.valid ? "valid" : "invalid");
+        double granted = 0;
+        for (const auto& c : x.credit)
+          granted = std::max(granted, c.granted);
+        return fmt::format("canonical={}{}{}",
+                           x.canonical ? std::to_string(*x.canonical) : std::string{"-"}, v,
+                           x.credit.empty() ? std::string{}
+                                            : fmt::format(" granted={:g}", granted));
+      },
+      [](const ev::workunit_assimilated& x) { return fmt::format("canonical={}", x.canonical); },
+      [](const ev::workunit_failed& x) { return fmt::format("reason={}", x.reason); },
+      [](const ev::workunit_files_deleted& x) {
+        return fmt::format("inputs_deleted={}", x.inputs.size());
+      },
+      [](const ev::sequence_created& x) {
+        return fmt::format("name={} app={} elements={} replicas={} max_result_time={:g} by={}",
+                           x.name, x.app, x.elements.size(), x.replicas, x.max_result_time, x.by);
+      },
+      [](const ev::sequence_extended& x) {
+        return fmt::format("elements={} by={}", x.elements.size(), x.by);
+      },
+      [](const ev::sequence_ended& x) {
+        return fmt::format("cancelled={} reason={} by={}", x.cancelled.size(), x.reason, x.by);
+      },
+      [](const ev::sequence_assigned& x) {
+        return fmt::format("replica={} host={} by={}", x.replica, x.host, x.by);
+      },
+      [](const ev::sequence_deassigned& x) {
+        return fmt::format("replica={} host={} restart={} dead={} state_files={} reason={} by={}",
+                           x.replica, x.host, x.restart, x.dead.size(), x.restart_inputs.size(),
+                           x.reason, x.by);
+      },
+      [](const ev::sequence_restart_saved& x) {
+        std::string files;
+        for (std::size_t i = 0; i < x.files.size(); ++i)
+          files += fmt::format("{}{}={}", i ? "," : "",
+                               i < x.open_names.size() ? x.open_names[i] : "?", x.files[i].name);
+        return fmt::format("replica={} position={} wu={} files={}", x.replica, x.position, x.wu,
+                           files);
+      },
+      [](const ev::sequence_element_checked& x) {
+        return fmt::format("position={} {}", x.position, x.agree ? "agree" : "DISAGREE");
+      },
+      [](const ev::host_result_validated& x) {
+        return fmt::format("result={}_{} version={} valid={} pfc/E={:g} et/E={:g}{} granted={:g}",
+                           x.result.wu, x.result.index, version_label(x.app_version_id), x.valid,
+                           x.pfc_sample, x.et_sample, x.cheat ? " CHEAT" : "", x.granted);
+      },
+      [](const ev::credit_normalized& x) {
+        std::string v;
+        for (const auto& s : x.versions)
+          v += fmt::format(" v{}:pfc={:g}/n={}/scale={:g}", s.id, s.pfc.avg, s.pfc.n, s.scale);
+        return fmt::format("app={} min_avg_pfc={:g}{}", x.app, x.min_avg_pfc, v);
+      },
+      [](const ev::credit_imported& x) {
+        return fmt::format("source={} records={}", x.source, x.records.size());
+      },
+      [](const ev::autoflops_sampled& x) {
+        std::string v;
+        for (const auto& s : x.samples)
+          v += fmt::format(" {}:{:g}", s.gpu ? "gpu" : "cpu", s.value);
+        return fmt::format("app={} predicted={:g} actual={:g} raw_flops_per_au:{}", x.app,
+                           x.predicted, x.actual, v.empty() ? std::string{" -"} : v);
+      },
+    },
+    e.data);
+  return head + " " + detail;
+}
+
+} // namespace cobble
