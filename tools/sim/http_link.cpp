@@ -1,16 +1,10 @@
 #include "tools/sim/http_link.hpp"
 
 #include "net/boinc_xml.hpp"
-
-#include <boost/asio/connect.hpp>
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include "tools/common/http_client.hpp"
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <stdexcept>
 #include <thread>
 
@@ -18,47 +12,14 @@ namespace cobble::sim {
 
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
-namespace asio = boost::asio;
-using tcp = asio::ip::tcp;
+namespace http = boost::beast::http;
 using json = nlohmann::json;
-
-struct endpoint {
-  std::string host, port, base, text;
-};
-
-endpoint parse_url(const std::string& url) {
-  const std::string scheme = "http://";
-  if (url.rfind(scheme, 0) != 0)
-    throw std::runtime_error("--server must be an http:// URL, got '" + url + "'");
-  endpoint e;
-  e.text = url;
-  auto rest = url.substr(scheme.size());
-  auto slash = rest.find('/');
-  auto authority = rest.substr(0, slash);
-  if (slash != std::string::npos)
-    e.base = rest.substr(slash);
-  while (!e.base.empty() && e.base.back() == '/')
-    e.base.pop_back();
-  auto colon = authority.rfind(':');
-  e.host = colon == std::string::npos ? authority : authority.substr(0, colon);
-  e.port = colon == std::string::npos ? "80" : authority.substr(colon + 1);
-  if (e.host.empty() || e.port.empty()
-      || !std::all_of(e.port.begin(), e.port.end(), [](char c) { return c >= '0' && c <= '9'; }))
-    throw std::runtime_error("--server has no usable host:port: '" + url + "'");
-  return e;
-}
-
-struct answer {
-  unsigned status = 0;
-  std::string body;
-};
+using common::http_response;
 
 class http_server_link final : public server_link {
 public:
-  http_server_link(endpoint e, std::string token, std::chrono::milliseconds timeout)
-    : ep_(std::move(e)), token_(std::move(token)), timeout_(timeout),
+  http_server_link(common::http_url url, std::string token, std::chrono::milliseconds timeout)
+    : http_(std::move(url), {"cobble-sim", timeout}), token_(std::move(token)),
       start_(std::chrono::steady_clock::now()) {
     run_tag_ = "r"
                + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
@@ -144,54 +105,21 @@ public:
   std::string work_name(const std::string& name) const override { return run_tag_ + "_" + name; }
 
 private:
-  answer call(http::verb verb, const std::string& path, const std::string& body, bool admin) {
-    asio::io_context ioc;
-    tcp::resolver resolver{ioc};
-    beast::tcp_stream stream{ioc};
-    beast::error_code ec;
-    auto endpoints = resolver.resolve(ep_.host, ep_.port, ec);
-    if (ec)
-      throw std::runtime_error("cannot resolve " + ep_.host + ": " + ec.message());
-    http::request<http::string_body> req{verb, ep_.base + path, 11};
-    req.set(http::field::host, ep_.host + ":" + ep_.port);
-    req.set(http::field::user_agent, "cobble-sim");
+  /// An admin API request carries the token and JSON; a scheduler RPC carries XML.
+  http_response call(http::verb verb, const std::string& path, std::string body, bool admin) {
+    common::http_request req;
+    req.verb = verb;
+    req.target = path;
+    req.body = std::move(body);
+    if (verb == http::verb::post)
+      req.content_type = admin ? "application/json" : "text/xml";
     if (admin)
-      req.set(http::field::authorization, "Bearer " + token_);
-    if (verb == http::verb::post) {
-      req.set(http::field::content_type, admin ? "application/json" : "text/xml");
-      req.body() = body;
-    }
-    req.prepare_payload();
-    beast::flat_buffer buffer;
-    http::response_parser<http::string_body> parser;
-    parser.body_limit(64u << 20);
-    beast::error_code result;
-    stream.expires_after(timeout_);
-    stream.async_connect(endpoints, [&](beast::error_code e, const tcp::endpoint&) {
-      if (e) {
-        result = e;
-        return;
-      }
-      http::async_write(stream, req, [&](beast::error_code e2, std::size_t) {
-        if (e2) {
-          result = e2;
-          return;
-        }
-        http::async_read(stream, buffer, parser,
-                         [&](beast::error_code e3, std::size_t) { result = e3; });
-      });
-    });
-    ioc.run();
-    if (result)
-      throw std::runtime_error(ep_.text + path + ": " + result.message());
-    beast::error_code ignored;
-    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-    return {parser.get().result_int(), parser.get().body()};
+      req.token = token_;
+    return http_.send(req);
   }
 
-  endpoint ep_;
+  common::http_client http_;
   std::string token_;
-  std::chrono::milliseconds timeout_;
   std::chrono::steady_clock::time_point start_;
   double elapsed_ = 0;
   std::string run_tag_;
@@ -200,16 +128,13 @@ private:
 } // namespace
 
 void check_server_url(const std::string& url) {
-  try {
-    parse_url(url);
-  } catch (const std::runtime_error& e) {
-    throw std::invalid_argument(e.what());
-  }
+  common::parse_http_url(url, "--server");
 }
 
 std::unique_ptr<server_link>
 http_link(const std::string& url, const std::string& token, std::chrono::milliseconds timeout) {
-  return std::make_unique<http_server_link>(parse_url(url), token, timeout);
+  return std::make_unique<http_server_link>(common::parse_http_url(url, "--server"), token,
+                                            timeout);
 }
 
 } // namespace cobble::sim

@@ -2,7 +2,8 @@
 
 /// The emulator against a running cobbled (`cobble-sim run --server URL`): scheduler RPCs as
 /// BOINC XML over HTTP (net/boinc_xml's client side), work and the `sim` user through the
-/// admin API (a bearer token), and real time: advance() waits for the wall clock.
+/// admin API (a bearer token), and real time: advance() waits for the wall clock. The HTTP
+/// client is the tools' own (tools/common/http_client.hpp).
 
 #include "tools/sim/emulator.hpp"
 
@@ -17,7 +18,7 @@ namespace cobble::sim {
 void check_server_url(const std::string& url);
 
 /// Connects to `url` (http://host:port, optionally with a path prefix). Throws
-/// std::runtime_error for a malformed URL.
+/// std::invalid_argument for a malformed URL.
 std::unique_ptr<server_link>
 http_link(const std::string& url, const std::string& token, std::chrono::milliseconds timeout);
 

@@ -1,0 +1,79 @@
+#pragma once
+
+/// The command groups of `cobble`. Each group declares its own subcommands with CLI11 in its
+/// own file (cmd_<group>.cpp); main.cpp declares the global options and calls them in the
+/// order `--help` lists them.
+///
+/// A subcommand's CLI11 callback only leaves its work in `context::action` (on_run); main runs
+/// that once parsing is done, and turns what it throws into a message and an exit code in one
+/// place (usage_error: 2, anything else: 1).
+
+#include "tools/cobble/admin.hpp"
+#include "tools/cobble/cli.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <initializer_list>
+#include <ostream>
+#include <string>
+
+namespace CLI {
+class App;
+} // namespace CLI
+
+namespace cobble::cli {
+
+/// What the command groups share while the command line is parsed and run.
+struct context {
+  global_options options;      ///< Filled by parsing.
+  online server{options};      ///< The admin API, resolved from `options` when first used.
+  std::function<int()> action; ///< Set by the chosen subcommand; returns the exit code.
+};
+
+/// Declares a command group: `name`, which requires one of the subcommands that `commands`
+/// declare, in that order.
+void add_group(CLI::App& app, context& ctx, const std::string& name, const std::string& help,
+               std::initializer_list<void (*)(CLI::App&, context&)> commands);
+
+/// Makes `action` the work of `command` when it is the one chosen.
+void on_run(CLI::App& command, context& ctx, std::function<int()> action);
+
+/// Prints what the server answered, as text.
+using printer = void (*)(std::ostream&, const nlohmann::json&);
+
+/// Prints what the server answered: as JSON with --json, else with `print`. Returns exit_ok.
+int show(const context& ctx, const nlohmann::json& x, printer print);
+
+/// Declares `show` in `group`: the project's `resource` ("/workunits/") named by the argument
+/// `key` (escaped into the path), printed with `print`.
+void add_show_command(CLI::App& group, context& ctx, const std::string& help,
+                      const std::string& key, const std::string& key_help,
+                      const std::string& resource, printer print);
+
+/// Declares `list` in `group`: a page (--offset, --limit) of the project's `resource`
+/// ("/hosts"), printed as JSON with --json, else its items with `print_items`.
+void add_list_command(CLI::App& group, context& ctx, const std::string& help,
+                      const std::string& resource, printer print_items);
+
+// -- the command groups, in the order of `cobble --help` ----------------------------------
+
+/// `status`: the project's status.
+void add_status_commands(CLI::App& app, context& ctx);
+
+/// `work create|show|list`: workunits.
+void add_work_commands(CLI::App& app, context& ctx);
+
+/// `host show|list`: hosts.
+void add_host_commands(CLI::App& app, context& ctx);
+
+/// `seq create|show|list|reassign|end|extend`: work sequences (docs/sequences.md).
+void add_seq_commands(CLI::App& app, context& ctx);
+
+/// `user create|list`: user accounts.
+void add_user_commands(CLI::App& app, context& ctx);
+
+/// `log tail|replay|verify`: the event log of a data directory, offline.
+void add_log_commands(CLI::App& app, context& ctx);
+
+} // namespace cobble::cli
