@@ -223,25 +223,46 @@ std::uint64_t file_store::output_size(std::string_view project, std::string_view
 
 caf::expected<upload_progress>
 file_store::write_output(std::string_view project, std::string_view name, std::uint64_t offset,
-                         std::string_view data) {
+                         std::string_view data, bool digest) {
   if (!safe_file_name(name))
     return make_error(ec::invalid_argument, "unsafe output file name '" + std::string{name} + "'");
   auto dir = upload_dir(project);
   if (auto err = ensure_directory(dir))
     return err;
   auto path = dir / std::string{name};
-  unique_fd fd{::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644)};
+  unique_fd fd{::open(path.c_str(), (digest ? O_RDWR : O_WRONLY) | O_CREAT | O_CLOEXEC, 0644)};
   if (!fd)
     return posix_error("open", path, errno);
   if (::ftruncate(fd.get(), static_cast<off_t>(offset)) != 0)
     return posix_error("truncate", path, errno);
+  std::optional<md5_ctx> md5;
+  if (digest) {
+    // A resumed upload: the prefix stored by earlier requests is read once.
+    md5.emplace();
+    std::string buf(std::min<std::uint64_t>(offset, std::uint64_t{1} << 16), '\0');
+    for (std::uint64_t at = 0; at < offset;) {
+      auto n = std::min<std::uint64_t>(buf.size(), offset - at);
+      auto got = read_at(fd.get(), buf.data(), n, at, path);
+      if (!got)
+        return std::move(got.error());
+      if (*got == 0)
+        return make_error(ec::io_error, "read " + path.string() + ": shorter than its size");
+      md5->update(buf.data(), *got);
+      at += *got;
+    }
+  }
   if (::lseek(fd.get(), static_cast<off_t>(offset), SEEK_SET) < 0)
     return posix_error("seek", path, errno);
   if (auto err = write_all(fd.get(), data, path))
     return err;
+  if (md5)
+    md5->update(data.data(), data.size());
   if (::fdatasync(fd.get()) != 0)
     return posix_error("sync", path, errno);
-  return upload_progress{offset + data.size()};
+  upload_progress out{offset + data.size(), std::nullopt};
+  if (md5)
+    out.md5 = md5->hex();
+  return out;
 }
 
 fs::path file_store::output_path(std::string_view project, std::string_view name) const {

@@ -36,6 +36,9 @@ struct staged_file {
 /// The result of a write at an offset.
 struct upload_progress {
   std::uint64_t size = 0; ///< Bytes stored after the write.
+  /// Hex MD5 of the whole file after the write, when asked for (the server's own digest of
+  /// an output, never the one a client reports).
+  std::optional<std::string> md5;
 };
 
 /// True for names that stay inside one directory: non-empty, at most 255 bytes, no '/', '\\',
@@ -80,10 +83,13 @@ public:
   std::uint64_t output_size(std::string_view project, std::string_view name) const;
 
   /// Writes `data` at `offset` of an output, dropping anything stored past the offset, and
-  /// flushes it to disk. The caller checks offset <= output_size(). ec::invalid_argument when
-  /// the name is unsafe, ec::io_error on I/O failure.
-  caf::expected<upload_progress> write_output(std::string_view project, std::string_view name,
-                                              std::uint64_t offset, std::string_view data);
+  /// flushes it to disk. The caller checks offset <= output_size(). With `digest`, the
+  /// progress carries the MD5 of the whole file: `data` is hashed as it is written, and the
+  /// stored prefix [0, offset) of a resumed upload is read once before it. ec::invalid_argument
+  /// when the name is unsafe, ec::io_error on I/O failure.
+  caf::expected<upload_progress>
+  write_output(std::string_view project, std::string_view name, std::uint64_t offset,
+               std::string_view data, bool digest = false);
 
   /// Path of an output (for the validator and the assimilation hook).
   std::filesystem::path output_path(std::string_view project, std::string_view name) const;
