@@ -79,6 +79,10 @@ using project_actor = subscriber_actor::extend<
   // May `host` (0: any host) upload output file `name`? Answers the file's max_nbytes, or an
   // error when the file is no output of a result in progress on that host.
   caf::replies_to<atom::upload, std::string, id_type>::with<double>,
+  // Output file `name` of a result in progress on `host` is stored whole, with this size and
+  // the MD5 the server computed as it wrote it: records it (output_received) and answers true
+  // once durable; an error when the file is no output of a result in progress on that host.
+  caf::replies_to<atom::upload, std::string, id_type, std::uint64_t, std::string>::with<bool>,
   // The assimilator deleted the files of a finished workunit (and these inputs).
   caf::reacts_to<atom::cleanup, id_type, std::vector<std::string>>,
   // Internal (a timer on the project's clock): the grace period of a sequence element's

@@ -114,6 +114,10 @@ std::string describe(const event& e) {
         return fmt::format("app={} predicted={:g} actual={:g} raw_flops_per_au:{}", x.app,
                            x.predicted, x.actual, v.empty() ? std::string{" -"} : v);
       },
+      [](const ev::output_received& x) {
+        return fmt::format("result={}_{} host={} output={} file={} nbytes={:g} md5={}", x.result.wu,
+                           x.result.index, x.host, x.index, x.file.name, x.file.nbytes, x.file.md5);
+      },
     },
     e.data);
   return head + " " + detail;

@@ -17,7 +17,8 @@ const char* name_of_kind(std::uint16_t kind) {
        "workunit_files_deleted",   "sequence_created",       "sequence_extended",
        "sequence_ended",           "sequence_assigned",      "sequence_deassigned",
        "sequence_element_checked", "sequence_restart_saved", "host_result_validated",
-       "credit_normalized",        "credit_imported",        "autoflops_sampled"};
+       "credit_normalized",        "credit_imported",        "autoflops_sampled",
+       "output_received"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];

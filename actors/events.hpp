@@ -440,6 +440,22 @@ void inspect_fields(F& f, autoflops_sampled& x) {
   f(x.app, x.wu, x.predicted, x.actual, x.samples);
 }
 
+/// An output file of a result finished uploading: the server's own size and MD5 of what it
+/// stored (hashed as it was written), never the client's. The validator compares these.
+/// Decided by the project when the upload handler stored the last byte.
+struct output_received {
+  static constexpr std::uint16_t kind = 25;
+  result_ref result;
+  id_type host = 0;        ///< The host the result was sent to (that signed the upload).
+  std::uint32_t index = 0; ///< Which of the app's outputs ("<result>_<index>").
+  file_rec file;           ///< name "<result>_<index>", size and MD5 as stored.
+};
+
+template <class F>
+void inspect_fields(F& f, output_received& x) {
+  f(x.result, x.host, x.index, x.file);
+}
+
 } // namespace ev
 
 /// Any event payload.
@@ -450,7 +466,7 @@ using payload = std::variant<
   ev::workunit_files_deleted, ev::sequence_created, ev::sequence_extended, ev::sequence_ended,
   ev::sequence_assigned, ev::sequence_deassigned, ev::sequence_element_checked,
   ev::sequence_restart_saved, ev::host_result_validated, ev::credit_normalized, ev::credit_imported,
-  ev::autoflops_sampled>;
+  ev::autoflops_sampled, ev::output_received>;
 
 /// A decoded event.
 struct event {

@@ -182,8 +182,8 @@ project_logic::dispatch(const app_rec& app, result_ref ref, id_type host, const 
   r.est_seconds = credit.est_seconds;
   r.bound_seconds = credit.bound_seconds;
   // Heartbeat elements of a sequence upload nothing.
-  bool outputs = !wu.sequence || wu.sequence->kind == seq_element_kind::state;
-  for (std::size_t i = 0; outputs && i < app.output_names.size(); ++i) {
+  auto declared = declared_outputs(wu, &app);
+  for (std::size_t i = 0; i < declared; ++i) {
     auto out_name = rname + "_" + std::to_string(i);
     r.outputs.push_back(file_ref{out_name, app.output_names[i], true, false});
     job.files.push_back(file_description{out_name, true, 0, {}, app.max_output_nbytes, {}});

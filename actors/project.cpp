@@ -230,6 +230,18 @@ caf::result<double> upload_limit(project_ptr self, const std::string& name, id_t
                                                  + std::to_string(host));
 }
 
+/// An output finished uploading: records the server's digest, answers once it is durable.
+caf::result<bool> output_received(project_ptr self, const std::string& name, id_type host,
+                                  std::uint64_t nbytes, const std::string& md5) {
+  auto& st = self->state;
+  auto events = st.logic.output_received(name, host, nbytes, md5, st.clk->now());
+  if (!events)
+    return events.error();
+  auto rp = self->make_response_promise<bool>();
+  answer_when_durable(self, route(self, std::move(*events), decided_by{true, 0, false}), rp, true);
+  return rp;
+}
+
 } // namespace
 
 project_actor::behavior_type project(project_ptr self, project_init init) {
@@ -287,6 +299,8 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::upload, const std::string& name, id_type host) {
       return upload_limit(self, name, host);
     },
+    [self](atom::upload, const std::string& name, id_type host, std::uint64_t nbytes,
+           const std::string& md5) { return output_received(self, name, host, nbytes, md5); },
     [self](atom::cleanup, id_type wu) { release_files(self, wu); },
     [self](atom::cleanup, id_type wu, std::vector<std::string> inputs) {
       files_deleted(self, wu, std::move(inputs));

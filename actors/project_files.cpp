@@ -7,7 +7,14 @@ namespace cobble {
 
 using namespace detail;
 
-std::optional<double> project_logic::upload_limit(std::string_view name, id_type host) const {
+std::size_t detail::declared_outputs(const workunit_rec& wu, const app_rec* app) {
+  if (app == nullptr || (wu.sequence && wu.sequence->kind == seq_element_kind::heartbeat))
+    return 0; // heartbeats upload nothing
+  return app->output_names.size();
+}
+
+std::optional<project_logic::output_ref>
+project_logic::output_of(std::string_view name, id_type host) const {
   // Output names are "<result name>_<i>".
   auto split = split_indexed_name(name);
   if (!split)
@@ -20,11 +27,35 @@ std::optional<double> project_logic::upload_limit(std::string_view name, id_type
   auto wu = state.workunit(ref->wu);
   auto app = wu ? state.app(wu->app) : nullptr;
   if (r == nullptr || app == nullptr || r->state != result_state::in_progress
-      || (host != 0 && r->host != host) || index >= app->output_names.size())
+      || (host != 0 && r->host != host) || index >= declared_outputs(*wu, app))
     return std::nullopt;
-  if (wu->sequence && wu->sequence->kind == seq_element_kind::heartbeat)
-    return std::nullopt; // heartbeats upload nothing
-  return app->max_output_nbytes;
+  return output_ref{*ref, static_cast<std::uint32_t>(index), r->host, app->max_output_nbytes};
+}
+
+std::optional<double> project_logic::upload_limit(std::string_view name, id_type host) const {
+  if (auto out = output_of(name, host))
+    return out->max_nbytes;
+  return std::nullopt;
+}
+
+caf::expected<std::vector<event>>
+project_logic::output_received(const std::string& name, id_type host, std::uint64_t nbytes,
+                               const std::string& md5, time_us now) {
+  auto out = output_of(name, host);
+  if (!out)
+    return caf::make_error(ec::unknown_workunit,
+                           "'" + name + "' is no output of a result in progress on host "
+                             + std::to_string(host));
+  if (static_cast<double>(nbytes) > out->max_nbytes)
+    return caf::make_error(ec::invalid_argument, name + " is over its limit of "
+                                                   + std::to_string(out->max_nbytes) + " bytes");
+  file_rec file{name, static_cast<double>(nbytes), md5};
+  std::vector<event> events;
+  const auto& arrived = state.result(out->result)->arrived;
+  if (out->index < arrived.size() && arrived[out->index] == file)
+    return events; // the same content again: already recorded
+  emit(events, ev::output_received{out->result, out->host, out->index, std::move(file)}, now);
+  return events;
 }
 
 wu_files

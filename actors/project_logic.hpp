@@ -125,6 +125,14 @@ public:
   /// (0: on any host); nullopt otherwise.
   std::optional<double> upload_limit(std::string_view name, id_type host) const;
 
+  /// Output file `name` of a result in progress on `host` finished uploading with this size
+  /// and MD5, as the server stored and hashed it: an output_received event (none when the
+  /// same digest is recorded already). ec::unknown_workunit when the file is no output of a
+  /// result in progress on that host, ec::invalid_argument when it is over max_nbytes.
+  caf::expected<std::vector<event>>
+  output_received(const std::string& name, id_type host, std::uint64_t nbytes,
+                  const std::string& md5, time_us now);
+
   /// The files of a finished workunit, for the assimilator.
   wu_files files_of(id_type wu, double delete_after_seconds, double quiet_seconds) const;
 
@@ -154,6 +162,17 @@ public:
   caf::expected<event> import_credit(ev::credit_imported import, time_us now);
 
 private:
+  /// An output file of a result in progress: which result and output, and its limit.
+  struct output_ref {
+    result_ref result;
+    std::uint32_t index = 0;
+    id_type host = 0;
+    double max_nbytes = 0;
+  };
+
+  /// The output `name` is, when it belongs to a result in progress on `host` (0: any).
+  std::optional<output_ref> output_of(std::string_view name, id_type host) const;
+
   event make(payload p, time_us now) const;
   void emit(std::vector<event>& out, payload p, time_us now);
 };

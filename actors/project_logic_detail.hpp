@@ -60,6 +60,10 @@ autoflops_estimate(const project_state& st, const app_rec& app, const wu_params&
 /// True when some version of the app has validated samples (job_selection.cpp).
 bool in_use(const std::vector<version_credit_input>& inputs);
 
+/// How many output files a workunit's results are sent to produce: the app's outputs, none
+/// for a heartbeat element of a sequence (project_files.cpp).
+std::size_t declared_outputs(const workunit_rec& wu, const app_rec* app);
+
 /// min_avg_pfc(A) of an app, once known (validation.cpp).
 std::optional<double> min_avg_pfc_of(const project_state& st, std::uint32_t app);
 

@@ -452,6 +452,10 @@ void apply(project_state& s, const event& e) {
           ++s.counters.results_reported;
         }
       },
+      [&](const ev::output_received& x) {
+        if (auto r = find_result(s, x.result); r && r->host == x.host)
+          set_received(r->arrived, x.index, x.file);
+      },
       [&](const ev::result_timed_out& x) {
         if (auto r = find_result(s, x.result); r && r->state == result_state::in_progress) {
           r->state = result_state::over;

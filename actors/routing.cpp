@@ -111,6 +111,9 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
                       [](const ev::autoflops_sampled& x) {
                         return std::pair{ek::workunit, x.wu};
                       },
+                      [](const ev::output_received& x) {
+                        return std::pair{ek::workunit, x.result.wu};
+                      },
                     },
                     p);
 }
@@ -152,6 +155,8 @@ std::optional<result_ref> result_of(const payload& p) {
   if (auto x = std::get_if<ev::result_timed_out>(&p))
     return x->result;
   if (auto x = std::get_if<ev::host_result_validated>(&p))
+    return x->result;
+  if (auto x = std::get_if<ev::output_received>(&p))
     return x->result;
   return std::nullopt;
 }

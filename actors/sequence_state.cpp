@@ -251,6 +251,10 @@ void apply(sequence_state& s, const event& e) {
         if (auto el = s.element(x.result.wu); el && el->status == seq_element_status::in_progress)
           el->status = seq_element_status::timed_out;
       },
+      [&](const ev::output_received& x) {
+        if (auto el = s.element(x.result.wu); el && el->host == x.host)
+          set_received(el->arrived, x.index, x.file);
+      },
       [&](const ev::workunit_validated& x) {
         auto el = s.element(x.wu);
         if (el == nullptr || !x.canonical)

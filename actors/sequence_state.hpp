@@ -40,15 +40,18 @@ struct seq_element_state {
   time_us deadline = 0;
   time_us received = 0;
   double elapsed = 0;
-  std::vector<file_rec> outputs; ///< As reported (compared across replicas).
+  std::vector<file_rec> outputs; ///< As reported by the client (not trusted).
   bool valid = false;            ///< The project validated its workunit (canonical result).
+  /// The server's digests of the outputs that finished uploading, by output index (empty
+  /// name: not arrived); compared across replicas.
+  std::vector<file_rec> arrived{};
   friend bool operator==(const seq_element_state&, const seq_element_state&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, seq_element_state& x) {
   f(x.wu, x.name, x.position, x.kind, x.status, x.host, x.sent, x.deadline, x.received, x.elapsed,
-    x.outputs, x.valid);
+    x.outputs, x.valid, x.arrived);
 }
 
 /// One replica chain: its assignment, its live elements and the two links of the design.

@@ -63,13 +63,16 @@ struct result_rec {
   average_var host_pfc{};     ///< PFCmean(H,V) the host reported with the result.
   time_us scale_time = 0;     ///< Its host_scale_time then.
   boxed<credit_rec> credit{}; ///< Claimed and granted credit, once validated (`credit->x`).
+  /// The server's digests of the outputs that finished uploading (output_received), by
+  /// output index; an entry with an empty name has not arrived. What the validator compares.
+  std::vector<file_rec> arrived{};
   friend bool operator==(const result_rec&, const result_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, result_rec& x) {
   f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version, x.report,
-    x.peak_flops, x.host_pfc, x.probation, x.scale_time, x.credit);
+    x.peak_flops, x.host_pfc, x.probation, x.scale_time, x.credit, x.arrived);
 }
 
 /// What a workunit of a work sequence knows of its place in it.
@@ -532,10 +535,11 @@ void inspect_fields(F& f, world& x) {
 void apply(world& w, const event& e);
 
 /// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit;
-/// 5: AutoFlops; 6: predicted app units of held results, the spread of seconds_per_app_unit).
+/// 5: AutoFlops; 6: predicted app units of held results, the spread of seconds_per_app_unit;
+/// 7: the outputs received of results and sequence elements).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 6;
+inline constexpr std::uint8_t snapshot_version = 7;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -92,4 +92,27 @@ inline std::string bitwise_signature(const std::vector<file_rec>& outputs) {
   return out;
 }
 
+/// Records the server's digest of output `index` in a result's received outputs (by index;
+/// entries of outputs not arrived yet have an empty name).
+inline void set_received(std::vector<file_rec>& received, std::uint32_t index, file_rec file) {
+  if (received.size() <= index)
+    received.resize(static_cast<std::size_t>(index) + 1);
+  received[index] = std::move(file);
+}
+
+/// The bitwise signature of what the server received of a result's `declared` outputs, when
+/// every one of them arrived; nullopt when one is missing (such a result cannot be valid, as
+/// BOINC's validators mark a result whose output file is missing invalid).
+inline std::optional<std::string>
+received_signature(const std::vector<file_rec>& received, std::size_t declared) {
+  if (received.size() < declared)
+    return std::nullopt;
+  std::vector<file_rec> files(received.begin(),
+                              received.begin() + static_cast<std::ptrdiff_t>(declared));
+  for (const auto& f : files)
+    if (f.name.empty())
+      return std::nullopt;
+  return bitwise_signature(files);
+}
+
 } // namespace cobble

@@ -12,9 +12,12 @@ using namespace detail;
 
 namespace detail {
 
-/// What two successful replicas must share to agree, under the bitwise validator.
-std::string signature(const result_rec& r) {
-  return bitwise_signature(r.report->outputs);
+/// What two successful replicas must share to agree, under the bitwise validator: the
+/// server's digests of every output the result was sent to produce (never the md5 the
+/// client reported); nullopt while one has not arrived.
+std::optional<std::string>
+signature(const workunit_rec& wu, const app_rec* app, const result_rec& r) {
+  return received_signature(r.arrived, declared_outputs(wu, app));
 }
 
 verdict make_verdict(const result_rec& r, std::uint32_t index, bool valid) {
@@ -125,9 +128,26 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     return out;
   auto app = state.app(wu.app);
   bool accept_all = app != nullptr && app->validator == 1;
+  // A success whose outputs have not all arrived is invalid under every validator (there is
+  // nothing to compare or assimilate), as BOINC marks a result whose file is missing.
+  auto arrived = [&](const result_rec& r) { return signature(wu, app, r).has_value(); };
   auto agree = [&](const result_rec& a, const result_rec& b) {
-    return accept_all || signature(a) == signature(b);
+    auto sa = signature(wu, app, a), sb = signature(wu, app, b);
+    return sa && sb && (accept_all || *sa == *sb);
   };
+  if (!wu.canonical && wu.state != wu_state::assimilated && !wu.sequence) {
+    ev::workunit_validated missing{wu.id, std::nullopt, {}, {}};
+    for (std::uint32_t i = 0; i < wu.results.size(); ++i) {
+      const auto& r = wu.results[i];
+      if (r.outcome == result_outcome::success && r.validation == validate_state::init
+          && !arrived(r)) {
+        missing.verdicts.push_back(make_verdict(r, i, false));
+        missing.credit.emplace_back();
+      }
+    }
+    if (!missing.verdicts.empty())
+      emit(out, std::move(missing), now);
+  }
   if (wu.canonical) {
     // Late successes are checked against the canonical result.
     const auto& canon = wu.results[*wu.canonical];
@@ -171,6 +191,12 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
     const auto& r = wu.results[0];
     if (r.outcome != result_outcome::success || r.validation != validate_state::init)
       return out;
+    if (!arrived(r)) {
+      emit(out,
+           ev::workunit_validated{wu.id, std::nullopt, {make_verdict(r, 0, false)}, {credit_rec{}}},
+           now);
+      return out;
+    }
     if (!link.replicated || link.check == seq_check::agree) {
       // Credit as for a workunit validated alone: the element's own claim, granted through
       // the same path (host_result_validated follows from the verdict).

@@ -223,14 +223,13 @@ caf::expected<std::vector<event>> sequence_logic::command(const seq_command& c, 
   return caf::make_error(ec::invalid_argument, "unknown command");
 }
 
-namespace {
-
-/// What two successful elements must share to agree (the bitwise validator's rule).
-std::string signature(const seq_element_state& el) {
-  return bitwise_signature(el.outputs);
+/// What two successful elements must share to agree (the bitwise validator's rule, on the
+/// server's digests of the outputs the element was sent to produce); nullopt while one has
+/// not arrived.
+std::optional<std::string> sequence_logic::signature(const seq_element_state& el) const {
+  return received_signature(el.arrived,
+                            el.kind == seq_element_kind::state ? output_names.size() : 0);
 }
-
-} // namespace
 
 std::vector<event> sequence_logic::absorb(const std::vector<event>& forwarded, time_us now) {
   std::vector<event> out;
@@ -261,14 +260,13 @@ std::vector<event> sequence_logic::absorb(const std::vector<event>& forwarded, t
     }
     if (!all)
       continue;
-    x.agree = state.accept_all;
-    if (!x.agree) {
-      auto first = signature(state.replicas.front().chain[p - 1]);
-      x.agree = std::all_of(state.replicas.begin(), state.replicas.end(),
-                            [&](const seq_replica& r) {
-                              return signature(r.chain[p - 1]) == first;
-                            });
-    }
+    // An element whose outputs have not all arrived agrees with nothing, under either
+    // validator.
+    auto first = signature(state.replicas.front().chain[p - 1]);
+    x.agree = std::all_of(state.replicas.begin(), state.replicas.end(), [&](const seq_replica& r) {
+      auto sig = signature(r.chain[p - 1]);
+      return sig && (state.accept_all || sig == first);
+    });
     emit(out, std::move(x), now);
   }
   return out;

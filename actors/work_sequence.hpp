@@ -56,6 +56,7 @@ public:
 private:
   void emit(std::vector<event>& out, payload p, time_us now);
   std::vector<staged_state_file> state_files(const seq_element_state& el) const;
+  std::optional<std::string> signature(const seq_element_state& el) const;
   void save_restart_points(std::vector<event>& out, time_us now);
   ev::sequence_deassigned take_away(std::uint8_t replica, std::string reason, std::string by);
 };

@@ -264,8 +264,11 @@ TEST_CASE_METHOD(actor_fixture, "a report with a work request is handed over onc
   auto h = *sent.reply->hostid;
   auto first = sent.reply->results[0];
 
+  // The client uploads the output first (its own step, before the report).
+  auto report = request(h, 1, {success(first.name, "md5")});
+  node.upload_outputs(project, *report);
   auto before = store().last_seq();
-  auto next = send_rpc(request(h, 1, {success(first.name, "md5")}));
+  auto next = send_rpc(report, false);
   REQUIRE(next.calls == 1);
   CHECK(next.reply->result_acks == std::vector<std::string>{first.name});
   REQUIRE(next.reply->results.size() == 1);
@@ -473,4 +476,126 @@ TEST_CASE_METHOD(actor_fixture, "a restarted node continues where it stopped", "
   auto hv = host(h1);
   CHECK(hv->state->results_reported == 1);
   CHECK(hv->state->in_progress.empty());
+}
+
+// -- validation on what arrived ----------------------------------------------------------------
+
+namespace {
+
+/// Two hosts of the one user each take a replica of the quorum-2 workunit "wu".
+struct two_hosts_fixture : actor_fixture {
+  two_hosts_fixture() {
+    create({"wu"});
+    auto a = rpc(request(0, 3600));
+    auto b = rpc(request(0, 3600));
+    REQUIRE(a->hostid);
+    REQUIRE(b->hostid);
+    REQUIRE(a->results.size() == 1);
+    REQUIRE(b->results.size() == 1);
+    REQUIRE(*a->hostid != *b->hostid);
+    hosts = {*a->hostid, *b->hostid};
+    results = {a->results[0].name, b->results[0].name};
+  }
+
+  /// The upload handler's message once output 0 of result i is stored: its size and the MD5
+  /// the server computed of it.
+  void upload(std::size_t i, const std::string& md5) {
+    CHECK(ask<bool>(project, atom::upload_v, results[i] + "_0", hosts[i], std::uint64_t{64}, md5));
+  }
+
+  /// Host i reports success with output 0 of `md5`, without uploading anything now.
+  void report(std::size_t i, const std::string& md5) {
+    auto reply = rpc(request(hosts[i], 0, {success(results[i], md5)}), false);
+    CHECK(reply->result_acks == std::vector<std::string>{results[i]});
+  }
+
+  /// The credit the user and its hosts were granted, as the admin API shows it.
+  double user_credit() {
+    auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
+    REQUIRE(users->size() == 1);
+    return users->at(0).credit.total;
+  }
+  double host_credit(std::size_t i) { return host(hosts[i])->reg.credit.total; }
+
+  std::vector<id_type> hosts;
+  std::vector<std::string> results;
+};
+
+const std::string invented = "0123456789abcdef0123456789abcdef";
+
+} // namespace
+
+TEST_CASE_METHOD(two_hosts_fixture,
+                 "replicas that report an invented md5 and upload nothing are not validated",
+                 "[actors][validation]") {
+  // The attack of issue 19: both replicas claim the same output, neither uploaded it.
+  report(0, invented);
+  report(1, invented);
+  auto w = workunit("wu");
+  CHECK_FALSE(w->wu.canonical.has_value());
+  CHECK(w->wu.state == wu_state::active);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(w->wu.results[i].outcome == result_outcome::success);
+    CHECK(w->wu.results[i].validation == validate_state::invalid);
+    CHECK(host_credit(i) == 0);
+  }
+  CHECK(user_credit() == 0);
+  CHECK(status()->counters.workunits_validated == 0);
+  CHECK(status()->counters.workunits_assimilated == 0);
+  // The workunit still needs its quorum: two new replicas, for hosts that upload.
+  CHECK(w->wu.results.size() == 4);
+}
+
+TEST_CASE_METHOD(two_hosts_fixture,
+                 "replicas that upload different bytes disagree whatever md5 they report",
+                 "[actors][validation]") {
+  upload(0, "00000000000000000000000000000001");
+  upload(1, "00000000000000000000000000000002");
+  report(0, invented);
+  report(1, invented);
+  auto w = workunit("wu");
+  CHECK_FALSE(w->wu.canonical.has_value());
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(w->wu.results[i].validation != validate_state::valid);
+    CHECK(host_credit(i) == 0);
+  }
+  CHECK(user_credit() == 0);
+  CHECK(status()->counters.workunits_validated == 0);
+  // Inconclusive: one more opinion.
+  CHECK(w->wu.results.size() == 3);
+}
+
+TEST_CASE_METHOD(two_hosts_fixture, "replicas that upload equal bytes are validated",
+                 "[actors][validation]") {
+  upload(0, invented);
+  upload(1, invented);
+  // What they report does not matter: the server's digests agree.
+  report(0, "ffffffffffffffffffffffffffffffff");
+  report(1, invented);
+  auto w = workunit("wu");
+  REQUIRE(w->wu.canonical.has_value());
+  CHECK(w->wu.state == wu_state::assimilated);
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(w->wu.results[i].validation == validate_state::valid);
+    CHECK(w->wu.results[i].arrived.at(0).md5 == invented);
+    CHECK(host_credit(i) > 0);
+  }
+  CHECK(user_credit() > 0);
+}
+
+TEST_CASE_METHOD(two_hosts_fixture, "an upload is recorded only for the host holding the result",
+                 "[actors][validation]") {
+  // Host 1 cannot upload (or overwrite) host 0's output, nor a file of no result.
+  CHECK(is(ask_error<bool>(project, atom::upload_v, results[0] + "_0", hosts[1], std::uint64_t{64},
+                           invented),
+           ec::unknown_workunit));
+  CHECK(is(ask_error<bool>(project, atom::upload_v, results[0] + "_7", hosts[0], std::uint64_t{64},
+                           invented),
+           ec::unknown_workunit));
+  CHECK(workunit("wu")->wu.results[0].arrived.empty());
+  // The same digest twice is one event.
+  auto before = store().last_seq();
+  upload(0, invented);
+  upload(0, invented);
+  CHECK(store().last_seq() == before + 1);
 }

@@ -177,6 +177,9 @@ std::vector<event> samples() {
                                          {credit_export_rec{"p", "app", "x86_64-pc-linux-gnu",
                                                             "cuda", 1, true, 12.5, 0.2}}}));
   out.push_back(make(ev::autoflops_sampled{3, 9, 12.5, 37.25, {{2e11, false}, {9e11, true}}}));
+  out.push_back(
+    make(ev::output_received{result_ref{9, 1}, 6, 0,
+                             file_rec{"wu_9_1_0", 64, "0123456789abcdef0123456789abcdef"}}));
   return out;
 }
 
@@ -215,9 +218,10 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::credit_normalized::kind == 22);
   CHECK(ev::credit_imported::kind == 23);
   CHECK(ev::autoflops_sampled::kind == 24);
+  CHECK(ev::output_received::kind == 25);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
-  REQUIRE(all.size() == 24);
+  REQUIRE(all.size() == 25);
   const char* names[]
     = {"project_configured",       "user_created",           "host_registered",
        "host_described",           "workunit_created",       "results_created",
@@ -226,7 +230,8 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
        "workunit_files_deleted",   "sequence_created",       "sequence_extended",
        "sequence_ended",           "sequence_assigned",      "sequence_deassigned",
        "sequence_element_checked", "sequence_restart_saved", "host_result_validated",
-       "credit_normalized",        "credit_imported",        "autoflops_sampled"};
+       "credit_normalized",        "credit_imported",        "autoflops_sampled",
+       "output_received"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -235,7 +240,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))}
         == "unknown");
-  CHECK(std::string{kind_name(25)} == "unknown");
+  CHECK(std::string{kind_name(26)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -399,6 +404,20 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(rs.files.at(0).nbytes == 4096);
     CHECK(rs.open_names == std::vector<std::string>{"state.nc"});
   }
+  SECTION("output_received") {
+    auto x = std::get<ev::output_received>(round_trip(all[24]).data);
+    CHECK(x.result == result_ref{9, 1});
+    CHECK(x.host == 6);
+    CHECK(x.index == 0);
+    CHECK(x.file == file_rec{"wu_9_1_0", 64, "0123456789abcdef0123456789abcdef"});
+    // The workunit's sequence (if any) and nobody else beside the project owns it.
+    auto owners = owners_of(all[24].data);
+    CHECK(owners.hosts.empty());
+    CHECK(owners.sequence == 0);
+    CHECK(result_of(all[24].data) == std::optional<result_ref>{result_ref{9, 1}});
+    auto text = describe(all[24]);
+    CHECK(text.find("md5=0123456789abcdef0123456789abcdef") != std::string::npos);
+  }
 }
 
 TEST_CASE("a sequence_deassigned of payload version 1 decodes without state files", "[events]") {
@@ -481,7 +500,7 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
   CHECK(touching(entity_kind::workunit, 9)
-        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24});
+        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25});
   CHECK(touching(entity_kind::workunit, 6).empty());
   // User 5: its creation and its host's registration.
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});

@@ -120,8 +120,13 @@ struct logic_fixture {
     rep.exit_status = success ? 0 : 1;
     rep.elapsed = elapsed;
     rep.cpu = elapsed;
-    if (success)
-      rep.outputs.push_back(file_rec{logic.state.result_name(r) + "_0", 64, std::move(md5)});
+    if (success) {
+      auto name = logic.state.result_name(r) + "_0";
+      // Uploaded first, as a client does; the server's digest is what the validator compares.
+      auto up = logic.output_received(name, host, 64, md5, now);
+      REQUIRE(static_cast<bool>(up));
+      rep.outputs.push_back(file_rec{name, 64, std::move(md5)});
+    }
     event e;
     e.time = now;
     e.data = ev::result_reported{r, host, rep};

@@ -596,6 +596,29 @@ TEST_CASE_METHOD(seq_fixture, "a replicated sequence is validated element by ele
   CHECK(replayed->projects.at(0).sequences.at(v->state.id) == v->state);
 }
 
+TEST_CASE_METHOD(seq_fixture,
+                 "a replicated element whose outputs were not uploaded agrees with nothing",
+                 "[sequences][validation]") {
+  create("twin", 1, 1, 2);
+  auto a = new_host();
+  auto b = new_host();
+  REQUIRE(names_of(*rpc(request(a, 3600))) == std::vector<std::string>{"twin@1_0"});
+  REQUIRE(names_of(*rpc(request(b, 3600))) == std::vector<std::string>{"twin@1r1_0"});
+  // Host a uploads its state; host b reports the same md5 and uploaded nothing.
+  rpc(request(a, 0, {success("twin@1_0", "same")}));
+  rpc(request(b, 0, {success("twin@1r1_0", "same")}), false);
+  auto v = show("twin");
+  REQUIRE(v->state.checks.size() == 1);
+  CHECK(v->state.checks[0] == seq_check::disagree);
+  CHECK_FALSE(at(*v, 1, 0).valid);
+  CHECK_FALSE(at(*v, 1, 1).valid);
+  for (const auto* name : {"twin@1", "twin@1r1"}) {
+    auto w = workunit(name);
+    CHECK(w->wu.state == wu_state::active);
+    CHECK(w->wu.results[0].validation == validate_state::invalid);
+  }
+}
+
 TEST_CASE_METHOD(seq_fixture, "a slow replica is relocated when the setting asks for it",
                  "[sequences]") {
   stop();
