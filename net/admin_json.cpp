@@ -14,10 +14,12 @@ json optional_string(const std::string& s) {
   return s.empty() ? json(nullptr) : json(s);
 }
 
+/// Files with a name (a result's received outputs have none for an output not arrived).
 json files_json(const std::vector<file_rec>& files) {
   auto out = json::array();
   for (const auto& f : files)
-    out.push_back({{"name", f.name}, {"nbytes", f.nbytes}, {"md5", f.md5}});
+    if (!f.name.empty())
+      out.push_back({{"name", f.name}, {"nbytes", f.nbytes}, {"md5", f.md5}});
   return out;
 }
 
@@ -380,6 +382,7 @@ json result_json(const workunit_rec& wu, std::uint32_t index, const std::string&
               {"success", reported ? json(r.report->success) : json(nullptr)},
               {"flags", flags_json(r.report->flags)},
               {"outputs", files_json(r.report->outputs)},
+              {"received_outputs", files_json(r.arrived)},
               {"credit", credit_json(r)}};
   if (r.sent != 0)
     out["app_version"] = {{"id", r.version.app_version_id},

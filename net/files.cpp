@@ -143,6 +143,22 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
   });
 }
 
+/// Has the project record an output stored whole (output_received), and answers the client
+/// once that is durable: success only then, a transient error if the project cannot.
+template <class Answer>
+void record_output(caf::actor_system& sys, const project_actor& actor, const std::string& name,
+                   std::uint64_t host, std::uint64_t nbytes, const std::string& md5,
+                   Answer answer) {
+  spawn_one_shot(sys, [actor, name, host, nbytes, md5, answer](caf::event_based_actor* self) {
+    self->request(actor, std::chrono::seconds(30), atom::upload_v, name, host, nbytes, md5)
+      .then([answer](bool) { answer(0, std::nullopt, {}); },
+            [name, answer](caf::error& err) {
+              spdlog::info("upload of {} not recorded: {}", name, describe(err));
+              answer(-1, std::nullopt, "upload of " + name + " refused: " + describe(err));
+            });
+  });
+}
+
 void serve_upload(const file_routes_context& ctx, const std::string& project,
                   const project_actor& actor, request&& req, const responder& respond) {
   auto files = ctx.files;
@@ -179,12 +195,13 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
       return;
     }
   }
-  spawn_one_shot(*ctx.sys, [files, project, actor, h, body, host,
+  auto* sys = ctx.sys;
+  spawn_one_shot(*ctx.sys, [sys, files, project, actor, h, body, host,
                             answer](caf::event_based_actor* self) {
     self->request(actor, std::chrono::seconds(30), atom::upload_v, h->name, host)
       .then(
-        [files, project, h, body, answer](double max_nbytes) {
-          files->post([files, project, h, body, answer, max_nbytes] {
+        [sys, files, project, actor, h, body, host, answer](double max_nbytes) {
+          files->post([sys, files, project, actor, h, body, host, answer, max_nbytes] {
             auto cannot_store = [&](const std::string& why) {
               spdlog::error("upload of {}: {}", h->name, why);
               answer(1, std::nullopt, "the server could not store the file; retry later");
@@ -209,29 +226,30 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
                 return;
               }
               auto data = std::string_view{*body}.substr(h->data_offset);
-              auto progress = store.write_output(project, h->name,
-                                                 static_cast<std::uint64_t>(h->offset), data);
+              // The request that completes the file has it hashed as it is written (after
+              // the prefix a resumed upload stored before).
+              auto offset = static_cast<std::uint64_t>(h->offset);
+              bool completes = offset + data.size() >= static_cast<std::uint64_t>(h->nbytes);
+              auto progress = store.write_output(project, h->name, offset, data, completes);
               if (!progress) {
                 cannot_store(describe(progress.error()));
                 return;
               }
-              if (progress->size < static_cast<std::uint64_t>(h->nbytes)) {
+              if (progress->size < static_cast<std::uint64_t>(h->nbytes) || !progress->md5) {
                 // What arrived is kept; the client asks for the size and resumes there.
                 answer(1, std::nullopt,
                        "upload of " + h->name + " is incomplete (" + std::to_string(progress->size)
                          + " of " + std::to_string(h->nbytes) + " bytes stored); resume");
                 return;
               }
-              if (!h->md5_cksum.empty()) {
-                auto md5 = storage::md5_of_file(store.output_path(project, h->name));
-                if (!md5 || *md5 != h->md5_cksum) {
-                  store.remove_output(project, h->name);
-                  answer(1, std::nullopt,
-                         "checksum of " + h->name + " does not match; upload it again");
-                  return;
-                }
+              // The client's md5 only refuses a damaged upload; what counts is the server's.
+              if (!h->md5_cksum.empty() && *progress->md5 != h->md5_cksum) {
+                store.remove_output(project, h->name);
+                answer(1, std::nullopt,
+                       "checksum of " + h->name + " does not match; upload it again");
+                return;
               }
-              answer(0, std::nullopt, {});
+              record_output(*sys, actor, h->name, host, progress->size, *progress->md5, answer);
             } catch (const std::exception& e) {
               cannot_store(e.what());
             }

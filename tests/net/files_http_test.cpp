@@ -23,34 +23,6 @@ std::string pattern(std::size_t n, unsigned seed) {
   return out;
 }
 
-std::string
-upload_body(const std::string& name, const std::string& signature, long long max, long long nbytes,
-            const std::string& md5, long long offset, std::string_view data) {
-  // The header exactly as the 7.20 client writes it (file_xfer.cpp), then the raw bytes.
-  std::string h = "<data_server_request>\n"
-                  "    <core_client_major_version>7</core_client_major_version>\n"
-                  "    <core_client_minor_version>20</core_client_minor_version>\n"
-                  "    <core_client_release>5</core_client_release>\n"
-                  "<file_upload>\n<file_info>\n    <name>"
-                  + name
-                  + "</name>\n"
-                    "    <max_nbytes>"
-                  + std::to_string(max)
-                  + "</max_nbytes>\n"
-                    "<xml_signature>\n"
-                  + signature
-                  + "\n</xml_signature>\n</file_info>\n"
-                    "<nbytes>"
-                  + std::to_string(nbytes)
-                  + "</nbytes>\n"
-                    "<md5_cksum>"
-                  + md5
-                  + "</md5_cksum>\n"
-                    "<offset>"
-                  + std::to_string(offset) + "</offset>\n<data>\n";
-  return h + std::string{data};
-}
-
 std::string size_query(const std::string& name) {
   return "<data_server_request>\n    <core_client_major_version>7</core_client_major_version>\n"
          "    <core_client_minor_version>20</core_client_minor_version>\n"
@@ -58,14 +30,6 @@ std::string size_query(const std::string& name) {
          "<get_file_size>"
          + name + "</get_file_size>\n</data_server_request>\n";
 }
-
-int status_of(const std::string& body) {
-  auto a = body.find("<status>");
-  REQUIRE(a != std::string::npos);
-  return std::stoi(body.substr(a + 8));
-}
-
-std::string md5_of(const std::string& bytes);
 
 std::vector<fs::path> files_outside_uploads(const fs::path& data) {
   std::vector<fs::path> out;
@@ -77,22 +41,6 @@ std::vector<fs::path> files_outside_uploads(const fs::path& data) {
   return out;
 }
 
-} // namespace
-
-#include <openssl/evp.h>
-namespace {
-std::string md5_of(const std::string& bytes) {
-  unsigned char out[EVP_MAX_MD_SIZE];
-  unsigned len = 0;
-  EVP_Digest(bytes.data(), bytes.size(), out, &len, EVP_md5(), nullptr);
-  static const char* hex = "0123456789abcdef";
-  std::string s;
-  for (unsigned i = 0; i < len; ++i) {
-    s += hex[out[i] >> 4];
-    s += hex[out[i] & 15];
-  }
-  return s;
-}
 } // namespace
 
 TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {

@@ -21,7 +21,8 @@ using namespace cobble::test;
 
 namespace {
 
-const std::string md5_a = "6f5902ac237024bdd0c176cb93063dc4";
+const std::string output_a = "hello world\n";
+const std::string md5_a = "6f5902ac237024bdd0c176cb93063dc4"; // md5_of(output_a)
 
 } // namespace
 
@@ -60,6 +61,9 @@ TEST_CASE("a 7.20 client attaches, gets a job, reports it, and a quorum of two v
   CHECK(b.jobs[0].wu == "wu_quorum");
   CHECK(b.jobs[0].result != a.jobs[0].result);
 
+  // Each host uploads its output (content whose md5 is md5_a), then reports it.
+  REQUIRE(upload(c, a, a.jobs[0].output, output_a) == 0);
+  REQUIRE(upload(c2, b, b.jobs[0].output, output_a) == 0);
   auto ra = rpc(c, make_request(s.account_key, *a.hostid, 0, 0,
                                 {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5_a}}}}));
   CHECK(ra.acks == std::vector<std::string>{a.jobs[0].result});
@@ -286,6 +290,7 @@ TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifie
         in_progress = res["state"] == "in_progress" && res["host"] == *a.hostid;
     CHECK(in_progress);
     http_client c{"127.0.0.1", s->port};
+    REQUIRE(upload(c, a, a.jobs[0].output, output_a) == 0);
     auto again = rpc(c,
                      make_request(s->account_key, *a.hostid, 0, 0,
                                   {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5_a}}}}));
@@ -298,6 +303,7 @@ TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifie
   s->start();
   {
     http_client c{"127.0.0.1", s->port};
+    REQUIRE(upload(c, b, b.jobs[0].output, output_a) == 0);
     rpc(c, make_request(s->account_key, *b.hostid, 0, 0,
                         {{b.jobs[0].result, 5, 0, "2.5", {{b.jobs[0].output, md5_a}}}}));
   }
@@ -315,4 +321,48 @@ TEST_CASE("kill -9 between RPCs loses no acknowledged change and the log verifie
                                                120s);
   INFO(out);
   CHECK(code == 0);
+}
+
+TEST_CASE("two hosts of one user that report an invented md5 and upload nothing get no credit",
+          "[validation]") {
+  // The attack of issue 19 over HTTP: one account, two host ids, both replicas of a quorum-2
+  // workunit reported with the same md5, and no upload at all.
+  temp_dir dir;
+  server s{dir.path()};
+  create_work(s, "wu_forged");
+  http_client c{"127.0.0.1", s.port};
+  http_client c2{"127.0.0.1", s.port};
+  auto a = rpc(c, make_request(s.account_key, 0, 103680, 2, {}));
+  auto b = rpc(c2, make_request(s.account_key, 0, 103680, 2, {}));
+  REQUIRE(a.hostid);
+  REQUIRE(b.hostid);
+  REQUIRE(a.jobs.size() == 1);
+  REQUIRE(b.jobs.size() == 1);
+  auto ra = rpc(c, make_request(s.account_key, *a.hostid, 0, 0,
+                                {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5_a}}}}));
+  auto rb = rpc(c2, make_request(s.account_key, *b.hostid, 0, 0,
+                                 {{b.jobs[0].result, 5, 0, "3.0", {{b.jobs[0].output, md5_a}}}}));
+  // Acknowledged (the client has nothing to resend) ...
+  CHECK(ra.acks == std::vector<std::string>{a.jobs[0].result});
+  CHECK(rb.acks == std::vector<std::string>{b.jobs[0].result});
+  // ... but not validated: both invalid, nothing assimilated, no credit.
+  auto wu = admin_get(s, "/api/projects/demo/workunits/wu_forged");
+  INFO(wu.dump(2));
+  CHECK(wu["state"] == "active");
+  CHECK(wu["canonical_result"].is_null());
+  int invalid = 0;
+  for (auto& res : wu["results"])
+    if (res["name"] == a.jobs[0].result || res["name"] == b.jobs[0].result) {
+      invalid += res["validation"] == "invalid" ? 1 : 0;
+      CHECK(res["received_outputs"].empty());
+    }
+  CHECK(invalid == 2);
+  for (auto id : {*a.hostid, *b.hostid}) {
+    auto h = admin_get(s, "/api/projects/demo/hosts/" + std::to_string(id));
+    CHECK(h["credit"]["total_credit"] == 0);
+  }
+  auto status = admin_get(s, "/api/projects/demo");
+  CHECK(status["counters"]["workunits_validated"] == 0);
+  CHECK(status["counters"]["workunits_assimilated"] == 0);
+  CHECK(s.stop() == 0);
 }

@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
 #include <pugixml.hpp>
 
 #include <csignal>
@@ -209,6 +210,74 @@ inline parsed_reply rpc(http_client& c, const std::string& body) {
   auto r = c.post("/demo/cgi", body);
   REQUIRE(r.status == 200);
   return parse_reply(r.body);
+}
+
+/// The hex MD5 of bytes.
+inline std::string md5_of(const std::string& bytes) {
+  unsigned char out[EVP_MAX_MD_SIZE];
+  unsigned len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), out, &len, EVP_md5(), nullptr);
+  static const char* hex = "0123456789abcdef";
+  std::string s;
+  for (unsigned i = 0; i < len; ++i) {
+    s += hex[out[i] >> 4];
+    s += hex[out[i] & 15];
+  }
+  return s;
+}
+
+/// An upload request: the header exactly as the 7.20 client writes it, then the raw bytes.
+inline std::string
+upload_body(const std::string& name, const std::string& signature, long long max, long long nbytes,
+            const std::string& md5, long long offset, std::string_view data) {
+  // The header exactly as the 7.20 client writes it (file_xfer.cpp), then the raw bytes.
+  std::string h = "<data_server_request>\n"
+                  "    <core_client_major_version>7</core_client_major_version>\n"
+                  "    <core_client_minor_version>20</core_client_minor_version>\n"
+                  "    <core_client_release>5</core_client_release>\n"
+                  "<file_upload>\n<file_info>\n    <name>"
+                  + name
+                  + "</name>\n"
+                    "    <max_nbytes>"
+                  + std::to_string(max)
+                  + "</max_nbytes>\n"
+                    "<xml_signature>\n"
+                  + signature
+                  + "\n</xml_signature>\n</file_info>\n"
+                    "<nbytes>"
+                  + std::to_string(nbytes)
+                  + "</nbytes>\n"
+                    "<md5_cksum>"
+                  + md5
+                  + "</md5_cksum>\n"
+                    "<offset>"
+                  + std::to_string(offset) + "</offset>\n<data>\n";
+  return h + std::string{data};
+}
+
+/// The <status> of an upload reply.
+inline int status_of(const std::string& body) {
+  auto a = body.find("<status>");
+  REQUIRE(a != std::string::npos);
+  return std::stoi(body.substr(a + 8));
+}
+
+/// Uploads the whole of output `name` (given in `reply`, with its signature) as the client
+/// does before it reports the result; the upload reply's status.
+inline int upload(http_client& c, const parsed_reply& reply, const std::string& name,
+                  const std::string& content) {
+  for (const auto& f : reply.files)
+    if (f.name == name) {
+      auto r = c.post("/demo/upload",
+                      upload_body(f.name, f.signature, static_cast<long long>(f.max_nbytes),
+                                  static_cast<long long>(content.size()), md5_of(content), 0,
+                                  content));
+      INFO(r.body);
+      REQUIRE(r.status == 200);
+      return status_of(r.body);
+    }
+  FAIL("no file " << name << " in the reply");
+  return -1;
 }
 
 inline json admin_get(server& s, const std::string& target) {

@@ -82,16 +82,20 @@ public:
   using answered = sim::harness::rpc_outcome;
 
   /// A scheduler RPC on the server's path (parked in the port, sent with its token) with
-  /// every message it causes processed.
-  answered send_rpc(std::shared_ptr<sched_request> r) {
+  /// every message it causes processed. With `upload`, the outputs of the successes it
+  /// reports are uploaded first, as a client does (harness::upload_outputs); an attacker's
+  /// RPC that reports outputs it never uploaded passes false.
+  answered send_rpc(std::shared_ptr<sched_request> r, bool upload = true) {
+    if (upload)
+      node.upload_outputs(project, *r);
     auto out = node.send_rpc(project, std::move(r));
     CHECK(node.port().waiting() == 0);
     return out;
   }
 
   /// send_rpc() answered once, by the log once durable.
-  sched_reply_ptr rpc(std::shared_ptr<sched_request> r) {
-    auto a = send_rpc(std::move(r));
+  sched_reply_ptr rpc(std::shared_ptr<sched_request> r, bool upload = true) {
+    auto a = send_rpc(std::move(r), upload);
     REQUIRE(a.calls == 1);
     REQUIRE(a.reply);
     return a.reply;

@@ -348,7 +348,9 @@ struct af_run {
     bool want = dispatched < static_cast<std::uint64_t>(s.jobs);
     if (want)
       feed();
-    auto reply = h.rpc("af", request(x, want));
+    auto req = request(x, want);
+    h.upload_outputs(h.project("af"), req); // before the report, as a client does
+    auto reply = h.rpc("af", std::move(req));
     ++rpcs;
     if (!reply)
       throw std::runtime_error("lab: RPC failed: " + caf::to_string(reply.error()));

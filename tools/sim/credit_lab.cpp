@@ -416,7 +416,10 @@ struct lab_run {
     bool want = x.successes + (x.job && !x.job->abort ? 1 : 0) < x.pop->jobs;
     if (want)
       feed(x.project);
-    auto reply = h.rpc(s.projects[x.project].name, request(x, want));
+    auto req = request(x, want);
+    const auto& name = s.projects[x.project].name;
+    h.upload_outputs(h.project(name), req); // before the report, as a client does
+    auto reply = h.rpc(name, std::move(req));
     ++rpcs;
     if (!reply)
       throw std::runtime_error("lab: RPC failed: " + caf::to_string(reply.error()));

@@ -1,6 +1,7 @@
 #include "tools/sim/emulator.hpp"
 
 #include "actors/error.hpp"
+#include "storage/file_store.hpp"
 #include "tools/sim/harness.hpp"
 
 #include <algorithm>
@@ -32,17 +33,9 @@ int rsc_of_plan_class(const std::string& pc) {
   return 0;
 }
 
-/// A 32-hex-digit digest of a workunit name: what every replica's output "contains".
-std::string output_md5(const std::string& wu) {
-  std::uint64_t a = 1469598103934665603ULL, b = 1099511628211ULL;
-  for (unsigned char c : wu) {
-    a = (a ^ c) * 1099511628211ULL;
-    b = (b + c) * 6364136223846793005ULL + 1442695040888963407ULL;
-  }
-  char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
-                static_cast<unsigned long long>(b));
-  return buf;
+/// What every replica's output of a workunit contains (so that honest replicas agree).
+std::string output_content(const std::string& wu) {
+  return "output of " + wu + "\n";
 }
 
 /// What the emulator remembers of a job it received.
@@ -53,6 +46,7 @@ struct dispatch {
   int version_num = 0;
   std::string plan_class;
   std::vector<std::string> outputs;
+  std::vector<std::string> signatures; ///< Parallel to outputs (empty in-process).
 };
 
 /// One attachment of a host to a project.
@@ -351,9 +345,17 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     rr.version_num = d.version_num;
     rr.plan_class = d.plan_class;
     rr.app_units = j.app_units;
-    auto md5 = output_md5(d.wu);
-    for (const auto& o : d.outputs)
-      rr.files.push_back(reported_file{o, 64, md5});
+    // The outputs are uploaded before the report, as a BOINC client does; one the server
+    // refuses is still reported (its result is then invalid).
+    auto content = output_content(d.wu);
+    auto md5 = storage::md5_hex(content);
+    for (std::size_t k = 0; k < d.outputs.size(); ++k) {
+      std::string upload_error; // refused for a result timed out meanwhile: nothing to do
+      link_.upload(proj.name, att.hostid, d.outputs[k],
+                   k < d.signatures.size() ? d.signatures[k] : std::string{}, content,
+                   upload_error);
+      rr.files.push_back(reported_file{d.outputs[k], static_cast<double>(content.size()), md5});
+    }
     req.results.push_back(std::move(rr));
     // Figures: deadlines and waste, for reports in the window.
     if (now >= sc_.warmup) {
@@ -427,9 +429,15 @@ void emulator::do_rpc(host& h, const client::rpc_plan& plan, double now) {
     double peak = rs[static_cast<std::size_t>(rsc)].peak_flops;
     j.actual_secs = actual / std::max(peak * eff * usage, 1.0);
     c.add_job(std::move(j), est);
-    dispatch d{r.name, r.wu_name, r.platform, r.version_num, r.plan_class, {}};
-    for (const auto& o : r.outputs)
+    dispatch d{r.name, r.wu_name, r.platform, r.version_num, r.plan_class, {}, {}};
+    for (const auto& o : r.outputs) {
       d.outputs.push_back(o.file_name);
+      std::string sig;
+      for (const auto& f : reply->files)
+        if (f.name == o.file_name)
+          sig = f.xml_signature;
+      d.signatures.push_back(std::move(sig));
+    }
     h.jobs.emplace(c.jobs().back().id, std::move(d));
     ++got[static_cast<std::size_t>(rsc)];
   }
@@ -721,6 +729,17 @@ public:
       return std::nullopt;
     }
     return **r;
+  }
+  bool upload(const std::string& project, std::uint64_t hostid, const std::string& file,
+              const std::string&, const std::string& content, std::string& error) override {
+    // The upload handler's message once the file is stored whole (net/files.cpp).
+    auto r = h_.ask<bool>(h_.project(project), atom::upload_v, file, static_cast<id_type>(hostid),
+                          static_cast<std::uint64_t>(content.size()), storage::md5_hex(content));
+    if (!r) {
+      error = describe(r.error());
+      return false;
+    }
+    return true;
   }
   bool
   create_work(const std::string& project, const work_batch& batch, std::string& error) override {

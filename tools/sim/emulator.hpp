@@ -35,6 +35,12 @@ public:
   /// One scheduler RPC; nullopt (with `error` set) when it failed.
   virtual std::optional<sched_reply>
   rpc(const std::string& project, const sched_request& req, std::string& error) = 0;
+  /// Uploads output file `file` of host `hostid` with `content`, as a BOINC client does before
+  /// it reports the result (`signature`: the xml_signature the reply gave it; empty
+  /// in-process); false (with `error` set) when it failed or was refused.
+  virtual bool upload(const std::string& project, std::uint64_t hostid, const std::string& file,
+                      const std::string& signature, const std::string& content, std::string& error)
+    = 0;
   /// Creates workunits; false (with `error` set) when it failed.
   virtual bool create_work(const std::string& project, const work_batch& batch, std::string& error)
     = 0;

@@ -100,6 +100,22 @@ harness::rpc_outcome harness::send_rpc(const project_actor& dest, sched_request_
   return *out;
 }
 
+int harness::upload_outputs(const project_actor& dest, const sched_request& req) {
+  int recorded = 0;
+  for (const auto& r : req.results) {
+    if (r.state != 5 || r.exit_status != 0)
+      continue;
+    for (const auto& f : r.files) {
+      auto nbytes = f.nbytes > 0 ? static_cast<std::uint64_t>(f.nbytes) : std::uint64_t{0};
+      auto got = try_ask<bool>(dest, atom::upload_v, f.name, static_cast<id_type>(req.hostid),
+                               nbytes, f.md5_cksum);
+      if (got && *got)
+        ++recorded;
+    }
+  }
+  return recorded;
+}
+
 caf::expected<sched_reply_ptr> harness::rpc(const std::string& p, sched_request req) {
   auto sent = send_rpc(project(p), std::make_shared<const sched_request>(std::move(req)));
   if (!sent.reply) {

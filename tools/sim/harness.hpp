@@ -91,6 +91,11 @@ public:
   /// token, answered by the log once durable, with every message it causes processed. An RPC
   /// that got no reply stays parked (port().waiting() counts it).
   rpc_outcome send_rpc(const project_actor& dest, sched_request_ptr req);
+  /// Uploads the outputs of the successful results `req` reports, as a BOINC client does
+  /// before it reports them: the upload handler's message once a file is stored (its size and
+  /// the MD5 the server computed; here the reported ones stand for what was stored). Returns
+  /// how many the project recorded; refused ones are left out, as a client's would fail.
+  int upload_outputs(const project_actor& dest, const sched_request& req);
   /// send_rpc() to a project by name. Yields the reply, or ec::unspecified when none came
   /// once every actor was idle.
   caf::expected<sched_reply_ptr> rpc(const std::string& project, sched_request req);

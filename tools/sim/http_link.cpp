@@ -1,6 +1,7 @@
 #include "tools/sim/http_link.hpp"
 
 #include "net/boinc_xml.hpp"
+#include "storage/file_store.hpp"
 #include "tools/common/http_client.hpp"
 
 #include <nlohmann/json.hpp>
@@ -100,6 +101,31 @@ public:
       error = e.what();
       return false;
     }
+  }
+
+  bool
+  upload(const std::string& project, std::uint64_t, const std::string& file,
+         const std::string& signature, const std::string& content, std::string& error) override {
+    // The BOINC client's upload request (file_xfer.cpp's header, then the raw bytes).
+    std::string body = "<data_server_request>\n"
+                       "    <core_client_major_version>7</core_client_major_version>\n"
+                       "    <core_client_minor_version>20</core_client_minor_version>\n"
+                       "    <core_client_release>5</core_client_release>\n"
+                       "<file_upload>\n<file_info>\n    <name>"
+                       + file + "</name>\n<xml_signature>\n" + signature
+                       + "\n</xml_signature>\n</file_info>\n<nbytes>"
+                       + std::to_string(content.size()) + "</nbytes>\n<md5_cksum>"
+                       + storage::md5_hex(content) + "</md5_cksum>\n<offset>0</offset>\n<data>\n"
+                       + content;
+    try {
+      auto a = call(http::verb::post, "/" + project + "/upload", std::move(body), false);
+      if (a.status == 200 && a.body.find("<status>0</status>") != std::string::npos)
+        return true;
+      error = "upload of " + file + ": HTTP " + std::to_string(a.status) + " " + a.body;
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    return false;
   }
 
   std::string work_name(const std::string& name) const override { return run_tag_ + "_" + name; }
