@@ -75,8 +75,13 @@ TEST_CASE("the harness runs a workunit from creation to validation", "[sim]") {
   REQUIRE((*a)->results.size() == 1);
   REQUIRE((*b)->results.size() == 1);
   h.advance(100 * us_per_second);
-  auto ra = h.rpc("demo", request(*auth, *(*a)->hostid, 0, {success((*a)->results[0].name)}));
-  auto rb = h.rpc("demo", request(*auth, *(*b)->hostid, 0, {success((*b)->results[0].name)}));
+  // Each client uploads its outputs before it reports, as BOINC's does.
+  auto report_a = request(*auth, *(*a)->hostid, 0, {success((*a)->results[0].name)});
+  auto report_b = request(*auth, *(*b)->hostid, 0, {success((*b)->results[0].name)});
+  CHECK(h.upload_outputs(h.project("demo"), report_a) > 0);
+  CHECK(h.upload_outputs(h.project("demo"), report_b) > 0);
+  auto ra = h.rpc("demo", report_a);
+  auto rb = h.rpc("demo", report_b);
   REQUIRE(ra);
   REQUIRE(rb);
   CHECK((*rb)->result_acks.size() == 1);
