@@ -393,7 +393,7 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
             {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
              "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit",
              "upload_limit", "read_timeout", "snapshot_every_events", "snapshot_interval",
-             "snapshot_time_share", "snapshots_kept"});
+             "snapshot_time_share", "snapshots_kept", "max_connections"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
       if (m.has(other))
@@ -429,6 +429,9 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   std::uint64_t kept = out.snapshots_kept;
   read(m, "snapshots_kept", kept);
   out.snapshots_kept = static_cast<std::size_t>(kept);
+  std::uint64_t connections = out.max_connections;
+  read(m, "max_connections", connections);
+  out.max_connections = static_cast<std::size_t>(connections);
 }
 
 void parse_version(parser& p, const YAML::Node& node, const std::string& path,
@@ -669,6 +672,7 @@ private:
       fail("server.snapshot_time_share",
            "must be in (0, 1], got " + format_number(s.snapshot_time_share));
     positive("server.snapshots_kept", s.snapshots_kept);
+    positive("server.max_connections", s.max_connections);
   }
 
   void check_project(const project_config& p, const std::string& path) const {
@@ -951,6 +955,7 @@ std::string to_yaml(const cobble_config& cfg) {
   raw("snapshot_interval", format_duration(static_cast<double>(s.snapshot_interval.count())));
   raw("snapshot_time_share", format_number(s.snapshot_time_share));
   raw("snapshots_kept", std::to_string(s.snapshots_kept));
+  raw("max_connections", std::to_string(s.max_connections));
   out << YAML::EndMap;
   out << YAML::Key << "projects" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : cfg.projects) {

@@ -192,6 +192,9 @@ struct server_config {
   std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first,
   double snapshot_time_share = 0.1; ///< ...but snapshots take at most this share of the time.
   std::size_t snapshots_kept = 3;
+  /// Connections open at once; one more is answered 503 and closed. cobbled lowers it to
+  /// what the file-descriptor limit allows (docs/security.md).
+  std::size_t max_connections = 4096;
 
   /// Field-by-field equality.
   bool operator==(const server_config&) const = default;

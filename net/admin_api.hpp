@@ -26,7 +26,7 @@ struct admin_context {
   std::string token;                             ///< The bearer token every request must carry.
   std::chrono::milliseconds timeout{10000};      ///< Upper bound of one actor request.
   std::shared_ptr<class file_service> files;     ///< Input staging; null: POST .../files is 404.
-  std::size_t upload_limit = 256u << 20;         ///< Body limit of the admin routes (staging).
+  std::size_t upload_limit = 256u << 20;         ///< Body limit of a staged file (POST .../files).
   aggregator_actor aggregator; ///< Cross-project credit; null: GET /api/credit is 404.
 };
 

@@ -178,7 +178,8 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
                                                      base_url(*ctx, req) + "/" + name + "/cgi");
                              respond(make_response(req, http::status::ok, std::move(page),
                                                    "text/html; charset=utf-8"));
-                           }});
+                           },
+                           {}});
     routes.push_back(
       route{"/" + name + "/cgi",
             true,
@@ -186,7 +187,8 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
             0,
             [ctx, name = name, project = project](request&& req, const responder& respond) {
               serve_scheduler(ctx, name, project, std::move(req), respond);
-            }});
+            },
+            {}});
   }
   routes.push_back(route{"/healthz",
                          true,
@@ -194,11 +196,15 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
                          0,
                          [](request&& req, const responder& respond) {
                            respond(make_response(req, http::status::ok, "ok\n"));
-                         }});
+                         },
+                         {}});
   routes.push_back(
-    route{"/metrics", true, {http::verb::get}, 0, [ctx](request&& req, const responder& respond) {
-            serve_metrics(ctx, req, respond);
-          }});
+    route{"/metrics",
+          true,
+          {http::verb::get},
+          0,
+          [ctx](request&& req, const responder& respond) { serve_metrics(ctx, req, respond); },
+          {}});
   return routes;
 }
 

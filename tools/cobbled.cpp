@@ -23,9 +23,39 @@
 #include <fstream>
 #include <iostream>
 
+#include <sys/resource.h>
+
 namespace fs = std::filesystem;
 
 namespace {
+
+/// File descriptors kept for the log, snapshots, downloads and uploads beside connections.
+constexpr rlim_t fds_reserved = 256;
+
+/// Raises the soft file-descriptor limit to the hard one (the common default of 1,024 would
+/// cap a public server at about a thousand connections) and returns the connections the
+/// result leaves room for, at most `wanted`.
+std::size_t connection_room(std::size_t wanted) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return wanted;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+      lim = raised;
+  }
+  if (lim.rlim_cur == RLIM_INFINITY)
+    return wanted;
+  auto room = lim.rlim_cur > 2 * fds_reserved ? lim.rlim_cur - fds_reserved : lim.rlim_cur / 2;
+  if (room < wanted) {
+    spdlog::warn("server.max_connections {} lowered to {}: the file-descriptor limit is {} "
+                 "(raise it with LimitNOFILE= or ulimit -Hn)",
+                 wanted, room, lim.rlim_cur);
+    return static_cast<std::size_t>(room);
+  }
+  return wanted;
+}
 
 std::string random_hex(std::size_t bytes) {
   std::vector<unsigned char> buf(bytes);
@@ -70,8 +100,10 @@ int program_main(int argc, char** argv) {
   cobble::heap::reserve_arena();
   CLI::App app{"cobbled: the Cobble volunteer-computing project server.\n\n"
                "Without --config it serves the embedded demo project (one app, 'testapp', one\n"
-               "user, 'demo'). It prints the master URL and account key to attach a BOINC\n"
-               "client with, and keeps every change in an event log under the data directory.\n"
+               "user, 'demo'). It prints the master URL, and for the demo the demo user's account\n"
+               "key to attach a BOINC client with (with --config no key is printed: 'cobble\n"
+               "user list' shows them). Every change is kept in an event log under the data\n"
+               "directory.\n"
                "SIGINT or SIGTERM stop it cleanly (a final snapshot is written)."};
   std::string config_file;
   std::string data_dir;
@@ -235,6 +267,7 @@ int program_main(int argc, char** argv) {
   opts.threads = cfg.server.worker_threads;
   opts.body_limit = cfg.server.body_limit;
   opts.read_timeout = cfg.server.read_timeout;
+  opts.max_connections = connection_room(cfg.server.max_connections);
   cobble::net::http_server server{opts, std::move(routes)};
   std::uint16_t bound = 0;
   try {
@@ -256,19 +289,26 @@ int program_main(int argc, char** argv) {
             << (cfg.server.mode == cobble::config::durability::sync ? "sync" : "async") << ")\n";
   std::cout << "listening on " << base << "\n";
   {
+    // Account keys are secrets: a real project's go to nobody's terminal or journal. The
+    // embedded demo prints its one user's, so that a BOINC client can attach at once.
     caf::scoped_actor self{sys};
     for (const auto& [name, project] : node->projects) {
       std::cout << "project " << name << ": master URL " << base << "/" << name << "/\n";
+      if (!config_file.empty())
+        continue;
       self->request(project, std::chrono::seconds(30), cobble::atom::list_v, cobble::atom::user_v)
         .receive(
           [&](const cobble::user_list_ptr& users) {
             for (const auto& u : *users)
-              std::cout << "  account key of user " << u.name << ": " << u.authenticator << "\n";
+              if (u.name == "demo")
+                std::cout << "  account key of user demo: " << u.authenticator << "\n";
           },
           [&](caf::error& err) {
             std::cerr << "cobbled: listing users failed: " << cobble::describe(err) << '\n';
           });
     }
+    if (!config_file.empty())
+      std::cout << "account keys: cobble user list (not printed: they are secrets)\n";
   }
   std::cout << "admin API: " << base << "/api/ (token in "
             << (cfg.server.admin_token.empty() ? (data / "admin_token").string()

@@ -89,6 +89,40 @@ answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
   return out;
 }
 
+/// Sends only a request's header (announcing a body it never sends) and reads the answer:
+/// a server that waited for the body would time out here instead of answering.
+answer answer_to_header(std::uint16_t port, const std::string& header) {
+  asio::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  beast::error_code result;
+  stream.expires_after(10s);
+  stream.async_connect(
+    tcp::endpoint{asio::ip::make_address("127.0.0.1"), port}, [&](beast::error_code ec) {
+      if (ec) {
+        result = ec;
+        return;
+      }
+      asio::async_write(stream, asio::buffer(header), [&](beast::error_code wec, std::size_t) {
+        if (wec) {
+          result = wec;
+          return;
+        }
+        http::async_read(stream, buffer, res,
+                         [&](beast::error_code rec, std::size_t) { result = rec; });
+      });
+    });
+  ioc.run();
+  if (result)
+    throw beast::system_error{result};
+  answer out;
+  out.status = res.result_int();
+  out.raw = res.body();
+  out.body = json::parse(res.body(), nullptr, false);
+  return out;
+}
+
 /// A running node (demo configuration, temporary data directory) behind the admin API.
 struct admin_fixture {
   cobble::test::temp_dir dir{"admin-api"};
@@ -166,6 +200,29 @@ TEST_CASE_METHOD(admin_fixture, "the admin API needs the bearer token", "[net][a
   CHECK(post.status == 401);
   auto ok = get("/api/projects");
   CHECK(ok.status == 200);
+}
+
+TEST_CASE_METHOD(admin_fixture,
+                 "a request is judged by its header: no token or too big, no body is read",
+                 "[net][admin]") {
+  // 200 MB announced without the token: refused at once, nothing buffered.
+  auto stranger = answer_to_header(port, "POST /api/projects/demo/workunits HTTP/1.1\r\n"
+                                         "Host: 127.0.0.1\r\n"
+                                         "Content-Type: application/json\r\n"
+                                         "Content-Length: 200000000\r\n\r\n");
+  CHECK(stranger.status == 401);
+  CHECK_THAT(error_of(stranger), Catch::Contains("missing bearer token"));
+  // With the token, the admin API's body limit is the documented 4 MiB, not the upload limit.
+  auto big = answer_to_header(port, "POST /api/projects/demo/workunits HTTP/1.1\r\n"
+                                    "Host: 127.0.0.1\r\n"
+                                    "Authorization: Bearer "
+                                      + token
+                                      + "\r\n"
+                                        "Content-Type: application/json\r\n"
+                                        "Content-Length: 4194305\r\n\r\n");
+  CHECK(big.status == 413);
+  CHECK(server->stats().refused_early.load() == 1);
+  CHECK(server->stats().rejected_too_large.load() == 1);
 }
 
 TEST_CASE("constant_time_equal compares whole strings", "[net][admin]") {

@@ -33,6 +33,20 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
+/// The account key of `user` in `project`, from the admin API (cobbled prints none with
+/// --config); empty if there is no such user.
+inline std::string account_key_of(unsigned short port, const std::string& token,
+                                  const std::string& project, const std::string& user) {
+  http_client api("127.0.0.1", port);
+  auto r = api.get("/api/projects/" + project + "/users", token);
+  if (r.status != 200)
+    return {};
+  for (const auto& u : nlohmann::json::parse(r.body))
+    if (u.value("name", "") == user)
+      return u.value("authenticator", "");
+  return {};
+}
+
 /// A running cobbled on its own data directory.
 struct server {
   fs::path data;
@@ -62,14 +76,13 @@ struct server {
     INFO("cobbled output so far: " << join(proc->lines()));
     REQUIRE(listening);
     port = static_cast<unsigned short>(std::stoi(listening->substr(listening->rfind(':') + 1)));
-    auto key = proc->wait_for("account key of user demo: ", 30s);
-    REQUIRE(key);
-    account_key = key->substr(key->rfind(' ') + 1);
     auto admin = proc->wait_for("admin API:", 30s);
     REQUIRE(admin);
     std::ifstream in{data / "admin_token"};
     std::getline(in, token);
     REQUIRE(!token.empty());
+    account_key = account_key_of(port, token, "demo", "demo");
+    REQUIRE(!account_key.empty());
   }
 
   void kill9() {
