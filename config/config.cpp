@@ -570,12 +570,26 @@ void parse_credit(parser& p, const YAML::Node& node, const std::string& path, cr
             {{"mean", version_pfc_estimator::mean}, {"median", version_pfc_estimator::median}});
 }
 
+void parse_limits(parser& p, const YAML::Node& node, const std::string& path, limits_config& out) {
+  mapping m(p, node, path,
+            {"min_sendwork_interval", "max_ncpus", "max_ngpus", "max_jobs_in_progress",
+             "max_gpu_jobs_in_progress", "max_new_hosts_per_day", "app_units_factor"});
+  read_duration(m, "min_sendwork_interval", out.min_sendwork_interval);
+  read_integer(m, "max_ncpus", out.max_ncpus);
+  read_integer(m, "max_ngpus", out.max_ngpus);
+  read_integer(m, "max_jobs_in_progress", out.max_jobs_in_progress);
+  read_integer(m, "max_gpu_jobs_in_progress", out.max_gpu_jobs_in_progress);
+  read_integer(m, "max_new_hosts_per_day", out.max_new_hosts_per_day);
+  read_number(m, "app_units_factor", out.app_units_factor);
+}
+
 void parse_project(parser& p, const YAML::Node& node, const std::string& path,
                    project_config& out) {
   mapping m(p, node, path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
              "file_grace_period", "sequence_high_water", "sequences_per_host",
-             "sequence_check_interval", "sequence_slow_replica_lag", "credit", "users", "apps"});
+             "sequence_check_interval", "sequence_slow_replica_lag", "credit", "limits", "users",
+             "apps"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -590,6 +604,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_integer(m, "sequence_slow_replica_lag", out.sequence_slow_replica_lag);
   if (m.has("credit"))
     parse_credit(p, m.get("credit"), m.child("credit"), out.credit);
+  if (m.has("limits"))
+    parse_limits(p, m.get("limits"), m.child("limits"), out.limits);
   for_each_item(m, "users", [&](const YAML::Node& item, const std::string& item_path) {
     parse_user(p, item, item_path, out.users.emplace_back());
   });
@@ -689,6 +705,7 @@ private:
     positive(path + ".sequence_check_interval", p.sequence_check_interval);
     not_negative(path + ".sequence_slow_replica_lag", p.sequence_slow_replica_lag);
     check_credit(p.credit, path + ".credit");
+    check_limits(p.limits, path + ".limits");
     std::set<std::string> users;
     for (std::size_t i = 0; i < p.users.size(); ++i) {
       auto user_path = path + ".users[" + std::to_string(i) + "]";
@@ -704,6 +721,19 @@ private:
       if (!apps.insert(p.apps[i].name).second)
         fail(app_path + ".name", "duplicate app name '" + p.apps[i].name + "'");
     }
+  }
+
+  void check_limits(const limits_config& l, const std::string& path) const {
+    auto key = [&](const char* field) { return path + "." + field; };
+    if (l.min_sendwork_interval)
+      not_negative(key("min_sendwork_interval"), *l.min_sendwork_interval);
+    positive(key("max_ncpus"), l.max_ncpus);
+    positive(key("max_ngpus"), l.max_ngpus);
+    not_negative(key("max_jobs_in_progress"), l.max_jobs_in_progress);
+    not_negative(key("max_gpu_jobs_in_progress"), l.max_gpu_jobs_in_progress);
+    not_negative(key("max_new_hosts_per_day"), l.max_new_hosts_per_day);
+    if (!std::isfinite(l.app_units_factor) || !(l.app_units_factor > 1))
+      fail(key("app_units_factor"), "must be over 1, got " + format_number(l.app_units_factor));
   }
 
   void check_credit(const credit_config& c, const std::string& path) const {
@@ -988,6 +1018,17 @@ std::string to_yaml(const cobble_config& cfg) {
     raw("error_rate_initial", format_number(c.error_rate_initial));
     raw("error_rate_alpha", format_number(c.error_rate_alpha));
     raw("version_pfc", c.version_pfc == version_pfc_estimator::mean ? "mean" : "median");
+    out << YAML::EndMap;
+    const auto& l = p.limits;
+    out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+    if (l.min_sendwork_interval)
+      raw("min_sendwork_interval", format_duration(*l.min_sendwork_interval));
+    raw("max_ncpus", std::to_string(l.max_ncpus));
+    raw("max_ngpus", std::to_string(l.max_ngpus));
+    raw("max_jobs_in_progress", std::to_string(l.max_jobs_in_progress));
+    raw("max_gpu_jobs_in_progress", std::to_string(l.max_gpu_jobs_in_progress));
+    raw("max_new_hosts_per_day", std::to_string(l.max_new_hosts_per_day));
+    raw("app_units_factor", format_number(l.app_units_factor));
     out << YAML::EndMap;
     out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq;
     for (const auto& u : p.users) {

@@ -27,6 +27,7 @@ config::cobble_config lab_config(int quorum, int jobs_per_day = 200) {
   p.credit.version_sample_threshold = 2;
   p.credit.host_sample_threshold = 2;
   p.users.push_back({"u", "u@example.org", "key-u", "crunchers"});
+  p.limits = sim::lab_limits(); // RPCs in a loop: the quotas, not the limits, are tested
   auto& a = p.apps.emplace_back();
   a.name = "labapp";
   a.min_quorum = a.target_nresults = quorum;
