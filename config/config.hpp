@@ -192,6 +192,9 @@ struct server_config {
   std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first,
   double snapshot_time_share = 0.1; ///< ...but snapshots take at most this share of the time.
   std::size_t snapshots_kept = 3;
+  /// Below this many bytes free on the data directory's file system the server stops
+  /// accepting changes (and refuses to start); 0: no watermark (docs/security.md).
+  std::size_t min_free_disk = std::size_t{1} << 30;
 
   /// Field-by-field equality.
   bool operator==(const server_config&) const = default;
