@@ -22,7 +22,6 @@
 
 #include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -73,7 +72,7 @@ std::string kept_secret(const fs::path& path) {
   cobble::storage::unique_fd fd{
     ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, S_IRUSR | S_IWUSR)};
   if (!fd)
-    throw std::runtime_error("cannot create " + tmp.string() + ": " + std::strerror(errno));
+    throw std::runtime_error(cobble::describe(cobble::storage::posix_error("create", tmp, errno)));
   auto err = cobble::storage::write_all(fd.get(), token + '\n', tmp);
   if (!err && ::fsync(fd.get()) != 0)
     err = cobble::storage::posix_error("sync", tmp, errno);
