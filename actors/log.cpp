@@ -123,7 +123,7 @@ snapshotter(snapshotter_actor::stateful_pointer<snapshotter_state> self,
             log_options opts) {
   self->state.store = std::move(store);
   self->state.seq = recovered_seq;
-  self->state.opts = opts;
+  self->state.opts = std::move(opts);
   self->delayed_send(self, std::chrono::seconds(1), atom::tick_v);
   return {
     [self](atom::deliver, const event_batch_ptr& batch) {
@@ -201,7 +201,7 @@ void schedule_flush(log_actor::stateful_pointer<log_state> self) {
 
 log_actor::behavior_type
 log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::event_store> store,
-         std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port) {
+         std::uint64_t recovered_seq, const log_options& opts, std::shared_ptr<rpc_port> port) {
   self->state.store = store;
   self->state.port = std::move(port);
   auto snap_opts = opts;
@@ -263,7 +263,7 @@ log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::e
 log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
                     std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port) {
   auto fn = [](log_actor::stateful_pointer<log_state> self,
-               std::shared_ptr<storage::event_store> st, std::uint64_t seq, log_options o,
+               std::shared_ptr<storage::event_store> st, std::uint64_t seq, const log_options& o,
                std::shared_ptr<rpc_port> p) -> log_actor::behavior_type {
     return log_impl(self, std::move(st), seq, o, std::move(p));
   };
