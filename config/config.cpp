@@ -393,7 +393,8 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
             {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
              "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit",
              "upload_limit", "read_timeout", "snapshot_every_events", "snapshot_interval",
-             "snapshot_time_share", "snapshots_kept", "max_connections"});
+             "snapshot_time_share", "snapshots_kept", "max_connections",
+             "min_free_disk"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
       if (m.has(other))
@@ -425,6 +426,7 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   read_duration(m, "read_timeout", out.read_timeout);
   read(m, "snapshot_every_events", out.snapshot_every_events);
   read_duration(m, "snapshot_interval", out.snapshot_interval);
+  read_size(m, "min_free_disk", out.min_free_disk);
   read_number(m, "snapshot_time_share", out.snapshot_time_share);
   std::uint64_t kept = out.snapshots_kept;
   read(m, "snapshots_kept", kept);
@@ -984,6 +986,7 @@ std::string to_yaml(const cobble_config& cfg) {
   raw("snapshot_every_events", std::to_string(s.snapshot_every_events));
   raw("snapshot_interval", format_duration(static_cast<double>(s.snapshot_interval.count())));
   raw("snapshot_time_share", format_number(s.snapshot_time_share));
+  raw("min_free_disk", format_size(static_cast<double>(s.min_free_disk)));
   raw("snapshots_kept", std::to_string(s.snapshots_kept));
   raw("max_connections", std::to_string(s.max_connections));
   out << YAML::EndMap;

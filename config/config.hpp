@@ -217,6 +217,9 @@ struct server_config {
   /// Connections open at once; one more is answered 503 and closed. cobbled lowers it to
   /// what the file-descriptor limit allows (docs/security.md).
   std::size_t max_connections = 4096;
+  /// Below this many bytes free on the data directory's file system the server stops
+  /// accepting changes (and refuses to start); 0: no watermark (docs/security.md).
+  std::size_t min_free_disk = std::size_t{1} << 30;
 
   /// Field-by-field equality.
   bool operator==(const server_config&) const = default;

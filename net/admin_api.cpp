@@ -139,6 +139,12 @@ void serve(const ctx_ptr& ctx, const router& r, request&& req, responder respond
   auto m = r.table.match(c.req.method(), c.target.path);
   switch (m.outcome) {
     case route_outcome::found:
+      if (c.req.method() != verb::get && ctx->disk && ctx->disk->low()) {
+        c.respond(admin::error_response(http::status::insufficient_storage,
+                                        "the server is low on disk space and accepts no changes: "
+                                          + ctx->disk->describe()));
+        return;
+      }
       c.params = std::move(m.params);
       m.route->handler->handler(c);
       return;

@@ -73,7 +73,7 @@ render_metrics(const edge_metrics& m, const server_stats& http, const actor_read
   std::string out;
   counter(out, "cobble_scheduler_rpcs_total", "Scheduler RPCs answered.", m.rpcs.load());
   counter(out, "cobble_scheduler_rpcs_refused_total",
-          "Scheduler RPCs answered with an error message (bad XML, unknown account).",
+          "Scheduler RPCs answered with an error message (bad XML, unknown account, low disk).",
           m.rpc_refused.load());
   counter(out, "cobble_jobs_sent_total", "Jobs sent to hosts.", m.jobs_sent.load());
   counter(out, "cobble_results_reported_total", "Results reported by hosts (acknowledged).",
