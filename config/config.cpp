@@ -393,8 +393,7 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
             {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
              "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit",
              "upload_limit", "read_timeout", "snapshot_every_events", "snapshot_interval",
-             "snapshot_time_share", "snapshots_kept", "max_connections",
-             "min_free_disk"});
+             "snapshot_time_share", "snapshots_kept", "max_connections", "min_free_disk"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
       if (m.has(other))

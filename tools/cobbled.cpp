@@ -28,10 +28,9 @@
 #include <optional>
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <sys/resource.h>
 
 namespace fs = std::filesystem;
 

@@ -104,7 +104,7 @@ TEST_CASE("a claim of 1,000 CPUs counts as max_ncpus: daily quota and jobs in pr
   auto jr = hl.job_request_for(q, host_info_from(q), {}, f.now);
   CHECK(jr.info.p_ncpus == 4);
   REQUIRE(jr.in_progress_left.size() == n_resource_types);
-  CHECK(jr.in_progress_left[0] == 8); // 2 per CPU × 4 counted CPUs
+  CHECK(jr.in_progress_left[0] == 8);  // 2 per CPU × 4 counted CPUs
   CHECK(jr.in_progress_left[1] == 10); // no GPU claimed: one device at the default 10
   // RPC after RPC the host never holds more than 8.
   std::size_t total = 0;
