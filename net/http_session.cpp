@@ -376,20 +376,16 @@ void http_session::on_file_part(error_code ec, std::size_t) {
   const bool close = file_res_->need_eof();
   file_out_.reset();
   file_res_.reset();
-  if (ec) {
-    close_now();
-    return;
-  }
-  if (close) {
-    linger_close();
-    return;
-  }
-  read_next();
+  after_write(ec, close);
 }
 
 void http_session::on_write(error_code ec, std::size_t) {
   const bool close = res_->need_eof();
   res_.reset();
+  after_write(ec, close);
+}
+
+void http_session::after_write(error_code ec, bool close) {
   if (ec) {
     close_now();
     return;

@@ -69,6 +69,8 @@ private:
   void reply_error(http::status status, std::string body, bool close);
   void write(response res, bool close);
   void on_write(boost::beast::error_code ec, std::size_t n);
+  /// A response was written (or failed): the next request, or the close it asked for.
+  void after_write(boost::beast::error_code ec, bool close);
   void write_file(file_response res);
   void write_file_part();
   void on_file_part(boost::beast::error_code ec, std::size_t n);

@@ -42,6 +42,16 @@ struct answer {
   std::string allow;
 };
 
+answer answer_of(const http::response<http::string_body>& res) {
+  answer out;
+  out.status = res.result_int();
+  out.raw = res.body();
+  out.body = json::parse(res.body(), nullptr, false);
+  if (auto it = res.find(http::field::allow); it != res.end())
+    out.allow = std::string{it->value()};
+  return out;
+}
+
 /// A blocking Beast client, one connection per request, with a deadline (never hangs).
 answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
              const std::string& token, const std::string& body = {}) {
@@ -80,13 +90,7 @@ answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
   ioc.run();
   if (result)
     throw beast::system_error{result};
-  answer out;
-  out.status = res.result_int();
-  out.raw = res.body();
-  out.body = json::parse(res.body(), nullptr, false);
-  if (auto it = res.find(http::field::allow); it != res.end())
-    out.allow = std::string{it->value()};
-  return out;
+  return answer_of(res);
 }
 
 /// Sends only a request's header (announcing a body it never sends) and reads the answer:
@@ -116,11 +120,7 @@ answer answer_to_header(std::uint16_t port, const std::string& header) {
   ioc.run();
   if (result)
     throw beast::system_error{result};
-  answer out;
-  out.status = res.result_int();
-  out.raw = res.body();
-  out.body = json::parse(res.body(), nullptr, false);
-  return out;
+  return answer_of(res);
 }
 
 /// A running node (demo configuration, temporary data directory) behind the admin API.
