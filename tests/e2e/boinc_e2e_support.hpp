@@ -231,12 +231,7 @@ struct server {
     std::getline(in, token);
     REQUIRE(!token.empty());
     // With --config cobbled prints no account key: the admin API lists them.
-    http_client api("127.0.0.1", port);
-    auto users = api.get("/api/projects/" + project + "/users", token);
-    REQUIRE(users.status == 200);
-    for (const auto& u : nlohmann::json::parse(users.body))
-      if (u.value("name", "") == "demo")
-        account_key = u.value("authenticator", "");
+    account_key = cobble::test::account_key_of(port, token, project, "demo");
     REQUIRE(!account_key.empty());
   }
 

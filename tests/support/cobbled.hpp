@@ -33,20 +33,6 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-/// The account key of `user` in `project`, from the admin API (cobbled prints none with
-/// --config); empty if there is no such user.
-inline std::string account_key_of(unsigned short port, const std::string& token,
-                                  const std::string& project, const std::string& user) {
-  http_client api("127.0.0.1", port);
-  auto r = api.get("/api/projects/" + project + "/users", token);
-  if (r.status != 200)
-    return {};
-  for (const auto& u : nlohmann::json::parse(r.body))
-    if (u.value("name", "") == user)
-      return u.value("authenticator", "");
-  return {};
-}
-
 /// A running cobbled on its own data directory.
 struct server {
   fs::path data;
