@@ -41,7 +41,9 @@ std::string describe(const event& e) {
         return fmt::format("result={} host={} success={} exit={} elapsed={:g} aus={:g}{}{}",
                            x.result.index, x.host, x.report.success, x.report.exit_status,
                            x.report.elapsed, reported_app_units(x.report),
-                           (x.report.flags & (flag_bad_elapsed | flag_bad_cpu)) ? " FLAGGED" : "",
+                           (x.report.flags & (flag_bad_elapsed | flag_bad_cpu | flag_bad_app_units))
+                             ? " FLAGGED"
+                             : "",
                            (x.report.flags & flag_suspect) ? " SUSPECT" : "");
       },
       [](const ev::result_timed_out& x) {

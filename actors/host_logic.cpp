@@ -39,7 +39,10 @@ report_rec report_from(const reported_result& r) {
   rep.success = r.state == 5 && r.exit_status == 0;
   rep.elapsed = r.final_elapsed_time;
   rep.cpu = r.final_cpu_time;
-  if (!std::isfinite(rep.elapsed) || rep.elapsed < 0 || rep.elapsed > year)
+  // A success in no time would drag the host's runtime averages to 0 (and its estimates
+  // with them, so that it is sent more work than it can do).
+  if (!std::isfinite(rep.elapsed) || rep.elapsed < 0 || rep.elapsed > year
+      || (rep.success && !(rep.elapsed > 0)))
     rep.flags |= flag_bad_elapsed;
   if (!std::isfinite(rep.cpu) || rep.cpu < 0 || rep.cpu > 64 * year)
     rep.flags |= flag_bad_cpu;
@@ -57,6 +60,32 @@ std::map<std::uint32_t, autoflops_settings> autoflops_by_version(const std::vect
       out[anonymous_version_id(a.id, t)] = a.autoflops;
   }
   return out;
+}
+
+std::map<std::uint32_t, std::uint8_t> resources_by_version(const std::vector<app_rec>& apps) {
+  std::map<std::uint32_t, std::uint8_t> out;
+  for (const auto& a : apps) {
+    for (const auto& v : a.versions)
+      out[v.id] = v.resource;
+    for (std::uint8_t t = 0; t < n_resource_types; ++t)
+      out[anonymous_version_id(a.id, t)] = t;
+  }
+  return out;
+}
+
+double sendwork_wait(std::optional<time_us> last, time_us now, double interval) {
+  if (!last || !(interval > 0))
+    return 0;
+  double since = us_to_seconds(now - *last);
+  return since >= interval ? 0.0 : interval - std::max(since, 0.0);
+}
+
+bool same_description(const host_info_rec& kept, const host_info_rec& now) {
+  auto a = kept;
+  a.d_free = now.d_free;
+  if (!(a == now))
+    return false;
+  return std::abs(now.d_free - kept.d_free) <= 0.1 * std::abs(kept.d_free);
 }
 
 void add_grant(sched_reply& reply, const job_grant& grant) {
@@ -100,7 +129,7 @@ const autoflops_settings* host_logic::app_units_policy(std::uint32_t version) co
 }
 
 std::optional<event> host_logic::describe(const host_info_rec& info, time_us now) {
-  if (info == state_.info)
+  if (same_description(state_.info, info))
     return std::nullopt;
   auto e = make(ev::host_described{state_.id, info}, now);
   apply(state_, e, {}, settings_.credit);
@@ -131,8 +160,21 @@ report_outcome host_logic::report(const sched_request& req, time_us now) {
     out.workunits.push_back(held->second.result.wu);
     // AutoFlops: the job's app units, and its raw_flops_per_au when the client says what its
     // raw FLOPS were (its own figure, or T × raw_flops_per_sec / A).
-    if (std::isfinite(r.app_units) && r.app_units > 0)
-      rep.app_units = r.app_units;
+    // Units far from the job's prediction would move the app's running means for good (one
+    // report of 1e6 made every later completion estimate miss its deadline): flagged and
+    // left out of the report.
+    if (std::isfinite(r.app_units) && r.app_units > 0) {
+      double predicted = held->second.predicted_app_units;
+      double k = settings_.limits.app_units_factor;
+      if (predicted > 0 && k > 1 && (r.app_units > k * predicted || r.app_units * k < predicted)) {
+        rep.flags |= flag_bad_app_units;
+        spdlog::warn("host {} reported result '{}' with {} app units against {} predicted: "
+                     "flagged, kept out of the statistics",
+                     state_.id, r.name, r.app_units, predicted);
+      } else {
+        rep.app_units = r.app_units;
+      }
+    }
     if (std::isfinite(r.raw_flops_per_au) && r.raw_flops_per_au > 0) {
       rep.raw_flops_per_au = r.raw_flops_per_au;
     } else {
@@ -177,6 +219,11 @@ job_request host_logic::job_request_for(const sched_request& req, const host_inf
   job_request jr;
   jr.host = state_.id;
   jr.info = info;
+  // A claim of many processors would widen every quota that scales with them.
+  const auto& lim = settings_.limits;
+  jr.info.p_ncpus = std::clamp(jr.info.p_ncpus, 0, lim.max_ncpus);
+  for (auto& [type, count] : jr.info.coprocs)
+    count = std::clamp(count, 0, lim.max_ngpus);
   bool wants = false;
   for (int t = 0; t < n_resource_types; ++t) {
     jr.requests.push_back(req.request_for(static_cast<resource_type>(t)));
@@ -185,6 +232,24 @@ job_request host_logic::job_request_for(const sched_request& req, const host_inf
   jr.send_work = wants && !req.dont_send_work;
   jr.sequences_held = req.sequences_held;
   jr.reported = std::move(reported);
+  // Jobs in progress per resource, against its cap (per capped CPU, per capped GPU).
+  std::vector<int> held(n_resource_types, 0);
+  for (const auto& [name, h] : state_.in_progress)
+    if (auto r = settings_.resources.find(h.app_version_id);
+        r != settings_.resources.end() && r->second < n_resource_types)
+      ++held[r->second];
+  jr.in_progress_left.assign(n_resource_types, -1);
+  for (std::uint8_t t = 0; t < n_resource_types; ++t) {
+    bool cpu = t == static_cast<std::uint8_t>(resource_type::cpu);
+    int per = cpu ? lim.max_jobs_in_progress : lim.max_gpu_jobs_in_progress;
+    if (per <= 0)
+      continue;
+    int devices = cpu ? jr.info.p_ncpus : 0;
+    for (const auto& [type, count] : jr.info.coprocs)
+      if (!cpu && type == t)
+        devices = count;
+    jr.in_progress_left[t] = std::max(0, per * std::max(devices, 1) - held[t]);
+  }
   for (const auto& o : req.other_results)
     jr.other_results.push_back(o.name);
   // The rest only matters to job selection (most RPCs only report).
@@ -200,6 +265,18 @@ job_request host_logic::job_request_for(const sched_request& req, const host_inf
     jr.hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
   jr.unit_versions = req.app_unit_versions;
   return jr;
+}
+
+std::vector<reply_message> host_logic::limit_messages(const job_request& jr) const {
+  std::vector<reply_message> out;
+  if (!jr.send_work)
+    return out;
+  for (std::size_t t = 0; t < jr.requests.size() && t < jr.in_progress_left.size(); ++t)
+    if (jr.requests[t].wants_work() && jr.in_progress_left[t] == 0)
+      out.push_back({std::string("This computer has reached a limit on tasks in progress (")
+                       + to_string(static_cast<resource_type>(t)) + ").",
+                     false});
+  return out;
 }
 
 std::vector<event> host_logic::time_out(const std::vector<std::string>& names, time_us now) {

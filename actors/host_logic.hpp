@@ -8,6 +8,7 @@
 #include "actors/messages.hpp"
 #include "actors/rpc.hpp"
 #include "actors/state.hpp"
+#include "config/config.hpp"
 
 #include <map>
 #include <optional>
@@ -23,7 +24,24 @@ struct host_settings {
   /// AutoFlops settings of each app version's app (cherry-picking countermeasures), by app
   /// version id (anonymous identities too).
   std::map<std::uint32_t, autoflops_settings> autoflops;
+  /// The resource type each app version id runs on (anonymous identities too), for the
+  /// jobs-in-progress caps.
+  std::map<std::uint32_t, std::uint8_t> resources;
+  /// The limits a client cannot widen (docs/security.md).
+  config::limits_config limits;
 };
+
+/// The resource type of every app version (configured and anonymous) of the apps.
+std::map<std::uint32_t, std::uint8_t> resources_by_version(const std::vector<app_rec>& apps);
+
+/// Seconds a host must still wait before a work request of it is served: 0 when it has not
+/// had one served yet (`last` unset) or `interval` seconds have passed since `last`.
+double sendwork_wait(std::optional<time_us> last, time_us now, double interval);
+
+/// True when the reported description `now` says nothing new against the one kept, `kept`:
+/// equal except for a free-disk figure within 10 % (it moves at every RPC, and an event per
+/// RPC for it filled a quarter of the log).
+bool same_description(const host_info_rec& kept, const host_info_rec& now);
 
 /// The AutoFlops settings of every app version (configured and anonymous) of the apps.
 std::map<std::uint32_t, autoflops_settings> autoflops_by_version(const std::vector<app_rec>& apps);
@@ -53,7 +71,7 @@ public:
   host_logic(host_state& state, const host_settings& settings)
     : state_(state), settings_(settings) {}
 
-  /// host_described when `info` differs from the description kept.
+  /// host_described when `info` differs from the description kept (same_description()).
   std::optional<event> describe(const host_info_rec& info, time_us now);
 
   /// The results of `req` the host reports: those it holds become result_reported events
@@ -63,9 +81,14 @@ public:
 
   /// The request for jobs to hand to job selection: what the client asks for per resource,
   /// its versions and the host's per-version statistics (those only when wants_project() is
-  /// true of it). `reported`: workunits this RPC reported.
+  /// true of it). `reported`: workunits this RPC reported. The claimed CPU and GPU counts are
+  /// capped (limits.max_ncpus, max_ngpus) before anything scales with them, and what the host
+  /// may still get per resource under the jobs-in-progress caps is set.
   job_request job_request_for(const sched_request& req, const host_info_rec& info,
                               std::vector<id_type> reported, time_us now) const;
+
+  /// Messages for the client when a resource it asks work for is at its jobs-in-progress cap.
+  std::vector<reply_message> limit_messages(const job_request& jr) const;
 
   /// result_timed_out for each named result the host still holds.
   std::vector<event> time_out(const std::vector<std::string>& names, time_us now);

@@ -205,8 +205,11 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
       continue;
     double secs = want.req_secs;
     double inst = want.req_instances;
+    // The jobs-in-progress cap of this resource (host_logic::job_request_for).
+    int left = static_cast<std::size_t>(ti) < req.in_progress_left.size() ? req.in_progress_left[ti]
+                                                                          : -1;
     for (const auto& app : state.apps) {
-      if (!(secs > 0 || inst > 0))
+      if (!(secs > 0 || inst > 0) || left == 0)
         break;
       auto choice = choose_version(app, req, t);
       if (!choice)
@@ -239,7 +242,7 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
       int sent_now = 0;
       // AutoFlops reference job: every host runs it once, before other work of the app.
       if (!app.autoflops.reference_job.empty() && per_app[app.id] < app.max_jobs_per_rpc
-          && jobs_left > 0) {
+          && jobs_left > 0 && left != 0) {
         auto rid = state.wu_by_name.find(app.autoflops.reference_job);
         if (rid != state.wu_by_name.end()) {
           const auto& rwu = state.workunits.at(rid->second);
@@ -262,6 +265,7 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
               dispatch(app, {rid->second, *index}, req.host, choice->echo, now, events, dc));
             ++per_app[app.id];
             ++sent_now;
+            --left;
             secs -= dc.runtime;
             inst -= choice->instances;
           }
@@ -282,7 +286,7 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
       for (std::size_t qi = 0; qi < queue.size() && scanned < scan_limit; ++qi, ++scanned) {
         if (!(secs > 0 || inst > 0) || per_app[app.id] >= app.max_jobs_per_rpc)
           break;
-        if (sent_now >= jobs_left)
+        if (sent_now >= jobs_left || left == 0)
           break;
         auto ref = queue[qi];
         auto wit = state.workunits.find(ref.wu);
@@ -304,6 +308,7 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
         jobs.push_back(std::move(job));
         ++per_app[app.id];
         ++sent_now;
+        --left;
         secs -= runtime;
         inst -= choice->instances;
       }

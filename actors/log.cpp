@@ -40,6 +40,12 @@ struct snapshotter_state {
   std::uint64_t take() {
     if (events_since == 0 && !store->snapshots().empty())
       return seq;
+    if (opts.disk && opts.disk->low()) {
+      // A snapshot is as large as the state: it would eat the space left for the log.
+      spdlog::warn("snapshot at seq {} skipped: {}", seq, opts.disk->describe());
+      auto snaps = store->snapshots();
+      return snaps.empty() ? 0 : snaps.back().seq;
+    }
     auto started = std::chrono::steady_clock::now();
     std::uint64_t at = 0;
     std::size_t bytes = 0;
@@ -71,6 +77,24 @@ struct snapshotter_state {
     return at;
   }
 
+  /// Reads the free space (statvfs, on this detached thread), telling when it crosses the
+  /// watermark.
+  void watch_disk() {
+    auto& disk = opts.disk;
+    if (!disk)
+      return;
+    bool was_low = disk->low();
+    if (auto err = disk->check()) {
+      spdlog::warn("reading the free disk space failed: {}", describe(err));
+      return;
+    }
+    if (disk->low() && !was_low)
+      spdlog::critical("low disk space: {}; accepting no changes until space is freed",
+                       disk->describe());
+    else if (!disk->low() && was_low)
+      spdlog::warn("disk space recovered: {}; accepting changes again", disk->describe());
+  }
+
   void maybe_take() {
     if (snapshot_due(opts, events_since, std::chrono::steady_clock::now() - last, last_took))
       take();
@@ -99,7 +123,7 @@ snapshotter(snapshotter_actor::stateful_pointer<snapshotter_state> self,
             log_options opts) {
   self->state.store = std::move(store);
   self->state.seq = recovered_seq;
-  self->state.opts = opts;
+  self->state.opts = std::move(opts);
   self->delayed_send(self, std::chrono::seconds(1), atom::tick_v);
   return {
     [self](atom::deliver, const event_batch_ptr& batch) {
@@ -110,6 +134,7 @@ snapshotter(snapshotter_actor::stateful_pointer<snapshotter_state> self,
     },
     [self](atom::snapshot) -> std::uint64_t { return self->state.take(); },
     [self](atom::tick) {
+      self->state.watch_disk();
       self->state.maybe_take();
       self->delayed_send(self, std::chrono::seconds(1), atom::tick_v);
     },
@@ -176,7 +201,7 @@ void schedule_flush(log_actor::stateful_pointer<log_state> self) {
 
 log_actor::behavior_type
 log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::event_store> store,
-         std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port) {
+         std::uint64_t recovered_seq, const log_options& opts, std::shared_ptr<rpc_port> port) {
   self->state.store = store;
   self->state.port = std::move(port);
   auto snap_opts = opts;
@@ -238,7 +263,7 @@ log_impl(log_actor::stateful_pointer<log_state> self, std::shared_ptr<storage::e
 log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
                     std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port) {
   auto fn = [](log_actor::stateful_pointer<log_state> self,
-               std::shared_ptr<storage::event_store> st, std::uint64_t seq, log_options o,
+               std::shared_ptr<storage::event_store> st, std::uint64_t seq, const log_options& o,
                std::shared_ptr<rpc_port> p) -> log_actor::behavior_type {
     return log_impl(self, std::move(st), seq, o, std::move(p));
   };
@@ -249,7 +274,7 @@ log_actor spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store
 
 caf::expected<world>
 recover(const storage::event_store& store, bool from_scratch, std::uint64_t up_to,
-        const std::function<void(std::uint64_t)>& progress) {
+        const std::function<void(std::uint64_t)>& progress, std::vector<std::uint64_t>* fallbacks) {
   world w;
   if (!from_scratch) {
     // The newest snapshot at or below up_to.
@@ -259,8 +284,18 @@ recover(const storage::event_store& store, bool from_scratch, std::uint64_t up_t
         continue;
       // Read and decoded at once, on two cores (actors/snapshot_load.hpp).
       auto loaded = load_snapshot(store, it->seq);
-      if (!loaded)
-        return loaded.error();
+      if (!loaded) {
+        // A damaged snapshot costs time, not state: the events it was taken from are all in
+        // the log, so an older snapshot (or the first event) and a longer replay rebuild it.
+        auto older = std::next(it) == infos.rend()
+                       ? std::string{"the first event"}
+                       : "snapshot " + std::to_string(std::next(it)->seq);
+        spdlog::warn("snapshot {} ({} in {}) cannot be used: {}; recovering from {} instead",
+                     it->seq, it->where, store.path().string(), describe(loaded.error()), older);
+        if (fallbacks)
+          fallbacks->push_back(it->seq);
+        continue;
+      }
       // A snapshot of an older format (written before an upgrade) is passed over: the state is
       // rebuilt from an older snapshot or from the first event, which every version decodes.
       if (!*loaded)

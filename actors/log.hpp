@@ -8,12 +8,14 @@
 #include "actors/actors.hpp"
 #include "actors/rpc_port.hpp"
 #include "actors/state.hpp"
+#include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
 
 #include <caf/actor_system.hpp>
 
 #include <chrono>
 #include <memory>
+#include <vector>
 
 namespace cobble {
 
@@ -26,6 +28,9 @@ struct log_options {
   double snapshot_time_share = 0.1;
   std::size_t snapshots_kept = 3;
   bool detached = true; ///< Off in deterministic tests (a detached actor gets its own thread).
+  /// The free space of the data directory, read once a second on the snapshotter's thread;
+  /// while it is low no snapshot is written. Null: not watched.
+  std::shared_ptr<storage::disk_space> disk;
 };
 
 /// Whether the snapshotter takes a snapshot now: after `events_since` durable events, `since_last`
@@ -46,10 +51,14 @@ spawn_log(caf::actor_system& sys, std::shared_ptr<storage::event_store> store,
           std::uint64_t recovered_seq, log_options opts, std::shared_ptr<rpc_port> port = nullptr);
 
 /// Rebuilds the world from the newest snapshot and the events after it. With `from_scratch`
-/// it ignores snapshots and folds every event. Fails on a corrupt event or snapshot, naming
-/// its seq. `progress` (optional) is called every 1M events with the seq reached.
+/// it ignores snapshots and folds every event. A snapshot that cannot be read (missing file,
+/// wrong size, checksum, does not decode) is passed over with a warning naming it and its
+/// file, for the one before it or, failing all, the first event; its seq is added to
+/// `fallbacks` (optional). Fails on a corrupt event, naming its seq. `progress` (optional) is
+/// called every 1M events with the seq reached.
 caf::expected<world>
 recover(const storage::event_store& store, bool from_scratch = false,
-        std::uint64_t up_to = UINT64_MAX, const std::function<void(std::uint64_t)>& progress = {});
+        std::uint64_t up_to = UINT64_MAX, const std::function<void(std::uint64_t)>& progress = {},
+        std::vector<std::uint64_t>* fallbacks = nullptr);
 
 } // namespace cobble

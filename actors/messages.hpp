@@ -39,6 +39,9 @@ struct job_request {
   std::map<std::uint32_t, version_hint> hints{}; ///< By app version id (anonymous ids too).
   /// AutoFlops figures the client reported per app version (its seconds_per_app_unit).
   std::vector<app_unit_version> unit_versions{};
+  /// Jobs the host may still be sent per resource type under the jobs-in-progress caps;
+  /// negative or absent: no cap.
+  std::vector<int> in_progress_left{};
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.

@@ -39,10 +39,17 @@ struct node_state {
 caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cobble_config& cfg,
                                        const std::shared_ptr<storage::event_store>& store,
                                        const clock_ptr& clk, const node_options& opts) {
-  auto recovered = recover(*store);
+  // A snapshot past the last event: the log lost its end (a damaged WAL salvaged).
+  if (auto err = store->check_no_lost_tail())
+    return err;
+  std::vector<std::uint64_t> fallbacks;
+  auto recovered = recover(*store, false, UINT64_MAX, {}, &fallbacks);
   if (!recovered)
     return recovered.error();
   auto& w = *recovered;
+  if (opts.before_start)
+    if (auto err = opts.before_start(w))
+      return err;
   // The snapshotter keeps no copy of the world: it rebuilds each snapshot from the newest one
   // and the events after it. When recovery folded many events after the newest snapshot (or
   // there is none), write one now from the world at hand, so that the next snapshot (at the
@@ -50,8 +57,11 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   {
     auto snaps = store->snapshots();
     std::uint64_t base = snaps.empty() ? 0 : snaps.back().seq;
-    if (w.seq > base
-        && w.seq - base >= std::max<std::uint64_t>(cfg.server.snapshot_every_events, 1)) {
+    // After passing over a damaged snapshot, too: one that reads, so that neither the next
+    // start nor the snapshotter (which rebuilds from the newest) meets the damage again.
+    if ((w.seq > base
+         && w.seq - base >= std::max<std::uint64_t>(cfg.server.snapshot_every_events, 1))
+        || !fallbacks.empty()) {
       auto started = std::chrono::steady_clock::now();
       auto blob = encode_snapshot(w);
       if (auto err = store->write_snapshot(w.seq, blob))
@@ -88,6 +98,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   lo.snapshot_time_share = cfg.server.snapshot_time_share;
   lo.snapshots_kept = cfg.server.snapshots_kept;
   lo.detached = opts.detached_log;
+  lo.disk = opts.disk;
   auto log = spawn_log(sys, store, w.seq, lo, opts.port);
   out.log = log;
   auto st = std::make_shared<node_state>();

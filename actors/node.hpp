@@ -8,13 +8,16 @@
 #include "actors/actors.hpp"
 #include "actors/clock.hpp"
 #include "actors/rpc_port.hpp"
+#include "actors/state.hpp"
 #include "config/config.hpp"
+#include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
 #include "storage/file_store.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +47,12 @@ struct node_options {
   /// Where scheduler RPC answers go once durable (the edge; a test's collector); null: they
   /// are dropped.
   std::shared_ptr<rpc_port> port;
+  /// Called with the recovered world before any actor starts; an error refuses the start
+  /// (nothing was changed). cobbled checks its secrets against the results in progress.
+  std::function<caf::error(const world&)> before_start;
+  /// The data directory's free space against server.min_free_disk (storage/disk_space.hpp),
+  /// checked by the snapshotter once a second; null: not watched.
+  std::shared_ptr<storage::disk_space> disk;
 };
 
 /// Recovers state from `store` and starts every actor. Fails (changing nothing) when the log

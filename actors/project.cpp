@@ -45,7 +45,7 @@ void start(project_ptr self, project_init in) {
     spawn_sequence(self, std::move(seq));
   auto now = st.clk->now();
   auto events = route(self, st.logic.configure(st.config, now), decided_by{true, 0, false});
-  st.host_config = host_settings_of(st.logic.state);
+  st.host_config = host_settings_of(st.logic.state, st.config);
   // Recovery: move every unfinished workunit along (work that was decided before a crash but
   // never appended is decided again here). Workunits that only wait for their results have
   // nothing to decide; at scale they are nearly all of them, so they are skipped.

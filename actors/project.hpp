@@ -54,6 +54,10 @@ struct project_actor_state {
   /// Every host's state: the project decides for its hosts (host_logic).
   std::unordered_map<id_type, host_state> hosts;
   host_settings host_config; ///< What host_logic needs of the configuration.
+  /// When each host last had a work request served (limits.min_sendwork_interval). Not
+  /// durable, and no event: a rate limit is soft state, and an event per RPC for it would
+  /// be the log growth it guards against. After a restart every host starts afresh.
+  std::unordered_map<id_type, time_us> last_work_request;
   std::map<id_type, work_sequence_actor> sequences;
   /// Routed events waiting for the next append to go to their sequence and app-version
   /// actors (route, append in actors/project_flow.hpp). Empty between messages.

@@ -12,8 +12,9 @@
 
 namespace cobble {
 
-host_settings host_settings_of(const project_state& ps) {
-  return host_settings{ps.index, ps.credit, autoflops_by_version(ps.apps)};
+host_settings host_settings_of(const project_state& ps, const config::project_config& config) {
+  return host_settings{ps.index, ps.credit, autoflops_by_version(ps.apps),
+                       resources_by_version(ps.apps), config.limits};
 }
 
 // -- routing and appending ------------------------------------------------------------

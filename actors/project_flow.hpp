@@ -93,6 +93,6 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token);
 caf::result<project_world_ptr> live_world(project_ptr self);
 
 /// What host_logic needs of the current configuration.
-host_settings host_settings_of(const project_state& ps);
+host_settings host_settings_of(const project_state& ps, const config::project_config& config);
 
 } // namespace cobble

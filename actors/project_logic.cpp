@@ -63,6 +63,26 @@ event project_logic::register_host(id_type user, const host_info_rec& info, time
   return e;
 }
 
+std::size_t project_logic::hosts_registered_since(id_type user, time_us since) const {
+  std::size_t n = 0;
+  for (auto h = state.hosts.rbegin(); h != state.hosts.rend() && h->second.created >= since; ++h)
+    if (h->second.user == user)
+      ++n;
+  return n;
+}
+
+std::optional<std::string>
+project_logic::host_registration_refusal(id_type user, time_us now, int per_day) const {
+  if (per_day <= 0)
+    return std::nullopt;
+  auto n = hosts_registered_since(user, now - seconds_to_us(86400));
+  if (n < static_cast<std::size_t>(per_day))
+    return std::nullopt;
+  return "This account registered " + std::to_string(n) + " new computers in the last 24 hours, "
+         + "the most this project allows (" + std::to_string(per_day)
+         + "). Use the computer's existing host id, or try again tomorrow.";
+}
+
 caf::expected<std::vector<event>>
 project_logic::create_work(const work_batch& batch, time_us now, work_created& out) {
   if (batch.items.empty())

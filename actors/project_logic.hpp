@@ -60,6 +60,15 @@ public:
   /// Registers a new host of a user.
   event register_host(id_type user, const host_info_rec& info, time_us now);
 
+  /// Hosts `user` registered at `since` or later (host ids grow with time: counted from the
+  /// newest host back, so the cost is the registrations since then, not all hosts).
+  std::size_t hosts_registered_since(id_type user, time_us since) const;
+
+  /// Why `user` may not register one more host at `now` under a cap of `per_day` hosts in
+  /// 24 hours (0: no cap); nullopt when it may.
+  std::optional<std::string>
+  host_registration_refusal(id_type user, time_us now, int per_day) const;
+
   /// Picks jobs for a host's request, per resource type, and dispatches them.
   std::vector<granted_job>
   select_jobs(const job_request& req, time_us now, std::vector<event>& events);

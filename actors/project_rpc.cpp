@@ -10,6 +10,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cmath>
+
 namespace cobble {
 
 namespace {
@@ -42,6 +44,12 @@ std::shared_ptr<const sched_reply> admit(project_ptr self, const sched_request& 
   out.user = u->second;
   auto h = ps.hosts.find(req.hostid);
   if (req.hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
+    if (auto why = st.logic.host_registration_refusal(u->second, now,
+                                                      st.config.limits.max_new_hosts_per_day)) {
+      spdlog::info("user {}: new host refused: {}", u->second, *why);
+      return std::make_shared<const sched_reply>(
+        sched_reply::error(*why, std::max(st.config.request_delay, 3600.0)));
+    }
     auto e = st.logic.register_host(u->second, host_info_from(req), now);
     out.host = std::get<ev::host_registered>(e.data).id;
     out.new_host = true;
@@ -50,6 +58,30 @@ std::shared_ptr<const sched_reply> admit(project_ptr self, const sched_request& 
     out.host = req.hostid;
   }
   return nullptr;
+}
+
+/// limits.min_sendwork_interval: a work request sooner than that after the host's last
+/// served one gets no work, the remaining time as its request_delay and a message; its
+/// reports were accepted already.
+void throttle(project_ptr self, id_type host, job_request& jr, sched_reply& reply, time_us now) {
+  auto& st = self->state;
+  if (!jr.send_work)
+    return;
+  double interval = st.config.limits.min_sendwork_interval.value_or(st.config.request_delay);
+  std::optional<time_us> last;
+  if (auto i = st.last_work_request.find(host); i != st.last_work_request.end())
+    last = i->second;
+  double wait = sendwork_wait(last, now, interval);
+  if (wait <= 0) {
+    st.last_work_request[host] = now;
+    return;
+  }
+  jr.send_work = false;
+  reply.request_delay = std::max(reply.request_delay, std::ceil(wait));
+  reply.messages.push_back({"Not sending work: last request too recent. Please wait "
+                              + std::to_string(static_cast<long long>(std::ceil(wait)))
+                              + " seconds.",
+                            false});
 }
 
 /// The reply's header: identity, delays, the user's and the host's credit.
@@ -205,8 +237,10 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
       dirty.insert(r->wu);
   move_into(events, std::move(reported));
   move_into(events, run_transitions(self, dirty));
-  auto jr = std::make_shared<const job_request>(
-    host.job_request_for(*req, info, std::move(reports.workunits), now));
+  auto request = host.job_request_for(*req, info, std::move(reports.workunits), now);
+  throttle(self, who.host, request, *reply, now);
+  move_into(reply->messages, host.limit_messages(request));
+  auto jr = std::make_shared<const job_request>(std::move(request));
   if (!wants_project(*jr)) {
     answer_when_durable(self, std::move(events), token, std::move(reply));
     return;

@@ -164,11 +164,15 @@ void inspect_fields(F& f, version_echo& x) {
 
 /// Flags on a report whose numbers are not plausible (stored as reported).
 enum report_flags : std::uint8_t {
-  flag_bad_elapsed = 1, ///< Elapsed time negative, NaN, infinite or over a year.
-  flag_bad_cpu = 2,     ///< CPU time negative, NaN, infinite or over a year per CPU.
+  /// Elapsed time negative, NaN, infinite or over a year, or not positive for a success.
+  flag_bad_elapsed = 1,
+  flag_bad_cpu = 2, ///< CPU time negative, NaN, infinite or over a year per CPU.
   /// The (host, version) was under suspicion of cherry picking when it reported (its error
   /// rate over the app's suspicion_error_rate; AutoFlops app_units policy).
   flag_suspect = 4,
+  /// App units more than limits.app_units_factor from the job's prediction: not kept in the
+  /// report (its app_units are 0), so they stay out of the running means.
+  flag_bad_app_units = 8,
 };
 
 /// What a host reported about one result.

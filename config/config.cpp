@@ -393,7 +393,7 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
             {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
              "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit",
              "upload_limit", "read_timeout", "snapshot_every_events", "snapshot_interval",
-             "snapshot_time_share", "snapshots_kept"});
+             "snapshot_time_share", "snapshots_kept", "max_connections", "min_free_disk"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
       if (m.has(other))
@@ -425,10 +425,14 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   read_duration(m, "read_timeout", out.read_timeout);
   read(m, "snapshot_every_events", out.snapshot_every_events);
   read_duration(m, "snapshot_interval", out.snapshot_interval);
+  read_size(m, "min_free_disk", out.min_free_disk);
   read_number(m, "snapshot_time_share", out.snapshot_time_share);
   std::uint64_t kept = out.snapshots_kept;
   read(m, "snapshots_kept", kept);
   out.snapshots_kept = static_cast<std::size_t>(kept);
+  std::uint64_t connections = out.max_connections;
+  read(m, "max_connections", connections);
+  out.max_connections = static_cast<std::size_t>(connections);
 }
 
 void parse_version(parser& p, const YAML::Node& node, const std::string& path,
@@ -567,12 +571,26 @@ void parse_credit(parser& p, const YAML::Node& node, const std::string& path, cr
             {{"mean", version_pfc_estimator::mean}, {"median", version_pfc_estimator::median}});
 }
 
+void parse_limits(parser& p, const YAML::Node& node, const std::string& path, limits_config& out) {
+  mapping m(p, node, path,
+            {"min_sendwork_interval", "max_ncpus", "max_ngpus", "max_jobs_in_progress",
+             "max_gpu_jobs_in_progress", "max_new_hosts_per_day", "app_units_factor"});
+  read_duration(m, "min_sendwork_interval", out.min_sendwork_interval);
+  read_integer(m, "max_ncpus", out.max_ncpus);
+  read_integer(m, "max_ngpus", out.max_ngpus);
+  read_integer(m, "max_jobs_in_progress", out.max_jobs_in_progress);
+  read_integer(m, "max_gpu_jobs_in_progress", out.max_gpu_jobs_in_progress);
+  read_integer(m, "max_new_hosts_per_day", out.max_new_hosts_per_day);
+  read_number(m, "app_units_factor", out.app_units_factor);
+}
+
 void parse_project(parser& p, const YAML::Node& node, const std::string& path,
                    project_config& out) {
   mapping m(p, node, path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
              "file_grace_period", "sequence_high_water", "sequences_per_host",
-             "sequence_check_interval", "sequence_slow_replica_lag", "credit", "users", "apps"});
+             "sequence_check_interval", "sequence_slow_replica_lag", "credit", "limits", "users",
+             "apps"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -587,6 +605,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_integer(m, "sequence_slow_replica_lag", out.sequence_slow_replica_lag);
   if (m.has("credit"))
     parse_credit(p, m.get("credit"), m.child("credit"), out.credit);
+  if (m.has("limits"))
+    parse_limits(p, m.get("limits"), m.child("limits"), out.limits);
   for_each_item(m, "users", [&](const YAML::Node& item, const std::string& item_path) {
     parse_user(p, item, item_path, out.users.emplace_back());
   });
@@ -669,6 +689,7 @@ private:
       fail("server.snapshot_time_share",
            "must be in (0, 1], got " + format_number(s.snapshot_time_share));
     positive("server.snapshots_kept", s.snapshots_kept);
+    positive("server.max_connections", s.max_connections);
   }
 
   void check_project(const project_config& p, const std::string& path) const {
@@ -685,6 +706,7 @@ private:
     positive(path + ".sequence_check_interval", p.sequence_check_interval);
     not_negative(path + ".sequence_slow_replica_lag", p.sequence_slow_replica_lag);
     check_credit(p.credit, path + ".credit");
+    check_limits(p.limits, path + ".limits");
     std::set<std::string> users;
     for (std::size_t i = 0; i < p.users.size(); ++i) {
       auto user_path = path + ".users[" + std::to_string(i) + "]";
@@ -700,6 +722,19 @@ private:
       if (!apps.insert(p.apps[i].name).second)
         fail(app_path + ".name", "duplicate app name '" + p.apps[i].name + "'");
     }
+  }
+
+  void check_limits(const limits_config& l, const std::string& path) const {
+    auto key = [&](const char* field) { return path + "." + field; };
+    if (l.min_sendwork_interval)
+      not_negative(key("min_sendwork_interval"), *l.min_sendwork_interval);
+    positive(key("max_ncpus"), l.max_ncpus);
+    positive(key("max_ngpus"), l.max_ngpus);
+    not_negative(key("max_jobs_in_progress"), l.max_jobs_in_progress);
+    not_negative(key("max_gpu_jobs_in_progress"), l.max_gpu_jobs_in_progress);
+    not_negative(key("max_new_hosts_per_day"), l.max_new_hosts_per_day);
+    if (!std::isfinite(l.app_units_factor) || !(l.app_units_factor > 1))
+      fail(key("app_units_factor"), "must be over 1, got " + format_number(l.app_units_factor));
   }
 
   void check_credit(const credit_config& c, const std::string& path) const {
@@ -950,7 +985,9 @@ std::string to_yaml(const cobble_config& cfg) {
   raw("snapshot_every_events", std::to_string(s.snapshot_every_events));
   raw("snapshot_interval", format_duration(static_cast<double>(s.snapshot_interval.count())));
   raw("snapshot_time_share", format_number(s.snapshot_time_share));
+  raw("min_free_disk", format_size(static_cast<double>(s.min_free_disk)));
   raw("snapshots_kept", std::to_string(s.snapshots_kept));
+  raw("max_connections", std::to_string(s.max_connections));
   out << YAML::EndMap;
   out << YAML::Key << "projects" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : cfg.projects) {
@@ -983,6 +1020,17 @@ std::string to_yaml(const cobble_config& cfg) {
     raw("error_rate_initial", format_number(c.error_rate_initial));
     raw("error_rate_alpha", format_number(c.error_rate_alpha));
     raw("version_pfc", c.version_pfc == version_pfc_estimator::mean ? "mean" : "median");
+    out << YAML::EndMap;
+    const auto& l = p.limits;
+    out << YAML::Key << "limits" << YAML::Value << YAML::BeginMap;
+    if (l.min_sendwork_interval)
+      raw("min_sendwork_interval", format_duration(*l.min_sendwork_interval));
+    raw("max_ncpus", std::to_string(l.max_ncpus));
+    raw("max_ngpus", std::to_string(l.max_ngpus));
+    raw("max_jobs_in_progress", std::to_string(l.max_jobs_in_progress));
+    raw("max_gpu_jobs_in_progress", std::to_string(l.max_gpu_jobs_in_progress));
+    raw("max_new_hosts_per_day", std::to_string(l.max_new_hosts_per_day));
+    raw("app_units_factor", format_number(l.app_units_factor));
     out << YAML::EndMap;
     out << YAML::Key << "users" << YAML::Value << YAML::BeginSeq;
     for (const auto& u : p.users) {

@@ -141,6 +141,27 @@ struct credit_config {
   bool operator==(const credit_config&) const = default;
 };
 
+/// Limits a hostile client cannot widen (docs/security.md, "Limits a client cannot widen").
+struct limits_config {
+  /// Seconds between two work requests of one host that are served; a sooner one gets
+  /// `request_delay` with the remaining time and no work (BOINC's min_sendwork_interval).
+  /// Unset: the project's request_delay, which clients are told to honour anyway; 0: off.
+  std::optional<double> min_sendwork_interval;
+  int max_ncpus = 64; ///< CPUs a host's claim counts for at most (quotas scale with them).
+  int max_ngpus = 8;  ///< GPUs of one type a host's claim counts for at most.
+  /// Jobs a host may hold in progress per (capped) CPU, and per (capped) GPU of a type
+  /// (BOINC's max_jobs_in_progress / max_gpu_jobs_in_progress with per_proc); 0: no cap.
+  int max_jobs_in_progress = 10;
+  int max_gpu_jobs_in_progress = 10;
+  int max_new_hosts_per_day = 10; ///< Hosts one account may register in 24 hours; 0: no cap.
+  /// A report's app units more than this factor from its job's prediction are implausible:
+  /// flagged and kept out of the running means.
+  double app_units_factor = 100;
+
+  /// Field-by-field equality.
+  bool operator==(const limits_config&) const = default;
+};
+
 /// One project hosted by the server.
 struct project_config {
   std::string name;                     ///< URL path component: the master URL is <url>/<name>/.
@@ -161,6 +182,7 @@ struct project_config {
   /// (a slow host holding back the other's credit); 0: never.
   int sequence_slow_replica_lag = 0;
   credit_config credit;
+  limits_config limits;
   std::vector<app_config> apps;
   std::vector<user_config> users;
 
@@ -192,6 +214,12 @@ struct server_config {
   std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first,
   double snapshot_time_share = 0.1; ///< ...but snapshots take at most this share of the time.
   std::size_t snapshots_kept = 3;
+  /// Connections open at once; one more is answered 503 and closed. cobbled lowers it to
+  /// what the file-descriptor limit allows (docs/security.md).
+  std::size_t max_connections = 4096;
+  /// Below this many bytes free on the data directory's file system the server stops
+  /// accepting changes (and refuses to start); 0: no watermark (docs/security.md).
+  std::size_t min_free_disk = std::size_t{1} << 30;
 
   /// Field-by-field equality.
   bool operator==(const server_config&) const = default;

@@ -22,6 +22,9 @@ struct admin_route {
   std::string_view pattern;
   admin::handler handler;
   bool needs_files = false; ///< Only with a file service (admin_context::files); 404 without.
+  /// Its body may be up to `server.upload_limit` (a staged file); every other route's is
+  /// held to `server.body_limit`.
+  bool large_body = false;
 };
 
 /// Every route of the admin API (docs/admin-api.md has a section for each). A path's GET
@@ -35,7 +38,7 @@ constexpr std::array admin_table{
   admin_route{verb::post, "/api/projects/{project}/workunits", admin::create_work},
   admin_route{verb::get, "/api/projects/{project}/workunits/{workunit}", admin::show_workunit},
   admin_route{verb::get, "/api/projects/{project}/results/{result}", admin::show_result},
-  admin_route{verb::post, "/api/projects/{project}/files", admin::stage_file, true},
+  admin_route{verb::post, "/api/projects/{project}/files", admin::stage_file, true, true},
   admin_route{verb::get, "/api/projects/{project}/hosts", admin::list_hosts},
   admin_route{verb::get, "/api/projects/{project}/hosts/{host}", admin::show_host},
   admin_route{verb::get, "/api/projects/{project}/users", admin::list_users},
@@ -54,7 +57,7 @@ constexpr std::array admin_table{
 
 /// The routes of one admin API, as admin_routes() builds them from its context.
 struct router {
-  route_table<admin::handler> table;
+  route_table<const admin_route*> table;
   /// Every path below a project names the project first: an unknown one is a 404 whatever
   /// follows and whatever the method.
   route_pattern project_scope{"/api/projects/{project}"};
@@ -88,14 +91,33 @@ response method_not_allowed(std::span<const verb> allowed) {
   return res;
 }
 
-void serve(const ctx_ptr& ctx, const router& r, request&& req, responder respond) {
+/// The 401 for a request without the admin token; nullopt for one with it.
+std::optional<response> unauthorized(const admin_context& ctx, const request& req) {
   auto token = bearer_token(req);
-  if (ctx->token.empty() || token.empty() || !constant_time_equal(token, ctx->token)) {
-    auto res = admin::error_response(http::status::unauthorized, token.empty()
-                                                                   ? "missing bearer token"
-                                                                   : "invalid bearer token");
-    res.set(http::field::www_authenticate, "Bearer realm=\"cobble admin\"");
-    respond(std::move(res));
+  if (!ctx.token.empty() && !token.empty() && constant_time_equal(token, ctx.token))
+    return std::nullopt;
+  auto res = admin::error_response(http::status::unauthorized,
+                                   token.empty() ? "missing bearer token" : "invalid bearer token");
+  res.set(http::field::www_authenticate, "Bearer realm=\"cobble admin\"");
+  return res;
+}
+
+/// Judges an admin request by its header: no token, no body read; a staged file may be up to
+/// upload_limit, any other body up to the server's body_limit.
+admission admit(const admin_context& ctx, const router& r, const request& header) {
+  if (auto refusal = unauthorized(ctx, header))
+    return {std::move(refusal), 0};
+  if (auto target = split_target(header.target())) {
+    auto m = r.table.match(header.method(), target->path);
+    if (m.outcome == route_outcome::found && m.route->handler->large_body)
+      return {std::nullopt, ctx.upload_limit};
+  }
+  return {};
+}
+
+void serve(const ctx_ptr& ctx, const router& r, request&& req, responder respond) {
+  if (auto refusal = unauthorized(*ctx, req)) {
+    respond(std::move(*refusal));
     return;
   }
   auto target = split_target(req.target());
@@ -117,8 +139,14 @@ void serve(const ctx_ptr& ctx, const router& r, request&& req, responder respond
   auto m = r.table.match(c.req.method(), c.target.path);
   switch (m.outcome) {
     case route_outcome::found:
+      if (c.req.method() != verb::get && ctx->disk && ctx->disk->low()) {
+        c.respond(admin::error_response(http::status::insufficient_storage,
+                                        "the server is low on disk space and accepts no changes: "
+                                          + ctx->disk->describe()));
+        return;
+      }
       c.params = std::move(m.params);
-      m.route->handler(c);
+      m.route->handler->handler(c);
       return;
     case route_outcome::wrong_method:
       c.respond(method_not_allowed(m.allowed));
@@ -156,17 +184,18 @@ std::vector<route> admin_routes(admin_context ctx) {
   auto table = std::make_shared<router>();
   for (const auto& a : admin_table)
     if (!a.needs_files || shared->files)
-      table->table.add(a.method, a.pattern, a.handler);
+      table->table.add(a.method, a.pattern, &a);
   route r;
   r.prefix = "/api/";
-  r.body_limit = shared->upload_limit;
-  r.serve = [shared, table = std::shared_ptr<const router>{table}](request&& req,
-                                                                   responder respond) {
-    serve(shared, *table, std::move(req), std::move(respond));
+  auto routes = std::shared_ptr<const router>{table};
+  r.admit = [shared, routes](const request& header) { return admit(*shared, *routes, header); };
+  r.serve = [shared, routes](request&& req, responder respond) {
+    serve(shared, *routes, std::move(req), std::move(respond));
   };
   route exact;
   exact.prefix = "/api";
   exact.exact = true;
+  exact.admit = r.admit;
   exact.serve = r.serve;
   return {std::move(r), std::move(exact)};
 }

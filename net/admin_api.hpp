@@ -8,6 +8,7 @@
 
 #include "actors/actors.hpp"
 #include "net/http_server.hpp"
+#include "storage/disk_space.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -26,8 +27,11 @@ struct admin_context {
   std::string token;                             ///< The bearer token every request must carry.
   std::chrono::milliseconds timeout{10000};      ///< Upper bound of one actor request.
   std::shared_ptr<class file_service> files;     ///< Input staging; null: POST .../files is 404.
-  std::size_t upload_limit = 256u << 20;         ///< Body limit of the admin routes (staging).
+  std::size_t upload_limit = 256u << 20;         ///< Body limit of a staged file (POST .../files).
   aggregator_actor aggregator; ///< Cross-project credit; null: GET /api/credit is 404.
+  /// The data directory's free space: while it is low every write (any method but GET) is
+  /// answered 507 and reaches no actor. Null: not watched.
+  std::shared_ptr<const storage::disk_space> disk;
 };
 
 /// The routes of the admin API, all under `/api/`.

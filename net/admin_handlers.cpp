@@ -32,7 +32,9 @@ response json_response(http::status status, const json& body) {
   response res{status, 11};
   res.set(http::field::content_type, "application/json");
   res.set(http::field::cache_control, "no-store");
-  res.body() = body.dump() + "\n";
+  // Invalid UTF-8 in state written before the edge replaced it would make dump() throw:
+  // replaced here too, so that every view of an old log still answers.
+  res.body() = body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   return res;
 }
 

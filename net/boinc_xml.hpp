@@ -40,6 +40,12 @@ struct parse_result {
 /// 64 KiB (cut on a UTF-8 character boundary). The client already sends at most about 63 KB.
 inline constexpr std::size_t max_stderr_bytes = std::size_t{64} * 1024;
 
+/// Largest text value of a scheduler request kept, in bytes (every text element but
+/// `stderr_out`): longer ones are cut on a UTF-8 boundary. BOINC's own database keeps these
+/// fields in columns of at most 254 characters (domain_name, p_vendor, p_model, os_name,
+/// os_version, names, md5 sums), so no honest client sends more.
+inline constexpr std::size_t max_request_text_bytes = 255;
+
 /// Parses the body of a scheduler RPC POST (`<scheduler_request>`, section 3 of the
 /// reference) into a `cobble::sched_request`.
 ///
@@ -52,15 +58,22 @@ inline constexpr std::size_t max_stderr_bytes = std::size_t{64} * 1024;
 /// - `stderr_out` keeps the element's content as text: child elements verbatim (e.g.
 ///   `<core_client_version>`), CDATA sections unwrapped (so `<stderr_txt>…</stderr_txt>`
 ///   appears as text), character data entity-decoded; capped at `max_stderr_bytes`.
+/// - Every other text value is cut to `max_request_text_bytes` (on a UTF-8 boundary).
+///   Invalid UTF-8 anywhere is replaced by U+FFFD, so it reaches neither the log nor a view.
 /// - Numbers use strtod/strtol syntax (locale-independent), surrounding whitespace allowed,
-///   an empty element counts as 0 (as in BOINC's own parser). NaN, infinities and negative
-///   values parse as given: range checks are the scheduler's job. Integers must fit their
-///   field (e.g. `hostid` must be a non-negative 64-bit value).
+///   an empty element counts as 0 (as in BOINC's own parser). NaN and infinities are
+///   refused. So are values out of range in the host's description and the AutoFlops
+///   figures: negative counts, speeds, sizes, app units and raw_flops_per_au, and
+///   `<time_stats>` fractions outside [-1, 1] (a client sends -1 for
+///   "not known yet"). Reported times parse as given (a negative one
+///   is flagged by the scheduler, not refused: a client resends its reports until they are
+///   acknowledged). Integers must fit their field (e.g. `hostid` must be a non-negative
+///   64-bit value).
 /// - A boolean is true for `<x/>` or any non-zero number, false for `<x>0</x>`.
 ///
 /// Errors: empty body, malformed or truncated XML (pugixml's description and byte offset),
 /// a root other than `scheduler_request`, a missing or empty `authenticator`, and any number
-/// that does not parse (the message names the element).
+/// that does not parse or is out of range (the message names the element).
 parse_result<sched_request> parse_sched_request(std::string_view body);
 
 /// Where the URLs in a scheduler reply point.

@@ -73,6 +73,16 @@ void serve_scheduler(const std::shared_ptr<edge_context>& ctx, const std::string
     respond(shaped(shape, http::status::ok, write_sched_reply(reply, urls), "text/xml"));
     return;
   }
+  if (ctx->disk && ctx->disk->low()) {
+    // Refused before any decision: the client keeps its results and asks again later.
+    ctx->metrics->rpc_refused++;
+    ctx->metrics->rpcs++;
+    auto reply = sched_reply::error("The project's server is low on disk space and accepts no "
+                                    "changes for now; the request will be retried later.",
+                                    ctx->error_request_delay);
+    respond(shaped(shape, http::status::ok, write_sched_reply(reply, urls), "text/xml"));
+    return;
+  }
   auto rq = std::make_shared<const sched_request>(std::move(*parsed.value));
   // Runs on the log actor's thread right after the commit that made the reply's events
   // durable: it only hands the rendering to the connection's strand.
@@ -178,7 +188,8 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
                                                      base_url(*ctx, req) + "/" + name + "/cgi");
                              respond(make_response(req, http::status::ok, std::move(page),
                                                    "text/html; charset=utf-8"));
-                           }});
+                           },
+                           {}});
     routes.push_back(
       route{"/" + name + "/cgi",
             true,
@@ -186,7 +197,8 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
             0,
             [ctx, name = name, project = project](request&& req, const responder& respond) {
               serve_scheduler(ctx, name, project, std::move(req), respond);
-            }});
+            },
+            {}});
   }
   routes.push_back(route{"/healthz",
                          true,
@@ -194,11 +206,15 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
                          0,
                          [](request&& req, const responder& respond) {
                            respond(make_response(req, http::status::ok, "ok\n"));
-                         }});
+                         },
+                         {}});
   routes.push_back(
-    route{"/metrics", true, {http::verb::get}, 0, [ctx](request&& req, const responder& respond) {
-            serve_metrics(ctx, req, respond);
-          }});
+    route{"/metrics",
+          true,
+          {http::verb::get},
+          0,
+          [ctx](request&& req, const responder& respond) { serve_metrics(ctx, req, respond); },
+          {}});
   return routes;
 }
 

@@ -10,6 +10,7 @@
 #include "actors/rpc_port.hpp"
 #include "net/http_server.hpp"
 #include "net/metrics.hpp"
+#include "storage/disk_space.hpp"
 
 #include <caf/actor_system.hpp>
 
@@ -35,6 +36,10 @@ struct edge_context {
   /// Where scheduler requests wait for their replies; the same port the log actor answers
   /// (node_options::port).
   std::shared_ptr<parked_rpcs> port;
+  /// The data directory's free space: while it is low every scheduler request is answered
+  /// with a message and error_request_delay, and reaches no actor (nothing is appended).
+  /// Null: not watched.
+  std::shared_ptr<const storage::disk_space> disk;
 };
 
 /// The routes of every project plus /healthz and /metrics.

@@ -6,6 +6,7 @@
 #include "storage/error.hpp"
 
 #include <caf/all.hpp>
+#include <caf/detail/scope_guard.hpp>
 
 #include <boost/asio/post.hpp>
 
@@ -15,8 +16,11 @@
 #include <spdlog/spdlog.h>
 
 #include <charconv>
+#include <limits>
 
 namespace cobble::net {
+
+namespace beast = boost::beast;
 
 namespace {
 
@@ -54,17 +58,30 @@ parse_range(std::string_view h) {
   auto dash = h.find('-');
   if (dash == std::string_view::npos || dash == 0 || h.find(',') != std::string_view::npos)
     return std::nullopt;
-  std::uint64_t from = 0;
-  auto a = h.substr(0, dash);
-  if (std::from_chars(a.data(), a.data() + a.size(), from).ptr != a.data() + a.size())
+  // Digits too many for 64 bits name a position past any file: the first byte is then past
+  // the end (answered with the whole file), the last byte is the file's last.
+  constexpr auto past_any_end = std::numeric_limits<std::uint64_t>::max();
+  auto position = [&](std::string_view digits) -> std::optional<std::uint64_t> {
+    std::uint64_t v = 0;
+    auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+    if (end != digits.data() + digits.size())
+      return std::nullopt;
+    if (ec == std::errc::result_out_of_range)
+      return past_any_end;
+    if (ec != std::errc{})
+      return std::nullopt;
+    return v;
+  };
+  auto from = position(h.substr(0, dash));
+  if (!from)
     return std::nullopt;
   auto b = h.substr(dash + 1);
   if (b.empty())
-    return std::pair{from, std::optional<std::uint64_t>{}};
-  std::uint64_t to = 0;
-  if (std::from_chars(b.data(), b.data() + b.size(), to).ptr != b.data() + b.size() || to < from)
+    return std::pair{*from, std::optional<std::uint64_t>{}};
+  auto to = position(b);
+  if (!to || *to < *from)
     return std::nullopt;
-  return std::pair{from, std::optional<std::uint64_t>{to}};
+  return std::pair{*from, to};
 }
 
 void serve_download(const std::shared_ptr<file_service>& files, const std::string& project,
@@ -93,49 +110,59 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
       respond(text_response(version, keep_alive, http::status::internal_server_error,
                             "cannot read the file\n", "text/plain"));
     };
-    // The body of a GET (none for a HEAD); nullopt when the answer was given already.
-    auto read = [&](std::uint64_t offset, std::uint64_t length) -> std::optional<std::string> {
-      if (head)
-        return std::string{};
-      auto got = files->store().read_input(project, name, offset, length);
-      if (got)
-        return std::move(*got);
-      if (got.error() == storage::ec::not_found) // removed since its size was read
-        not_found();
-      else
-        cannot_read(describe(got.error()));
-      return std::nullopt;
-    };
     try {
-      auto size = files->store().input_size(project, name);
-      if (!size) {
-        not_found();
+      // Opened here, on the file pool: the body is read from it as the client takes it, so
+      // a download holds one buffer, never the file. A symbolic link is not followed.
+      beast::error_code ec;
+      auto file = file_window::open_regular(files->store().download_dir(project) / name, ec);
+      if (ec) {
+        if (ec == std::errc::no_such_file_or_directory)
+          not_found();
+        else
+          cannot_read(ec.message());
         return;
       }
+      const auto size = file.file_size();
       // A range starting at or past the end is answered with the whole file, never 416:
       // the BOINC client treats every 4xx on a download as permanent.
-      if (range && range->first < *size) {
-        auto last = std::min<std::uint64_t>(range->second.value_or(*size - 1), *size - 1);
-        auto body = read(range->first, last - range->first + 1);
-        if (!body)
-          return;
-        auto res = text_response(version, keep_alive, http::status::partial_content,
-                                 std::move(*body), "application/octet-stream");
-        res.set(http::field::content_range, "bytes " + std::to_string(range->first) + "-"
-                                              + std::to_string(last) + "/" + std::to_string(*size));
-        if (head)
-          res.content_length(last - range->first + 1);
+      const bool partial = range && range->first < size;
+      const auto first = partial ? range->first : 0;
+      const auto last = partial
+                          ? std::min<std::uint64_t>(range->second.value_or(size - 1), size - 1)
+                          : size - 1;
+      const auto length = size == 0 ? 0 : last - first + 1;
+      const auto status = partial ? http::status::partial_content : http::status::ok;
+      auto headers = [&](auto& res) {
+        res.set(http::field::server, "cobble");
+        res.set(http::field::content_type, "application/octet-stream");
+        res.keep_alive(keep_alive);
+        if (partial)
+          res.set(http::field::content_range, "bytes " + std::to_string(first) + "-"
+                                                + std::to_string(last) + "/"
+                                                + std::to_string(size));
+        else
+          res.set(http::field::accept_ranges, "bytes");
+      };
+      if (head) {
+        response res{status, version};
+        headers(res);
+        res.content_length(length);
         respond(std::move(res));
         return;
       }
-      auto body = read(0, *size);
-      if (!body)
+      file.restrict(first, length, ec);
+      if (ec) {
+        cannot_read(ec.message());
         return;
-      auto res = text_response(version, keep_alive, http::status::ok, std::move(*body),
-                               "application/octet-stream");
-      res.set(http::field::accept_ranges, "bytes");
-      if (head)
-        res.content_length(*size);
+      }
+      file_response res{status, version};
+      headers(res);
+      res.body().reset(std::move(file), ec);
+      if (ec) {
+        cannot_read(ec.message());
+        return;
+      }
+      res.prepare_payload();
       respond(std::move(res));
     } catch (const std::exception& e) {
       cannot_read(e.what());
@@ -144,19 +171,17 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
 }
 
 /// Has the project record an output stored whole (output_received), and answers the client
-/// once that is durable: success only then, a transient error if the project cannot.
+/// once that is durable: success only then, an error if the project refuses it.
 template <class Answer>
-void record_output(caf::actor_system& sys, const project_actor& actor, const std::string& name,
-                   std::uint64_t host, std::uint64_t nbytes, const std::string& md5,
-                   Answer answer) {
-  spawn_one_shot(sys, [actor, name, host, nbytes, md5, answer](caf::event_based_actor* self) {
-    self->request(actor, std::chrono::seconds(30), atom::upload_v, name, host, nbytes, md5)
-      .then([answer](bool) { answer(0, std::nullopt, {}); },
-            [name, answer](caf::error& err) {
-              spdlog::info("upload of {} not recorded: {}", name, describe(err));
-              answer(-1, std::nullopt, "upload of " + name + " refused: " + describe(err));
-            });
-  });
+void record_output(caf::event_based_actor* self, const project_actor& actor,
+                   const std::string& name, std::uint64_t host, std::uint64_t nbytes,
+                   const std::string& md5, const Answer& answer) {
+  self->request(actor, std::chrono::seconds(30), atom::upload_v, name, host, nbytes, md5)
+    .then([answer](bool) { answer(0, std::nullopt, {}); },
+          [name, answer](caf::error& err) {
+            spdlog::info("upload of {} not recorded: {}", name, describe(err));
+            answer(-1, std::nullopt, "upload of " + name + " refused: " + describe(err));
+          });
 }
 
 void serve_upload(const file_routes_context& ctx, const std::string& project,
@@ -195,13 +220,29 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
       return;
     }
   }
-  auto* sys = ctx.sys;
-  spawn_one_shot(*ctx.sys, [sys, files, project, actor, h, body, host,
+  // The file pool never spawns or requests: a thread that spawns keeps CAF's logger, and
+  // the pool outlives the actor system, whose destructor waits for the logger to go. It
+  // hands a stored output back to this actor with a plain send.
+  spawn_one_shot(*ctx.sys, [files, project, actor, h, body, host,
                             answer](caf::event_based_actor* self) {
     self->request(actor, std::chrono::seconds(30), atom::upload_v, h->name, host)
       .then(
-        [sys, files, project, actor, h, body, host, answer](double max_nbytes) {
-          files->post([sys, files, project, actor, h, body, host, answer, max_nbytes] {
+        [self, files, project, actor, h, body, host, answer](double max_nbytes) {
+          auto me = caf::actor_cast<caf::actor>(self);
+          self->become(
+            [self, actor, h, host, answer](atom::upload, std::uint64_t nbytes,
+                                           const std::string& md5) {
+              record_output(self, actor, h->name, host, nbytes, md5, answer);
+              self->unbecome();
+            },
+            [self](atom::upload) { self->quit(); });
+          files->post([me, files, project, h, body, answer, max_nbytes] {
+            // Unless the output is handed back for recording, the actor has nothing to wait for.
+            bool handed_back = false;
+            auto release = caf::detail::make_scope_guard([&] {
+              if (!handed_back)
+                caf::anon_send(me, atom::upload_v);
+            });
             auto cannot_store = [&](const std::string& why) {
               spdlog::error("upload of {}: {}", h->name, why);
               answer(1, std::nullopt, "the server could not store the file; retry later");
@@ -249,7 +290,8 @@ void serve_upload(const file_routes_context& ctx, const std::string& project,
                        "checksum of " + h->name + " does not match; upload it again");
                 return;
               }
-              record_output(*sys, actor, h->name, host, progress->size, *progress->md5, answer);
+              handed_back = true;
+              caf::anon_send(me, atom::upload_v, progress->size, *progress->md5);
             } catch (const std::exception& e) {
               cannot_store(e.what());
             }
@@ -314,7 +356,8 @@ std::vector<route> file_routes(file_routes_context ctx) {
                            0,
                            [shared, name = name](request&& req, const responder& respond) {
                              serve_download(shared->files, name, std::move(req), respond);
-                           }});
+                           },
+                           {}});
     routes.push_back(
       route{"/" + name + "/upload",
             true,
@@ -322,7 +365,8 @@ std::vector<route> file_routes(file_routes_context ctx) {
             shared->upload_limit,
             [shared, name = name, actor = actor](request&& req, const responder& respond) {
               serve_upload(*shared, name, actor, std::move(req), respond);
-            }});
+            },
+            {}});
   }
   return routes;
 }

@@ -64,6 +64,12 @@ void responder::operator()(response res) const {
   to_([res = std::make_shared<response>(std::move(res))] { return std::move(*res); });
 }
 
+void responder::operator()(file_response res) const {
+  if (!to_)
+    return;
+  to_([res = std::make_shared<file_response>(std::move(res))] { return std::move(*res); });
+}
+
 void responder::later(response_maker make) const {
   if (to_)
     to_(std::move(make));
@@ -113,6 +119,11 @@ struct http_server::impl {
     }
     ctx.stats.connections.fetch_add(1, std::memory_order_relaxed);
     error_code ignored;
+    if (ctx.stats.open_connections.load(std::memory_order_relaxed) >= ctx.opts.max_connections) {
+      refuse_busy(std::move(socket));
+      do_accept();
+      return;
+    }
     socket.set_option(tcp::no_delay{true}, ignored);
     auto session = std::make_shared<detail::http_session>(std::move(socket), ctx);
     if (sessions.size() >= prune_at) {
@@ -122,6 +133,25 @@ struct http_server::impl {
     sessions.push_back(session);
     session->start();
     do_accept();
+  }
+
+  /// Answers a connection over max_connections with a 503 and closes it. The socket is new,
+  /// so its send buffer is empty and one non-blocking write of the short answer completes;
+  /// if it does not, the client sees the connection closed, which it retries as well.
+  void refuse_busy(tcp::socket socket) {
+    ctx.stats.refused_busy.fetch_add(1, std::memory_order_relaxed);
+    static constexpr std::string_view answer = "HTTP/1.1 503 Service Unavailable\r\n"
+                                               "Retry-After: 60\r\n"
+                                               "Content-Type: text/plain; charset=utf-8\r\n"
+                                               "Content-Length: 42\r\n"
+                                               "Connection: close\r\n"
+                                               "\r\n"
+                                               "too many connections; retry in 60 seconds\n";
+    error_code ignored;
+    socket.non_blocking(true, ignored);
+    socket.write_some(asio::buffer(answer.data(), answer.size()), ignored);
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
   }
 
   /// Runs on `accept_strand`: stops accepting and closes every live session.

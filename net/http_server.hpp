@@ -7,6 +7,8 @@
 /// bridge, from any thread) call exactly once. The session posts the response back to its
 /// strand. A handler must never block: it runs on an Asio thread.
 
+#include "net/file_window.hpp"
+
 #include <boost/beast/http.hpp>
 
 #include <atomic>
@@ -14,8 +16,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 namespace cobble::net {
@@ -24,9 +28,14 @@ namespace http = boost::beast::http;
 
 using request = http::request<http::string_body>;
 using response = http::response<http::string_body>;
+/// A response whose body is read from an open file as it is sent: a download holds a
+/// buffer, never the file, however large the file and however slow the client.
+using file_response = http::response<http::basic_file_body<file_window>>;
+/// Either kind of response.
+using outgoing = std::variant<response, file_response>;
 
 /// Builds a response; run on the connection's strand (see responder::later).
-using response_maker = std::function<response()>;
+using response_maker = std::function<outgoing()>;
 
 /// Sends the response of one request. Callable from any thread, once; later calls, and calls
 /// after the server stopped (or was destroyed), do nothing. If every copy is destroyed without
@@ -46,6 +55,10 @@ public:
   /// Sends `res`.
   void operator()(response res) const;
 
+  /// Sends `res`, its body read from the file as the client takes it. The write timeout
+  /// applies to progress: a slow client may take as long as it keeps reading.
+  void operator()(file_response res) const;
+
   /// Sends what `make` returns, calling it on the connection's strand: for responses that cost
   /// something to build (a rendered scheduler reply), so that the thread that calls the
   /// responder (an actor's) only hands them over. A throwing `make` yields a 500.
@@ -58,6 +71,18 @@ private:
 /// Serves one request. Runs on an HTTP thread: it must not block. Throwing yields a 500.
 using handler = std::function<void(request&& req, responder respond)>;
 
+/// What a route decides from a request's header alone, before any of its body is read.
+struct admission {
+  /// Sent instead of reading the body (the connection closes after it if a body was
+  /// announced): a request refused here costs no memory for its body.
+  std::optional<response> refusal;
+  std::size_t body_limit = 0; ///< 0: the route's limit.
+};
+
+/// Judges a request by its header (its body is still empty). Runs on an HTTP thread: it must
+/// not block.
+using admitter = std::function<admission(const request& header)>;
+
 /// A route: requests whose target path starts with `prefix` (or equals it, with `exact`).
 /// The query string is ignored for matching; the longest matching prefix wins.
 struct route {
@@ -66,6 +91,7 @@ struct route {
   std::vector<http::verb> methods; ///< Empty: any method. Others get 405 with `Allow`.
   std::size_t body_limit = 0;      ///< 0: the server's default body limit.
   handler serve;
+  admitter admit; ///< Empty: every request's body is read.
 };
 
 /// Settings of the listener and its sessions.
@@ -80,6 +106,9 @@ struct server_options {
   std::chrono::milliseconds idle_timeout{60000}; ///< A keep-alive connection idle this long closes.
   std::chrono::milliseconds write_timeout{
     120000}; ///< A response (or 100) must be sent within this.
+  /// Connections open at once. One more is answered `503` with `Retry-After` and closed
+  /// before a session exists for it: it costs a file descriptor for a moment, no buffers.
+  std::size_t max_connections = 4096;
 };
 
 /// Counters for /metrics. Monotonic except `open_connections`.
@@ -94,6 +123,8 @@ struct server_stats {
   std::atomic<std::uint64_t> method_not_allowed{0}; ///< 405 answers.
   std::atomic<std::uint64_t> bad_requests{0};       ///< 400 and 431 answers to malformed HTTP.
   std::atomic<std::uint64_t> handler_errors{0}; ///< 500s: a handler threw or dropped its responder.
+  std::atomic<std::uint64_t> refused_busy{0};   ///< Connections refused at max_connections.
+  std::atomic<std::uint64_t> refused_early{0};  ///< Requests a route refused by their header.
 };
 
 /// The HTTP listener: accepts on `address:port`, runs `threads` Asio threads, one self-owning

@@ -109,7 +109,7 @@ void http_session::close() {
 
 void http_session::deliver(response_maker make) {
   asio::post(stream_.get_executor(), [self = shared_from_this(), make = std::move(make)] {
-    std::optional<response> res;
+    std::optional<outgoing> res;
     try {
       res = make();
     } catch (const std::exception& e) {
@@ -119,9 +119,10 @@ void http_session::deliver(response_maker make) {
     }
     if (!res) {
       self->ctx_.stats.handler_errors.fetch_add(1, std::memory_order_relaxed);
-      res.emplace(http::status::internal_server_error, 11);
-      res->set(http::field::content_type, "text/plain; charset=utf-8");
-      res->body() = "internal server error\n";
+      response error{http::status::internal_server_error, 11};
+      error.set(http::field::content_type, "text/plain; charset=utf-8");
+      error.body() = "internal server error\n";
+      res.emplace(std::move(error));
     }
     self->on_response(std::move(*res));
   });
@@ -209,7 +210,17 @@ void http_session::on_header(error_code ec, std::size_t) {
     write(std::move(res), has_body);
     return;
   }
-  const std::size_t limit = route_->body_limit != 0 ? route_->body_limit : ctx_.opts.body_limit;
+  std::size_t limit = route_->body_limit != 0 ? route_->body_limit : ctx_.opts.body_limit;
+  if (route_->admit) {
+    auto a = route_->admit(req);
+    if (a.refusal) {
+      ctx_.stats.refused_early.fetch_add(1, std::memory_order_relaxed);
+      write(std::move(*a.refusal), has_body);
+      return;
+    }
+    if (a.body_limit != 0)
+      limit = a.body_limit;
+  }
   if (content_length && *content_length > limit) {
     ctx_.stats.rejected_too_large.fetch_add(1, std::memory_order_relaxed);
     reply_error(http::status::payload_too_large, "request body too large\n", true);
@@ -301,11 +312,14 @@ void http_session::dispatch() {
   }
 }
 
-void http_session::on_response(response res) {
+void http_session::on_response(outgoing res) {
   self_.reset(); // the posted handler that called us holds a reference
   if (closed_)
     return;
-  write(std::move(res), false);
+  if (auto* text = std::get_if<response>(&res))
+    write(std::move(*text), false);
+  else
+    write_file(std::move(std::get<file_response>(res)));
 }
 
 void http_session::reply_error(http::status status, std::string body, bool close) {
@@ -334,9 +348,44 @@ void http_session::write(response res, bool close) {
                     beast::bind_front_handler(&http_session::on_write, shared_from_this()));
 }
 
+void http_session::write_file(file_response res) {
+  const bool wanted = res.keep_alive();
+  res.version(version_);
+  res.keep_alive(keep_alive_ && wanted);
+  res.set(http::field::server, server_name);
+  res.prepare_payload();
+  file_res_.emplace(std::move(res));
+  file_out_.emplace(*file_res_);
+  write_file_part();
+}
+
+void http_session::write_file_part() {
+  // One write_some at a time, each under its own deadline: the timeout bounds a stall, not
+  // the whole transfer.
+  stream_.expires_after(ctx_.opts.write_timeout);
+  http::async_write_some(stream_, *file_out_,
+                         beast::bind_front_handler(&http_session::on_file_part,
+                                                   shared_from_this()));
+}
+
+void http_session::on_file_part(error_code ec, std::size_t) {
+  if (!ec && !file_out_->is_done()) {
+    write_file_part();
+    return;
+  }
+  const bool close = file_res_->need_eof();
+  file_out_.reset();
+  file_res_.reset();
+  after_write(ec, close);
+}
+
 void http_session::on_write(error_code ec, std::size_t) {
   const bool close = res_->need_eof();
   res_.reset();
+  after_write(ec, close);
+}
+
+void http_session::after_write(error_code ec, bool close) {
   if (ec) {
     close_now();
     return;

@@ -65,10 +65,15 @@ private:
   // -- answering -----------------------------------------------------------------------------
 
   void dispatch();
-  void on_response(response res);
+  void on_response(outgoing res);
   void reply_error(http::status status, std::string body, bool close);
   void write(response res, bool close);
   void on_write(boost::beast::error_code ec, std::size_t n);
+  /// A response was written (or failed): the next request, or the close it asked for.
+  void after_write(boost::beast::error_code ec, bool close);
+  void write_file(file_response res);
+  void write_file_part();
+  void on_file_part(boost::beast::error_code ec, std::size_t n);
 
   // -- closing -------------------------------------------------------------------------------
 
@@ -82,14 +87,17 @@ private:
   std::optional<http::request_parser<http::string_body>> parser_;
   std::optional<http::response<http::empty_body>> continue_; ///< A 100 being written.
   std::optional<response> res_;                              ///< The response being written.
-  const route* route_ = nullptr;                             ///< Route of the current request.
-  unsigned version_ = 11;                                    ///< Of the current request.
-  bool keep_alive_ = false;                                  ///< Of the current request.
-  http::verb method_ = http::verb::unknown;                  ///< Of the current request.
-  bool first_ = true;                  ///< No request header read yet on this connection.
-  bool closed_ = false;                ///< close_now() ran.
-  std::size_t lingered_ = 0;           ///< Bytes discarded while lingering.
-  std::shared_ptr<http_session> self_; ///< Set while a handler owes a response.
+  std::optional<file_response> file_res_;                    ///< A file response being written, or:
+  std::optional<http::response_serializer<http::basic_file_body<file_window>>>
+    file_out_;                              ///< Its serializer.
+  const route* route_ = nullptr;            ///< Route of the current request.
+  unsigned version_ = 11;                   ///< Of the current request.
+  bool keep_alive_ = false;                 ///< Of the current request.
+  http::verb method_ = http::verb::unknown; ///< Of the current request.
+  bool first_ = true;                       ///< No request header read yet on this connection.
+  bool closed_ = false;                     ///< close_now() ran.
+  std::size_t lingered_ = 0;                ///< Bytes discarded while lingering.
+  std::shared_ptr<http_session> self_;      ///< Set while a handler owes a response.
 };
 
 } // namespace cobble::net::detail

@@ -73,7 +73,7 @@ render_metrics(const edge_metrics& m, const server_stats& http, const actor_read
   std::string out;
   counter(out, "cobble_scheduler_rpcs_total", "Scheduler RPCs answered.", m.rpcs.load());
   counter(out, "cobble_scheduler_rpcs_refused_total",
-          "Scheduler RPCs answered with an error message (bad XML, unknown account).",
+          "Scheduler RPCs answered with an error message (bad XML, unknown account, low disk).",
           m.rpc_refused.load());
   counter(out, "cobble_jobs_sent_total", "Jobs sent to hosts.", m.jobs_sent.load());
   counter(out, "cobble_results_reported_total", "Results reported by hosts (acknowledged).",
@@ -90,6 +90,11 @@ render_metrics(const edge_metrics& m, const server_stats& http, const actor_read
           http.rejected_too_large.load());
   counter(out, "cobble_http_timeouts_total", "Connections closed by the read timeout.",
           http.timeouts.load());
+  counter(out, "cobble_http_refused_busy_total",
+          "Connections refused with 503 at server.max_connections.", http.refused_busy.load());
+  counter(out, "cobble_http_refused_early_total",
+          "Requests refused by their header, before their body was read (e.g. no admin token).",
+          http.refused_early.load());
   gauge(out, "cobble_log_last_seq", "Sequence number of the newest durable event.", log.last_seq);
   counter(out, "cobble_log_events_total", "Events appended.", log.events);
   counter(out, "cobble_log_commits_total", "Group commits (one WriteBatch each).", log.batches);

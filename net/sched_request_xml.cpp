@@ -204,6 +204,57 @@ constexpr field<sched_request> request_fields[] = {
                                                                     "app_unit_version"),
 };
 
+// -- ranges ------------------------------------------------------------------------------
+
+/// "VALUE in PATH is out of range: it must be WHAT", or empty.
+std::string out_of_range(std::string_view path, double v, bool fraction) {
+  if (fraction ? (v >= -1 && v <= 1) : v >= 0)
+    return {};
+  std::string text;
+  append_number(text, v);
+  return std::string(path) + " is " + text + ", out of range: it must be "
+         + (fraction ? "between -1 (unknown) and 1" : "0 or more");
+}
+
+/// The first value of `q` out of its range, or empty (see parse_sched_request()).
+std::string check_ranges(const sched_request& q) {
+  const auto& h = q.host;
+  const std::pair<std::string_view, double> sizes[] = {
+    {"host_info/p_ncpus", static_cast<double>(h.p_ncpus)},
+    {"host_info/p_fpops", h.p_fpops},
+    {"host_info/p_iops", h.p_iops},
+    {"host_info/p_membw", h.p_membw},
+    {"host_info/m_nbytes", h.m_nbytes},
+    {"host_info/m_swap", h.m_swap},
+    {"host_info/d_total", h.d_total},
+    {"host_info/d_free", h.d_free},
+  };
+  for (const auto& [path, v] : sizes)
+    if (auto e = out_of_range(path, v, false); !e.empty())
+      return e;
+  const std::pair<std::string_view, double> fractions[] = {
+    {"time_stats/on_frac", h.on_frac},
+    {"time_stats/active_frac", h.active_frac},
+    {"time_stats/gpu_active_frac", h.gpu_active_frac},
+  };
+  for (const auto& [path, v] : fractions)
+    if (auto e = out_of_range(path, v, true); !e.empty())
+      return e;
+  for (const auto& c : q.coprocs) {
+    if (auto e = out_of_range("coprocs/count", c.count, false); !e.empty())
+      return e;
+    if (auto e = out_of_range("coprocs/peak_flops", c.peak_flops, false); !e.empty())
+      return e;
+  }
+  for (const auto& r : q.results) {
+    if (auto e = out_of_range("result/app_units", r.app_units, false); !e.empty())
+      return e + " (result " + r.name + ")";
+    if (auto e = out_of_range("result/raw_flops_per_au", r.raw_flops_per_au, false); !e.empty())
+      return e + " (result " + r.name + ")";
+  }
+  return {};
+}
+
 } // namespace
 
 parse_result<sched_request> parse_sched_request(std::string_view body) {
@@ -225,6 +276,7 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
 
   sched_request req;
   reader r;
+  r.max_text = max_request_text_bytes;
   clear_flags(req, request_fields);
   // Older clients send <coprocs> inside <host_info>: used when there is no top-level one.
   std::vector<coproc_description> host_info_coprocs;
@@ -239,6 +291,8 @@ parse_result<sched_request> parse_sched_request(std::string_view body) {
     req.coprocs = std::move(host_info_coprocs);
   if (req.authenticator.empty())
     return result::failure("scheduler request has no authenticator");
+  if (auto e = check_ranges(req); !e.empty())
+    return result::failure("bad value in /scheduler_request/" + e);
   return result::success(std::move(req));
 }
 

@@ -1,5 +1,6 @@
 #include "net/xml_text.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -26,6 +27,62 @@ void cap_utf8(std::string& s, std::size_t max) {
   while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80)
     --cut;
   s.resize(cut);
+}
+
+std::string valid_utf8(std::string_view s) {
+  // The common case, ASCII only, is returned as it is.
+  if (std::all_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x80; }))
+    return std::string(s);
+  constexpr std::string_view replacement = "\xEF\xBF\xBD";
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  while (i < s.size()) {
+    unsigned char c = byte(i);
+    if (c < 0x80) {
+      out += static_cast<char>(c);
+      ++i;
+      continue;
+    }
+    // The sequence's length and the range of its second byte (Unicode Table 3-7).
+    std::size_t len = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0)
+        lo = 0xA0;
+      else if (c == 0xED)
+        hi = 0x9F;
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0)
+        lo = 0x90;
+      else if (c == 0xF4)
+        hi = 0x8F;
+    }
+    if (len == 0) {
+      out += replacement;
+      ++i;
+      continue;
+    }
+    std::size_t k = 1;
+    for (; k < len && i + k < s.size(); ++k) {
+      unsigned char b = byte(i + k);
+      bool ok = k == 1 ? (b >= lo && b <= hi) : (b >= 0x80 && b <= 0xBF);
+      if (!ok)
+        break;
+    }
+    if (k == len) {
+      out.append(s.substr(i, len));
+    } else {
+      out += replacement;
+    }
+    i += k;
+  }
+  return out;
 }
 
 std::string unescape(std::string_view s) {
@@ -235,7 +292,7 @@ void reader::fail(const pugi::xml_node& n, const char* what) {
   std::string shown(t.substr(0, 40));
   if (t.size() > 40)
     shown += "...";
-  error = "bad value in " + n.path() + ": '" + shown + "' is not " + what;
+  error = valid_utf8("bad value in " + n.path() + ": '" + shown + "' is not " + what);
 }
 
 namespace {
@@ -269,6 +326,7 @@ std::string markup_text(const pugi::xml_node& n, std::size_t max) {
     if (out.size() > max)
       break;
   }
+  out = valid_utf8(out);
   cap_utf8(out, max);
   return out;
 }

@@ -9,6 +9,7 @@
 #include <pugixml.hpp>
 
 #include <charconv>
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -28,6 +29,11 @@ std::string_view trim(std::string_view s);
 /// Cuts `s` to at most `max` bytes without splitting a UTF-8 sequence (the client reads C
 /// strings, and a broken sequence would make the XML invalid).
 void cap_utf8(std::string& s, std::size_t max);
+
+/// `s` with every byte that does not start or belong to a well-formed UTF-8 sequence
+/// (overlong forms, surrogates and code points over U+10FFFF included) replaced by U+FFFD,
+/// one replacement per maximal ill-formed part (as the Unicode standard recommends).
+std::string valid_utf8(std::string_view s);
 
 /// Decodes the five predefined XML entities and ASCII numeric character references (for the
 /// line-oriented upload header, which never goes through pugixml). Anything else, including a
@@ -128,19 +134,29 @@ public:
   /// The first error, empty while there is none.
   std::string error;
 
+  /// Bytes a text value keeps at most (str(): cut on a UTF-8 boundary); the scheduler
+  /// request sets it (max_request_text_bytes), the client-side parsers leave it open.
+  std::size_t max_text = static_cast<std::size_t>(-1);
+
   /// True once a value did not parse.
   bool failed() const { return !error.empty(); }
 
   /// The element's character data (its first text child), not trimmed.
   static std::string_view content(const pugi::xml_node& n) { return n.child_value(); }
 
-  /// The trimmed text of `n`.
-  void str(const pugi::xml_node& n, std::string& out) { out.assign(trim(content(n))); }
+  /// The trimmed text of `n`, invalid UTF-8 replaced (valid_utf8()), at most max_text bytes.
+  void str(const pugi::xml_node& n, std::string& out) {
+    out = valid_utf8(trim(content(n)));
+    cap_utf8(out, max_text);
+  }
 
-  /// A floating-point number (to_double()).
+  /// A finite floating-point number (to_double()); NaN and infinities are refused: nothing
+  /// in BOINC's protocols is one, and a NaN is unequal to itself wherever it is kept.
   void num(const pugi::xml_node& n, double& out) {
     if (!to_double(content(n), out))
       fail(n, "a number");
+    else if (!std::isfinite(out))
+      fail(n, "a finite number");
   }
 
   /// An integer that must fit `I` (to_integer()).
@@ -158,7 +174,8 @@ public:
 };
 
 /// The content of `n` as text: child elements verbatim, CDATA sections unwrapped, character
-/// data entity-decoded; capped at `max` bytes on a UTF-8 boundary (`<stderr_out>`).
+/// data entity-decoded; invalid UTF-8 replaced (valid_utf8()); capped at `max` bytes on a
+/// UTF-8 boundary (`<stderr_out>`).
 std::string markup_text(const pugi::xml_node& n, std::size_t max);
 
 } // namespace cobble::net::xml

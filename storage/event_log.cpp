@@ -12,8 +12,10 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdarg>
+#include <cstdio>
 #include <limits>
 #include <mutex>
 #include <random>
@@ -95,6 +97,67 @@ public:
     // nop
   }
 };
+
+/// The writable instance's info log: warnings and errors to standard error (the server's own
+/// log), the rest dropped. Not RocksDB's LOG file in the store directory: on a full disk a
+/// failed write to it leaves its writer in error, and the next message (the one reporting the
+/// failed append) trips an assertion in RocksDB 7.8 (`AssertFalseAndGetStatusForPrevError`,
+/// SIGABRT with Debian's build) before the append's status ever reaches the caller, whose
+/// fail-stop (exit 70) then never runs.
+class stderr_logger : public rocksdb::Logger {
+public:
+  stderr_logger() : rocksdb::Logger(rocksdb::InfoLogLevel::WARN_LEVEL) {
+    // nop
+  }
+  void Logv(const char*, va_list) override {
+    // nop: messages without a level are informational
+  }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (level < rocksdb::InfoLogLevel::WARN_LEVEL)
+      return;
+    std::array<char, 1024> line{};
+    constexpr std::string_view prefix = "rocksdb: ";
+    std::copy(prefix.begin(), prefix.end(), line.begin());
+    auto room = line.size() - prefix.size() - 1;
+    auto n = std::vsnprintf(line.data() + prefix.size(), room, format, ap);
+    if (n < 0)
+      return;
+    auto len = prefix.size() + std::min<std::size_t>(static_cast<std::size_t>(n), room - 1);
+    line[len++] = '\n';
+    // Best effort, like any log line: nothing to do if standard error is gone.
+    static_cast<void>(::write(STDERR_FILENO, line.data(), len));
+  }
+};
+
+/// The write-ahead log files of the store in `dir`, by name, for the message of a damaged log.
+std::string wal_files(const fs::path& dir) {
+  std::vector<std::string> names;
+  std::error_code err;
+  for (fs::directory_iterator i{dir, err}, end; !err && i != end; i.increment(err))
+    if (i->path().extension() == ".log")
+      names.push_back(i->path().filename().string());
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ", ") + n;
+  return out.empty() ? "none" : out;
+}
+
+/// The refusal of a store RocksDB found damaged at open: what, where, and what to do.
+caf::error damaged_log(const rocksdb::Status& s, const fs::path& dir, bool read_only) {
+  std::string what = "the event log in " + dir.string() + " is damaged (RocksDB: " + s.ToString()
+                     + "; write-ahead log files: " + wal_files(dir) + "). ";
+  if (read_only) {
+    what += "Events after the damage cannot be read.";
+    return make_error(ec::corruption, std::move(what));
+  }
+  what += "Damage before the end of the write-ahead log means that events acknowledged after "
+          "it would be lost, so nothing was opened or changed. To recover: restore the data "
+          "directory from a backup (copy it aside first); or, accepting the loss of every "
+          "event after the damage, start once with --salvage-wal and then run `cobble log "
+          "verify`.";
+  return make_error(ec::corruption, std::move(what));
+}
 
 /// A fresh path for the secondary instance's private files; it is never created as long as
 /// the instance has its own logger, and removed on close in case RocksDB created it anyway.
@@ -216,6 +279,13 @@ event_store::open(const fs::path& dir, store_options opts) {
       return fail(ec::io_error, "create directory", err.message(), dir);
   }
   rocksdb::DBOptions dbo;
+  // RocksDB's default (point-in-time) recovery stops replaying the WAL at the first damaged
+  // record and opens without a word: every event acknowledged after the damage is gone, and
+  // the log still looks whole. Tolerating only a torn tail (a record cut by a crash, which
+  // never was acknowledged) refuses the open on damage anywhere else.
+  dbo.wal_recovery_mode = opts.salvage_wal
+                            ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
+                            : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   dbo.create_if_missing = opts.create_if_missing && !opts.read_only;
   dbo.create_missing_column_families = !opts.read_only;
   dbo.keep_log_file_num = 4;
@@ -224,6 +294,9 @@ event_store::open(const fs::path& dir, store_options opts) {
     // cannot delete a file under it.
     dbo.max_open_files = -1;
     dbo.info_log = std::make_shared<discard_logger>();
+  } else {
+    dbo.info_log = std::make_shared<stderr_logger>();
+    dbo.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
   }
   rocksdb::ColumnFamilyOptions cfo;
   // An append-only log with unique, increasing keys: the default level compaction suits it;
@@ -247,6 +320,8 @@ event_store::open(const fs::path& dir, store_options opts) {
   } else {
     s = rocksdb::DB::Open(dbo, dir.string(), cfs, &handles, &raw);
   }
+  if (!s.ok() && s.IsCorruption())
+    return damaged_log(s, dir, opts.read_only);
   if (!s.ok())
     return from_status(s, opts.read_only ? "open read-only" : "open", dir);
   st->db.reset(raw);
@@ -363,6 +438,79 @@ caf::expected<event_record> event_store::read(std::uint64_t seq) const {
   if (!record)
     return fail(ec::corruption, event_name(seq), to_string(why), impl_->dir);
   return std::move(*record);
+}
+
+// -- a lost tail --------------------------------------------------------------
+
+caf::error event_store::impl::check_no_lost_tail() {
+  // A snapshot file is written only after the events it holds were durable, so one past the
+  // end shows the loss even when its manifest was lost with the events. The files are listed
+  // first: a read-only store then catches up with the server, so that every event a listed
+  // file was taken after is in its view (the server may write snapshots meanwhile).
+  std::optional<snapshot_file_id> newest_file;
+  std::error_code err;
+  for (fs::directory_iterator i{snap_dir, err}, end; !err && i != end; i.increment(err)) {
+    auto file = i->path().filename().string();
+    std::string_view name = file;
+    if (name.ends_with(".tmp"))
+      name.remove_suffix(4);
+    auto id = parse_snapshot_file_name(name);
+    if (id && (!newest_file || id->seq > newest_file->seq))
+      newest_file = id;
+  }
+  if (opts.read_only) {
+    if (auto s = db->TryCatchUpWithPrimary(); !s.ok())
+      return from_status(s, "catch up with the server", dir);
+    if (auto e = load_last_seq())
+      return e;
+  }
+  auto last = last_seq.load();
+  auto lost = [&](std::uint64_t seq, const std::string& what) {
+    return fail(ec::corruption, snapshot_name(seq),
+                what + " but the log ends at " + event_name(last) + ": events "
+                  + std::to_string(last + 1) + ".." + std::to_string(seq)
+                  + " were lost (a damaged write-ahead log recovered only up to the damage?)",
+                dir);
+  };
+  auto all = manifests();
+  if (!all)
+    return std::move(all.error());
+  if (!all->empty() && all->back().first > last)
+    return lost(all->back().first, "its manifest exists");
+  if (newest_file && newest_file->seq > last)
+    return lost(newest_file->seq,
+                "its file " + file_label(newest_file->seq, newest_file->generation) + " exists");
+  return {};
+}
+
+caf::error event_store::check_no_lost_tail() {
+  return impl_->check_no_lost_tail();
+}
+
+caf::error event_store::drop_snapshots_past_end() {
+  if (auto err = impl_->refuse_if_read_only("drop snapshots"))
+    return err;
+  std::lock_guard<std::mutex> guard{impl_->snapshot_mutex};
+  auto all = impl_->manifests();
+  if (!all)
+    return std::move(all.error());
+  auto last = last_seq();
+  rocksdb::WriteBatch wb;
+  for (const auto& [seq, m] : *all) {
+    if (seq <= last)
+      continue;
+    auto s = wb.Delete(impl_->snapshots_cf.get(), snapshot_manifest_key{seq}.encode());
+    if (s.ok() && m.storage == snapshot_storage::chunks)
+      s = impl_->delete_snapshot_chunks(wb, seq);
+    if (!s.ok())
+      return from_status(s, "drop " + snapshot_name(seq), impl_->dir);
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  if (auto s = impl_->db->Write(wo, &wb); !s.ok())
+    return from_status(s, "drop snapshots past the end", impl_->dir);
+  // Their files (and any other file past the end) are orphans now.
+  return impl_->remove_orphan_files(true);
 }
 
 // -- misc ---------------------------------------------------------------------

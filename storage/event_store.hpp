@@ -42,6 +42,9 @@ struct snapshot_info {
   std::uint64_t seq = 0;                               ///< The last event the snapshot includes.
   std::uint64_t bytes = 0;                             ///< Size of the blob.
   snapshot_storage storage = snapshot_storage::chunks; ///< Where the blob is.
+  /// For messages: its file, relative to the store directory ("snapshots/<name>.snap"), or
+  /// "chunks of snapshot <seq>".
+  std::string where;
 };
 
 /// Counters for /metrics and the benchmarks. `batches` and `syncs` count appends only, so that
@@ -73,6 +76,12 @@ struct store_options {
   snapshot_storage snapshots = snapshot_storage::file;
   /// Chunked snapshots are split into chunks this large.
   std::size_t snapshot_chunk_bytes = 4u << 20;
+  /// How a damaged write-ahead log is treated at open. By default (false) only a torn last
+  /// record (a write cut by a crash) is dropped; damage anywhere before it refuses the open
+  /// with ec::corruption, since replaying past it is impossible and stopping there would
+  /// silently drop every event acknowledged after it. True replays up to the first damaged
+  /// record and drops the rest: the operator's explicit choice (`cobbled --salvage-wal`).
+  bool salvage_wal = false;
 };
 
 /// One open event log (see the file comment).
@@ -140,6 +149,19 @@ public:
   /// chunks and files, and any chunks or files no manifest refers to (left by a crash during a
   /// write or a prune). Events are never deleted here.
   caf::error prune_snapshots(std::size_t keep);
+
+  /// Checks that the log still holds every event a snapshot was taken after: a snapshot
+  /// (a manifest, or a snapshot file in `<dir>/snapshots/`) at a seq past last_seq() means
+  /// events at the end of the log were lost (a damaged write-ahead log recovered up to the
+  /// damage). ec::corruption naming the snapshot and the missing range. A read-only store
+  /// catches up with the server first (as refresh() does). Checked at start
+  /// (actors/node.cpp) and by `cobble log verify`.
+  caf::error check_no_lost_tail();
+
+  /// Deletes every snapshot past last_seq() (manifests, chunks, files): what an operator who
+  /// salvaged a damaged write-ahead log (store_options::salvage_wal) must do before starting,
+  /// as those snapshots hold events the log lost.
+  caf::error drop_snapshots_past_end();
 
   /// For a read-only store: catches up with the writer (new events and snapshots become
   /// visible, last_seq() advances). A no-op for a writable store.

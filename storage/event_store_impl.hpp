@@ -139,6 +139,9 @@ struct event_store::impl {
   /// Checks the format version; stamps a new, empty, writable store with ours.
   caf::error check_format();
 
+  /// event_store::check_no_lost_tail().
+  caf::error check_no_lost_tail();
+
   // -- manifests and the choice of store (snapshots.cpp) ------------------------
 
   /// Options of the iterators that read snapshots: each block is read once, so it would only
@@ -206,7 +209,9 @@ struct event_store::impl {
   /// crash between a file and its manifest, during a prune, or after a replacement. Only
   /// names this store gives are touched. Best effort: what cannot be removed now is tried
   /// again at the next prune. Only for a writable store, with no snapshot write under way.
-  caf::error remove_orphan_files() const;
+  /// Files past the last event of a log with events are kept (the evidence of a lost end of
+  /// the log) unless `past_end_too`.
+  caf::error remove_orphan_files(bool past_end_too = false) const;
 
   /// Opens the file of snapshot `seq` (the one the read-only store holds open, if any) and
   /// checks that its size is the manifest's: mapping a file shorter than that would raise

@@ -174,45 +174,6 @@ caf::expected<staged_file> file_store::stage_file(std::string_view project, cons
   return out;
 }
 
-std::optional<std::uint64_t>
-file_store::input_size(std::string_view project, std::string_view name) const {
-  if (!safe_file_name(name))
-    return std::nullopt;
-  std::error_code err;
-  auto size = fs::file_size(download_dir(project) / std::string{name}, err);
-  if (err)
-    return std::nullopt;
-  return size;
-}
-
-caf::expected<std::string>
-file_store::read_input(std::string_view project, std::string_view name, std::uint64_t offset,
-                       std::uint64_t length) const {
-  if (!safe_file_name(name))
-    return make_error(ec::invalid_argument, "unsafe input file name '" + std::string{name} + "'");
-  auto path = download_dir(project) / std::string{name};
-  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-  if (!fd) {
-    auto code = errno;
-    if (code == ENOENT)
-      return make_error(ec::not_found, "input " + path.string() + ": not found");
-    return posix_error("open", path, code);
-  }
-  struct stat st {};
-  if (::fstat(fd.get(), &st) != 0)
-    return posix_error("stat", path, errno);
-  auto size = static_cast<std::uint64_t>(st.st_size);
-  if (offset >= size)
-    return std::string{};
-  length = std::min(length, size - offset);
-  std::string out(length, '\0');
-  auto done = read_at(fd.get(), out.data(), out.size(), offset, path);
-  if (!done)
-    return std::move(done.error());
-  out.resize(*done);
-  return out;
-}
-
 std::uint64_t file_store::output_size(std::string_view project, std::string_view name) const {
   if (!safe_file_name(name))
     return 0;

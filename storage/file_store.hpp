@@ -71,14 +71,6 @@ public:
   caf::expected<staged_file> stage_file(std::string_view project, const std::filesystem::path& from,
                                         std::string_view expected_md5);
 
-  /// Size of a file in the download area; nullopt when absent or the name is unsafe.
-  std::optional<std::uint64_t> input_size(std::string_view project, std::string_view name) const;
-
-  /// Reads [offset, offset+length) of a staged input (clamped to its size). ec::not_found when
-  /// absent, ec::invalid_argument when the name is unsafe, ec::io_error on I/O failure.
-  caf::expected<std::string> read_input(std::string_view project, std::string_view name,
-                                        std::uint64_t offset, std::uint64_t length) const;
-
   /// Bytes of an output stored so far (0 when none).
   std::uint64_t output_size(std::string_view project, std::string_view name) const;
 

@@ -70,7 +70,7 @@ void event_store::impl::remove_snapshot_file(std::uint64_t seq, std::uint64_t ge
   fs::remove(snap_dir / snapshot_file_name(seq, gen), ignored);
 }
 
-caf::error event_store::impl::remove_orphan_files() const {
+caf::error event_store::impl::remove_orphan_files(bool past_end_too) const {
   std::error_code err;
   if (!fs::exists(snap_dir, err))
     return {};
@@ -89,6 +89,12 @@ caf::error event_store::impl::remove_orphan_files() const {
     if (temporary)
       name.remove_suffix(4);
     auto id = parse_snapshot_file_name(name);
+    // A file past the last event of a log that has events is not left by a crash but by
+    // events lost at the end of the log: it stays as the evidence (check_no_lost_tail) until
+    // drop_snapshots_past_end().
+    auto last = last_seq.load();
+    if (id && last > 0 && id->seq > last && !past_end_too)
+      continue;
     if (id && (temporary || !live.count(*id)))
       orphans.push_back(i->path());
   }

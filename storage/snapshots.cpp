@@ -197,7 +197,10 @@ caf::expected<std::vector<snapshot_info>> event_store::list_snapshots() const {
   std::vector<snapshot_info> result;
   result.reserve(all->size());
   for (const auto& [seq, m] : *all)
-    result.push_back(snapshot_info{seq, m.bytes, m.storage});
+    result.push_back(snapshot_info{seq, m.bytes, m.storage,
+                                   m.storage == snapshot_storage::file
+                                     ? impl_->file_label(seq, m.generation)
+                                     : "chunks of " + snapshot_name(seq)});
   return result;
 }
 

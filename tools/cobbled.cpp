@@ -8,7 +8,9 @@
 #include "net/edge.hpp"
 #include "net/files.hpp"
 #include "net/http_server.hpp"
+#include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
+#include "storage/posix_file.hpp"
 #include "tools/heap.hpp"
 #include "tools/prefault.hpp"
 
@@ -18,14 +20,49 @@
 #include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
+#include <cerrno>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
+
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 
 namespace {
+
+/// File descriptors kept for the log, snapshots, downloads and uploads beside connections.
+constexpr rlim_t fds_reserved = 256;
+
+/// Raises the soft file-descriptor limit to the hard one (the common default of 1,024 would
+/// cap a public server at about a thousand connections) and returns the connections the
+/// result leaves room for, at most `wanted`.
+std::size_t connection_room(std::size_t wanted) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return wanted;
+  if (lim.rlim_cur < lim.rlim_max) {
+    rlimit raised = lim;
+    raised.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0)
+      lim = raised;
+  }
+  if (lim.rlim_cur == RLIM_INFINITY)
+    return wanted;
+  auto room = lim.rlim_cur > 2 * fds_reserved ? lim.rlim_cur - fds_reserved : lim.rlim_cur / 2;
+  if (room < wanted) {
+    spdlog::warn("server.max_connections {} lowered to {}: the file-descriptor limit is {} "
+                 "(raise it with LimitNOFILE= or ulimit -Hn)",
+                 wanted, room, lim.rlim_cur);
+    return static_cast<std::size_t>(room);
+  }
+  return wanted;
+}
 
 std::string random_hex(std::size_t bytes) {
   std::vector<unsigned char> buf(bytes);
@@ -40,22 +77,85 @@ std::string random_hex(std::size_t bytes) {
   return out;
 }
 
-/// A secret kept in a 0600 file of the data directory, created on first use.
-std::string kept_secret(const fs::path& path) {
-  if (fs::exists(path)) {
-    std::ifstream in{path};
-    std::string token;
-    std::getline(in, token);
-    if (!token.empty())
-      return token;
-  }
-  auto token = random_hex(24);
-  {
-    std::ofstream out{path, std::ios::trunc};
-    out << token << '\n';
-  }
-  fs::permissions(path, fs::perms::owner_read | fs::perms::owner_write, fs::perm_options::replace);
+/// The secret in `path`, if the file holds one.
+std::optional<std::string> read_secret(const fs::path& path) {
+  if (!fs::exists(path))
+    return std::nullopt;
+  std::ifstream in{path};
+  std::string token;
+  std::getline(in, token);
+  if (token.empty())
+    return std::nullopt;
   return token;
+}
+
+/// A secret kept in a 0600 file of the data directory, created on first use: written to a
+/// temporary file, synced, renamed into place and the directory synced, so that a crash never
+/// leaves events that relied on it next to an empty or missing file.
+std::string kept_secret(const fs::path& path) {
+  if (auto kept = read_secret(path))
+    return *kept;
+  auto token = random_hex(24);
+  auto tmp = path;
+  tmp += ".tmp";
+  cobble::storage::unique_fd fd{
+    ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, S_IRUSR | S_IWUSR)};
+  if (!fd)
+    throw std::runtime_error(cobble::describe(cobble::storage::posix_error("create", tmp, errno)));
+  auto err = cobble::storage::write_all(fd.get(), token + '\n', tmp);
+  if (!err && ::fsync(fd.get()) != 0)
+    err = cobble::storage::posix_error("sync", tmp, errno);
+  fd.reset();
+  if (!err) {
+    std::error_code renamed;
+    fs::rename(tmp, path, renamed);
+    if (renamed)
+      throw std::runtime_error("cannot rename " + tmp.string() + ": " + renamed.message());
+    err = cobble::storage::sync_dir(path.parent_path());
+  }
+  if (err)
+    throw std::runtime_error(cobble::describe(err));
+  return token;
+}
+
+/// Results in progress in a recovered world: each was sent with upload URLs signed with the
+/// upload secret of the time.
+std::size_t results_in_progress(const cobble::world& w) {
+  std::size_t n = 0;
+  for (const auto& pw : w.projects)
+    for (const auto& [id, host] : pw.hosts)
+      n += host.in_progress.size();
+  return n;
+}
+
+/// The upload secret, kept in <data_dir>/upload_secret: read when there; generated only when
+/// no result is in progress (the first start, or an idle server, with a warning then). A new
+/// secret would make every upload signature issued before it invalid, so with results in
+/// progress a missing file refuses the start.
+caf::error upload_secret(const fs::path& path, const cobble::world& w, std::string& out) {
+  if (auto kept = read_secret(path)) {
+    out = std::move(*kept);
+    return {};
+  }
+  if (auto n = results_in_progress(w); n > 0)
+    return caf::make_error(
+      cobble::ec::invalid_argument,
+      "the upload secret is missing: " + path.string() + " is absent or empty, and "
+        + std::to_string(n)
+        + " results in progress were sent with upload URLs signed with the secret it held; a "
+          "new secret would refuse every one of their uploads. Restore the file from a backup "
+          "of the data directory (or from the old machine) and start again.");
+  try {
+    out = kept_secret(path);
+  } catch (const std::exception& e) {
+    return caf::make_error(cobble::ec::storage_failure,
+                           "cannot create the upload secret " + path.string() + ": " + e.what());
+  }
+  if (w.seq > 0)
+    spdlog::warn("upload secret {} was missing; a new one was generated (no result was in "
+                 "progress, so no upload signature is lost)",
+                 path.string());
+  return {};
 }
 
 /// The admin token: from the configuration, or kept in <data_dir>/admin_token.
@@ -70,8 +170,10 @@ int program_main(int argc, char** argv) {
   cobble::heap::reserve_arena();
   CLI::App app{"cobbled: the Cobble volunteer-computing project server.\n\n"
                "Without --config it serves the embedded demo project (one app, 'testapp', one\n"
-               "user, 'demo'). It prints the master URL and account key to attach a BOINC\n"
-               "client with, and keeps every change in an event log under the data directory.\n"
+               "user, 'demo'). It prints the master URL, and for the demo the demo user's account\n"
+               "key to attach a BOINC client with (with --config no key is printed: 'cobble\n"
+               "user list' shows them). Every change is kept in an event log under the data\n"
+               "directory.\n"
                "SIGINT or SIGTERM stop it cleanly (a final snapshot is written)."};
   std::string config_file;
   std::string data_dir;
@@ -101,6 +203,10 @@ int program_main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
     ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   app.add_flag("--print-config", print_config, "Print the effective configuration and exit");
+  bool salvage_wal = false;
+  app.add_flag("--salvage-wal", salvage_wal,
+               "Start on a damaged write-ahead log, dropping every event after the damage "
+               "(and the snapshots past it); only after a refusal that says so, and a copy");
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_level(spdlog::level::from_str(log_level));
@@ -153,10 +259,24 @@ int program_main(int argc, char** argv) {
     return 1;
   }
   auto data = fs::absolute(cfg.server.data_dir);
+  // Opening the log writes (RocksDB flushes what it recovered): not on a disk that is full.
+  auto disk = std::make_shared<cobble::storage::disk_space>(data, cfg.server.min_free_disk);
+  if (auto err = disk->check()) {
+    std::cerr << "cobbled: cannot read the free space of " << data.string() << ": "
+              << cobble::describe(err) << '\n';
+    return 1;
+  }
+  if (disk->low()) {
+    std::cerr << "cobbled: refusing to start: " << disk->describe()
+              << ". Free space on that file system (or lower server.min_free_disk) and start "
+                 "again; nothing was changed.\n";
+    return 1;
+  }
   cobble::storage::store_options so;
   so.mode = cfg.server.mode == cobble::config::durability::sync
               ? cobble::storage::durability::sync
               : cobble::storage::durability::async;
+  so.salvage_wal = salvage_wal;
   auto opened = cobble::storage::event_store::open(data / "log", so);
   if (!opened) {
     std::cerr << "cobbled: cannot open the event log in " << (data / "log") << ": "
@@ -164,17 +284,25 @@ int program_main(int argc, char** argv) {
     return 1;
   }
   std::shared_ptr<cobble::storage::event_store> store = std::move(*opened);
+  if (salvage_wal) {
+    // The log now ends where the damage was: snapshots past it hold lost events.
+    if (auto err = store->drop_snapshots_past_end()) {
+      std::cerr << "cobbled: salvaging the event log: " << cobble::describe(err) << '\n';
+      return 1;
+    }
+    spdlog::warn("write-ahead log salvaged: the event log now ends at event {}; events after "
+                 "the damage are lost",
+                 store->last_seq());
+  }
   std::string admin;
-  std::string upload_secret;
   try {
     admin = admin_token(cfg.server);
-    upload_secret = kept_secret(data / "upload_secret");
   } catch (const std::exception& e) {
     std::cerr << "cobbled: secrets in " << data << ": " << e.what() << '\n';
     return 1;
   }
+  std::string upload_key;
   auto file_store = std::make_shared<cobble::storage::file_store>(data);
-  auto files = std::make_shared<cobble::net::file_service>(file_store, upload_secret);
 
   caf::actor_system_config sys_cfg;
   cobble::register_types(sys_cfg);
@@ -195,6 +323,10 @@ int program_main(int argc, char** argv) {
   cobble::node_options node_opts;
   node_opts.files = file_store;
   node_opts.port = rpc_port;
+  node_opts.disk = disk;
+  node_opts.before_start = [&](const cobble::world& w) {
+    return upload_secret(data / "upload_secret", w, upload_key);
+  };
   auto node = [&] {
     // Recovery builds the whole state on this thread; another faults its heap in meanwhile.
     cobble::heap::prefaulter prefault;
@@ -207,6 +339,7 @@ int program_main(int argc, char** argv) {
     return 1;
   }
   auto recovery = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
+  auto files = std::make_shared<cobble::net::file_service>(file_store, upload_key);
 
   auto ctx = std::make_shared<cobble::net::edge_context>();
   ctx->sys = &sys;
@@ -217,6 +350,7 @@ int program_main(int argc, char** argv) {
   ctx->public_url = cfg.server.public_url;
   ctx->files = files;
   ctx->port = rpc_port;
+  ctx->disk = disk;
   auto routes = cobble::net::edge_routes(ctx);
   cobble::net::admin_context actx;
   actx.sys = &sys;
@@ -225,6 +359,7 @@ int program_main(int argc, char** argv) {
   actx.files = files;
   actx.aggregator = node->aggregator;
   actx.upload_limit = cfg.server.upload_limit;
+  actx.disk = disk;
   for (auto& r : cobble::net::admin_routes(actx))
     routes.push_back(std::move(r));
   for (auto& r : cobble::net::file_routes({&sys, node->projects, files, cfg.server.upload_limit}))
@@ -235,6 +370,7 @@ int program_main(int argc, char** argv) {
   opts.threads = cfg.server.worker_threads;
   opts.body_limit = cfg.server.body_limit;
   opts.read_timeout = cfg.server.read_timeout;
+  opts.max_connections = connection_room(cfg.server.max_connections);
   cobble::net::http_server server{opts, std::move(routes)};
   std::uint16_t bound = 0;
   try {
@@ -256,19 +392,26 @@ int program_main(int argc, char** argv) {
             << (cfg.server.mode == cobble::config::durability::sync ? "sync" : "async") << ")\n";
   std::cout << "listening on " << base << "\n";
   {
+    // Account keys are secrets: a real project's go to nobody's terminal or journal. The
+    // embedded demo prints its one user's, so that a BOINC client can attach at once.
     caf::scoped_actor self{sys};
     for (const auto& [name, project] : node->projects) {
       std::cout << "project " << name << ": master URL " << base << "/" << name << "/\n";
+      if (!config_file.empty())
+        continue;
       self->request(project, std::chrono::seconds(30), cobble::atom::list_v, cobble::atom::user_v)
         .receive(
           [&](const cobble::user_list_ptr& users) {
             for (const auto& u : *users)
-              std::cout << "  account key of user " << u.name << ": " << u.authenticator << "\n";
+              if (u.name == "demo")
+                std::cout << "  account key of user demo: " << u.authenticator << "\n";
           },
           [&](caf::error& err) {
             std::cerr << "cobbled: listing users failed: " << cobble::describe(err) << '\n';
           });
     }
+    if (!config_file.empty())
+      std::cout << "account keys: cobble user list (not printed: they are secrets)\n";
   }
   std::cout << "admin API: " << base << "/api/ (token in "
             << (cfg.server.admin_token.empty() ? (data / "admin_token").string()

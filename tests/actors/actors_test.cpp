@@ -103,8 +103,11 @@ TEST_CASE_METHOD(actor_fixture, "a new host gets an id and a job with everything
   CHECK(w->wu.results[index].state == result_state::in_progress);
   CHECK(w->result_names[index] == res.name);
 
-  // The same host again, with its id: no new id, and not the other replica of the workunit.
+  // The same host again, with its id, once the minimum interval between work requests (the
+  // demo's request_delay) has passed: no new id, and not the other replica of the workunit.
+  advance(seconds_to_us(5));
   auto again = rpc(request(h1, 3600));
+  CHECK(again->messages.empty());
   CHECK_FALSE(again->hostid.has_value());
   CHECK(again->results.empty());
 
@@ -264,6 +267,7 @@ TEST_CASE_METHOD(actor_fixture, "a report with a work request is handed over onc
   auto h = *sent.reply->hostid;
   auto first = sent.reply->results[0];
 
+  advance(seconds_to_us(5)); // the minimum interval between work requests (request_delay)
   // The client uploads the output first (its own step, before the report).
   auto report = request(h, 1, {success(first.name, "md5")});
   node.upload_outputs(project, *report);

@@ -341,6 +341,52 @@ TEST_CASE("completion time estimate and bound reach BOINC clients as rsc_fpops_e
   CHECK(back.value->app_units.at(0).app_name == "af");
 }
 
+TEST_CASE("one report of 1e6 app units does not starve clients that report seconds per unit",
+          "[autoflops][limits]") {
+  // What the attacker did on main: one validated report with app_units=1e6 moved the app's
+  // running mean for good, and clients that report seconds_per_app_unit got 0 jobs after.
+  auto jobs_after_attack = [](double app_units_factor) {
+    af_fixture f;
+    auto host = f.new_host();
+    host_state hs; // the host's state, as the project actor keeps it
+    hs.id = host;
+    config::limits_config limits;
+    limits.app_units_factor = app_units_factor;
+    host_settings settings{0, f.logic.state.credit, autoflops_by_version(f.logic.state.apps),
+                           resources_by_version(f.logic.state.apps), limits};
+    // One job sent, run for 10 s and reported through host_logic with `units` app units.
+    auto run = [&](double units) {
+      f.create(1);
+      std::vector<event> sent;
+      auto jobs = f.logic.select_jobs(f.request(host, false), f.now, sent);
+      REQUIRE(jobs.size() == 1);
+      for (const auto& e : sent)
+        if (auto d = std::get_if<ev::result_dispatched>(&e.data))
+          apply(hs, e, f.logic.state.result_name(d->result), f.logic.state.credit);
+      reported_result r;
+      r.name = jobs[0].result.name;
+      r.state = 5;
+      r.final_elapsed_time = r.final_cpu_time = 10;
+      r.app_units = units;
+      r.files.push_back(reported_file{r.name + "_0", 64, "m"});
+      sched_request q;
+      q.results.push_back(r);
+      host_logic hl{hs, settings};
+      auto out = hl.report(q, f.now);
+      REQUIRE(out.events.size() == 1);
+      f.logic.apply_delivered(out.events[0]);
+      f.logic.transition(jobs[0].dispatched.result.wu, f.now);
+    };
+    for (int i = 0; i < 5; ++i)
+      run(1); // honest: as predicted
+    run(1e6);
+    f.create(1);
+    return f.select(f.request(host, false, 5)).size(); // 5 s per app unit
+  };
+  CHECK(jobs_after_attack(100) == 1);  // the default factor: the report is kept out
+  CHECK(jobs_after_attack(1e12) == 0); // no bound: the attack works as it did on main
+}
+
 TEST_CASE("estimates: all gives BOINC clients the server's seconds_per_app_unit", "[autoflops]") {
   auto cfg = af_project();
   CHECK(config::app_config{}.autoflops.estimates == config::estimate_clients::client); // default

@@ -42,6 +42,14 @@ projects:
     request_delay: 7
     next_rpc_delay: 1.5m
     deadline_check_interval: 0.5s
+    limits:
+      min_sendwork_interval: 1m
+      max_ncpus: 16
+      max_ngpus: 2
+      max_jobs_in_progress: 3
+      max_gpu_jobs_in_progress: 0
+      max_new_hosts_per_day: 4
+      app_units_factor: 20
     users:
       - {name: alice, email: alice@example.org, authenticator: abc123}
       - name: bob
@@ -130,6 +138,7 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
     const auto& p = a.projects[i];
     const auto& q = b.projects[i];
     CHECK(p.name == q.name);
+    CHECK(p.limits == q.limits);
     CHECK(p.long_name == q.long_name);
     CHECK(p.request_delay == q.request_delay);
     CHECK(p.next_rpc_delay == q.next_rpc_delay);
@@ -211,6 +220,15 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(p.request_delay == 7);
   CHECK(p.next_rpc_delay == 90.0);
   CHECK(p.deadline_check_interval == 0.5);
+  CHECK(p.limits.min_sendwork_interval == 60.0);
+  CHECK(p.limits.max_ncpus == 16);
+  CHECK(p.limits.max_ngpus == 2);
+  CHECK(p.limits.max_jobs_in_progress == 3);
+  CHECK(p.limits.max_gpu_jobs_in_progress == 0);
+  CHECK(p.limits.max_new_hosts_per_day == 4);
+  CHECK(p.limits.app_units_factor == 20);
+  CHECK(cfg.projects[1].limits == limits_config{}); // the defaults
+  CHECK_FALSE(cfg.projects[1].limits.min_sendwork_interval.has_value());
   REQUIRE(p.users.size() == 2);
   CHECK(p.users[0] == user_config{"alice", "alice@example.org", "abc123"});
   CHECK(p.users[1] == user_config{"bob", "", ""});

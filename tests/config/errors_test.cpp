@@ -136,6 +136,14 @@ TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
                "server.snapshot_time_share", "must be in (0, 1], got 1.5");
   expect_error("projects:\n  - name: p\n    request_delay: -5s\n", 3, "projects[0].request_delay",
                "must not be negative");
+  expect_error("projects:\n  - name: p\n    limits:\n      max_ncpus: 0\n", 4,
+               "projects[0].limits.max_ncpus", "must be positive");
+  expect_error("projects:\n  - name: p\n    limits:\n      min_sendwork_interval: -1s\n", 4,
+               "projects[0].limits.min_sendwork_interval", "must not be negative");
+  expect_error("projects:\n  - name: p\n    limits:\n      max_new_hosts_per_day: -1\n", 4,
+               "projects[0].limits.max_new_hosts_per_day", "must not be negative");
+  expect_error("projects:\n  - name: p\n    limits:\n      app_units_factor: 1\n", 4,
+               "projects[0].limits.app_units_factor", "must be over 1, got 1");
   expect_error("projects:\n  - name: p\n    deadline_check_interval: 0\n", 3,
                "projects[0].deadline_check_interval", "must be positive");
   expect_error(with_app("        delay_bound: -1d\n") + version, 5,

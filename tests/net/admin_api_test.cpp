@@ -42,6 +42,16 @@ struct answer {
   std::string allow;
 };
 
+answer answer_of(const http::response<http::string_body>& res) {
+  answer out;
+  out.status = res.result_int();
+  out.raw = res.body();
+  out.body = json::parse(res.body(), nullptr, false);
+  if (auto it = res.find(http::field::allow); it != res.end())
+    out.allow = std::string{it->value()};
+  return out;
+}
+
 /// A blocking Beast client, one connection per request, with a deadline (never hangs).
 answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
              const std::string& token, const std::string& body = {}) {
@@ -80,13 +90,37 @@ answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
   ioc.run();
   if (result)
     throw beast::system_error{result};
-  answer out;
-  out.status = res.result_int();
-  out.raw = res.body();
-  out.body = json::parse(res.body(), nullptr, false);
-  if (auto it = res.find(http::field::allow); it != res.end())
-    out.allow = std::string{it->value()};
-  return out;
+  return answer_of(res);
+}
+
+/// Sends only a request's header (announcing a body it never sends) and reads the answer:
+/// a server that waited for the body would time out here instead of answering.
+answer answer_to_header(std::uint16_t port, const std::string& header) {
+  asio::io_context ioc;
+  beast::tcp_stream stream{ioc};
+  beast::flat_buffer buffer;
+  http::response<http::string_body> res;
+  beast::error_code result;
+  stream.expires_after(10s);
+  stream.async_connect(
+    tcp::endpoint{asio::ip::make_address("127.0.0.1"), port}, [&](beast::error_code ec) {
+      if (ec) {
+        result = ec;
+        return;
+      }
+      asio::async_write(stream, asio::buffer(header), [&](beast::error_code wec, std::size_t) {
+        if (wec) {
+          result = wec;
+          return;
+        }
+        http::async_read(stream, buffer, res,
+                         [&](beast::error_code rec, std::size_t) { result = rec; });
+      });
+    });
+  ioc.run();
+  if (result)
+    throw beast::system_error{result};
+  return answer_of(res);
 }
 
 /// A running node (demo configuration, temporary data directory) behind the admin API.
@@ -166,6 +200,29 @@ TEST_CASE_METHOD(admin_fixture, "the admin API needs the bearer token", "[net][a
   CHECK(post.status == 401);
   auto ok = get("/api/projects");
   CHECK(ok.status == 200);
+}
+
+TEST_CASE_METHOD(admin_fixture,
+                 "a request is judged by its header: no token or too big, no body is read",
+                 "[net][admin]") {
+  // 200 MB announced without the token: refused at once, nothing buffered.
+  auto stranger = answer_to_header(port, "POST /api/projects/demo/workunits HTTP/1.1\r\n"
+                                         "Host: 127.0.0.1\r\n"
+                                         "Content-Type: application/json\r\n"
+                                         "Content-Length: 200000000\r\n\r\n");
+  CHECK(stranger.status == 401);
+  CHECK_THAT(error_of(stranger), Catch::Contains("missing bearer token"));
+  // With the token, the admin API's body limit is the documented 4 MiB, not the upload limit.
+  auto big = answer_to_header(port, "POST /api/projects/demo/workunits HTTP/1.1\r\n"
+                                    "Host: 127.0.0.1\r\n"
+                                    "Authorization: Bearer "
+                                      + token
+                                      + "\r\n"
+                                        "Content-Type: application/json\r\n"
+                                        "Content-Length: 4194305\r\n\r\n");
+  CHECK(big.status == 413);
+  CHECK(server->stats().refused_early.load() == 1);
+  CHECK(server->stats().rejected_too_large.load() == 1);
 }
 
 TEST_CASE("constant_time_equal compares whole strings", "[net][admin]") {

@@ -257,25 +257,102 @@ TEST_CASE("stderr_out is capped at 64 KiB", "[boinc_xml]") {
   CHECK(r.value->results.at(0).stderr_out.size() == max_stderr_bytes);
 }
 
-TEST_CASE("NaN, infinite and negative times parse", "[boinc_xml]") {
+TEST_CASE("negative and huge finite times parse: the scheduler flags them", "[boinc_xml]") {
   auto r = parse_sched_request(
-    minimal_request("<result><name>r</name><final_elapsed_time>nan</final_elapsed_time>"
-                    "<final_cpu_time>-inf</final_cpu_time></result>"
-                    "<result><name>s</name><final_elapsed_time>-nan</final_elapsed_time>"
+    minimal_request("<result><name>s</name><final_elapsed_time>-3</final_elapsed_time>"
                     "<final_cpu_time>-5.5</final_cpu_time></result>"
-                    "<result><name>t</name><final_elapsed_time>1e400</final_elapsed_time>"
+                    "<result><name>t</name><final_elapsed_time>1e300</final_elapsed_time>"
                     "<final_cpu_time>+2</final_cpu_time></result>"));
   INFO(r.error);
   REQUIRE(r.ok());
   const auto& res = r.value->results;
-  REQUIRE(res.size() == 3);
-  CHECK(std::isnan(res[0].final_elapsed_time));
-  CHECK(std::isinf(res[0].final_cpu_time));
-  CHECK(res[0].final_cpu_time < 0);
-  CHECK(std::isnan(res[1].final_elapsed_time));
-  CHECK(res[1].final_cpu_time == -5.5);
-  CHECK(std::isinf(res[2].final_elapsed_time));
-  CHECK(res[2].final_cpu_time == 2.0);
+  REQUIRE(res.size() == 2);
+  CHECK(res[0].final_elapsed_time == -3);
+  CHECK(res[0].final_cpu_time == -5.5);
+  CHECK(res[1].final_elapsed_time == 1e300);
+  CHECK(res[1].final_cpu_time == 2.0);
+}
+
+TEST_CASE("NaN and infinities are refused in every number, naming the element",
+          "[boinc_xml][limits]") {
+  // What the attacker sent: one RPC with <p_fpops>nan</p_fpops> made `cobble log verify`
+  // report a mismatch forever (NaN is unequal to itself).
+  for (const char* bad : {"nan", "-nan", "NaN", "inf", "-inf", "infinity", "1e400", "-1e999"}) {
+    INFO(bad);
+    auto host = parse_sched_request(
+      minimal_request(std::string("<host_info><p_fpops>") + bad + "</p_fpops></host_info>"));
+    CHECK_FALSE(host.ok());
+    CHECK_THAT(host.error, Contains("p_fpops") && Contains("not a finite number"));
+    auto result = parse_sched_request(
+      minimal_request(std::string("<result><name>r</name><final_elapsed_time>") + bad
+                      + "</final_elapsed_time>" + "</result>"));
+    CHECK_FALSE(result.ok());
+    CHECK_THAT(result.error, Contains("final_elapsed_time"));
+    auto request = parse_sched_request(
+      minimal_request(std::string("<work_req_seconds>") + bad + "</work_req_seconds>"));
+    CHECK_FALSE(request.ok());
+    CHECK_THAT(request.error, Contains("work_req_seconds"));
+  }
+}
+
+TEST_CASE("out-of-range host figures and AutoFlops numbers are refused", "[boinc_xml][limits]") {
+  auto refused = [](const std::string& inner, const std::string& element) {
+    auto r = parse_sched_request(minimal_request(inner));
+    INFO(inner);
+    CHECK_FALSE(r.ok());
+    CHECK_THAT(r.error, Contains(element) && Contains("out of range"));
+  };
+  refused("<host_info><p_ncpus>-64</p_ncpus></host_info>", "host_info/p_ncpus");
+  refused("<host_info><p_fpops>-1e9</p_fpops></host_info>", "host_info/p_fpops");
+  refused("<host_info><d_free>-1</d_free></host_info>", "host_info/d_free");
+  refused("<time_stats><on_frac>1.5</on_frac></time_stats>", "time_stats/on_frac");
+  refused("<time_stats><active_frac>-2</active_frac></time_stats>", "time_stats/active_frac");
+  refused("<coprocs><coproc_cuda><count>-2</count></coproc_cuda></coprocs>", "coprocs/count");
+  refused("<result><name>r</name><app_units>-5</app_units></result>", "result/app_units");
+  refused("<result><name>r</name><raw_flops_per_au>-1</raw_flops_per_au></result>",
+          "result/raw_flops_per_au");
+  // The edges are in range.
+  auto ok = parse_sched_request(
+    minimal_request("<time_stats><on_frac>1</on_frac><active_frac>-1</active_frac></time_stats>"
+                    "<host_info><p_ncpus>0</p_ncpus><d_free>0</d_free></host_info>"));
+  INFO(ok.error);
+  CHECK(ok.ok());
+}
+
+TEST_CASE("text values are cut at 255 bytes and invalid UTF-8 is replaced", "[boinc_xml][limits]") {
+  // What the attacker sent: megabytes of domain_name (every change an event), and bytes
+  // that are no UTF-8, which made every view of the host fail.
+  std::string huge(1 << 20, 'd');
+  auto r = parse_sched_request(minimal_request(
+    "<host_info><domain_name>" + huge + "</domain_name><p_vendor>Vendor\xff\xfeX</p_vendor>"
+    + "<os_name>\xc3\xa9t\xc3</os_name><p_model>\xed\xa0\x80</p_model></host_info>"
+    + "<result><name>r</name><file_info><name>r_0</name><md5_cksum>\xc0\xaf"
+      "ab</md5_cksum>"
+    + "</file_info></result>"));
+  INFO(r.error);
+  REQUIRE(r.ok());
+  const auto& h = r.value->host;
+  CHECK(h.domain_name == std::string(max_request_text_bytes, 'd'));
+  CHECK(h.p_vendor == "Vendor\xEF\xBF\xBD\xEF\xBF\xBDX");     // one U+FFFD per bad byte
+  CHECK(h.os_name == "\xc3\xa9t\xEF\xBF\xBD");                // the é kept, the cut one replaced
+  CHECK(h.p_model == "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"); // a surrogate is no UTF-8
+  CHECK(r.value->results.at(0).files.at(0).md5_cksum
+        == "\xEF\xBF\xBD\xEF\xBF\xBD"
+           "ab");
+  // A long multi-byte text is cut on a character boundary.
+  std::string accents;
+  for (int i = 0; i < 200; ++i)
+    accents += "\xc3\xa9";
+  auto cut = parse_sched_request(
+    minimal_request("<host_info><os_version>" + accents + "</os_version></host_info>"));
+  REQUIRE(cut.ok());
+  CHECK(cut.value->host.os_version.size() == 254);
+  CHECK(cut.value->host.os_version == accents.substr(0, 254));
+  // stderr_out keeps its own cap, and is cleaned too.
+  auto err = parse_sched_request(
+    minimal_request("<result><name>r</name><stderr_out>ok\xff</stderr_out></result>"));
+  REQUIRE(err.ok());
+  CHECK(err.value->results.at(0).stderr_out == "ok\xEF\xBF\xBD");
 }
 
 TEST_CASE("scheduler request errors", "[boinc_xml]") {

@@ -101,6 +101,17 @@ TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {
     auto past = get_range("bytes=200000-");
     CHECK(past.result() == http::status::ok); // never 416: the client would give up
     CHECK(past.body() == content);
+    // A last byte beyond 64 bits is the file's last, not byte 0.
+    auto huge_end = get_range("bytes=0-99999999999999999999");
+    CHECK(huge_end.result() == http::status::partial_content);
+    CHECK(huge_end.body() == content);
+    CHECK(huge_end[http::field::content_range] == "bytes 0-99999/100000");
+    auto huge_start = get_range("bytes=99999999999999999999-");
+    CHECK(huge_start.result() == http::status::ok);
+    CHECK(huge_start.body() == content);
+    auto last_byte = get_range("bytes=99999-99999");
+    CHECK(last_byte.result() == http::status::partial_content);
+    CHECK(last_byte.body() == content.substr(99999));
   }
   CHECK(c.get("/demo/download/in_0000").status == 404);
   CHECK(c.get("/demo/download/..%2Fadmin_token").status == 404);
@@ -231,5 +242,62 @@ TEST_CASE("assimilation keeps the canonical output and deletes finished work's f
   for (auto& e : fs::directory_iterator(s.data / "projects/demo/download"))
     inputs += e.path().filename().string().starts_with("in_");
   CHECK(inputs == 0);
+  CHECK(s.stop() == 0);
+}
+
+namespace {
+
+/// Resident memory of a process, from /proc/PID/status, in bytes.
+std::uint64_t resident_bytes(int pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmRSS:"))
+      return std::stoull(line.substr(6)) * 1024;
+  return 0;
+}
+
+} // namespace
+
+TEST_CASE("a download is sent from the file: clients that do not read cost no memory") {
+  temp_dir dir;
+  server s{dir.path()};
+  // A 64 MiB input, as an operator would stage it.
+  const std::size_t size = 64u << 20;
+  auto download = s.data / "projects/demo/download";
+  fs::create_directories(download);
+  {
+    std::ofstream out{download / "in_big", std::ios::binary};
+    auto chunk = pattern(1u << 20, 11);
+    for (std::size_t i = 0; i < size / chunk.size(); ++i)
+      out << chunk;
+  }
+  http_client c{"127.0.0.1", s.port};
+  REQUIRE(c.get("/healthz").status == 200);
+  const auto before = resident_bytes(s.proc->pid());
+  REQUIRE(before > 0);
+
+  // Eight clients ask for the whole file and read nothing: on main each held a copy of it.
+  boost::asio::io_context ioc;
+  std::vector<std::unique_ptr<boost::beast::tcp_stream>> idle;
+  for (int i = 0; i < 8; ++i) {
+    auto& st = idle.emplace_back(std::make_unique<boost::beast::tcp_stream>(ioc));
+    st->connect({boost::asio::ip::make_address("127.0.0.1"), s.port});
+    http::request<http::empty_body> req{http::verb::get, "/demo/download/in_big", 11};
+    req.set(http::field::host, "127.0.0.1");
+    http::write(*st, req);
+  }
+  // One honest client downloads it whole while they wait: it gets every byte.
+  auto whole = c.get("/demo/download/in_big");
+  CHECK(whole.status == 200);
+  CHECK(whole.body.size() == size);
+  const auto after = resident_bytes(s.proc->pid());
+  INFO("resident before " << before << " after " << after);
+  CHECK(after < before + size); // nine copies would be 576 MiB
+
+  // A symbolic link under download/ is not followed.
+  fs::create_symlink(s.data / "admin_token", download / "in_link");
+  CHECK(c.get("/demo/download/in_link").status == 404);
+  idle.clear();
   CHECK(s.stop() == 0);
 }

@@ -355,6 +355,31 @@ TEST_CASE("an idle keep-alive connection is closed after the idle timeout", "[ht
   CHECK(server.stats().timeouts.load() == 0);
 }
 
+TEST_CASE("a connection over max_connections gets 503 and a close; the others go on", "[http]") {
+  auto opts = test_options();
+  opts.max_connections = 2;
+  http_server server{opts, default_routes()};
+  auto port = server.start();
+  auto first = std::make_unique<client>(port);
+  client second{port};
+  REQUIRE(first->roundtrip(http::verb::get, "/get").result() == http::status::ok);
+  REQUIRE(second.roundtrip(http::verb::get, "/get").result() == http::status::ok);
+
+  client third{port};
+  auto refused = third.read(); // the server speaks first, without a request
+  CHECK(refused.result() == http::status::service_unavailable);
+  CHECK(refused[http::field::retry_after] == "60");
+  CHECK(refused.body().find("too many connections") != std::string::npos);
+  CHECK(third.read_until_closed() != beast::error::timeout);
+  CHECK(server.stats().refused_busy.load() == 1);
+
+  CHECK(second.roundtrip(http::verb::get, "/get").result() == http::status::ok);
+  first.reset(); // one leaves: there is room again
+  REQUIRE(eventually(server.stats().open_connections, 1));
+  client fourth{port};
+  CHECK(fourth.roundtrip(http::verb::get, "/get").result() == http::status::ok);
+}
+
 TEST_CASE("unknown paths get 404, wrong methods 405 with Allow", "[http]") {
   http_server server{test_options(), default_routes()};
   client c{server.start()};

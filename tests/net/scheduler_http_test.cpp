@@ -28,7 +28,18 @@ const std::string md5_a = "6f5902ac237024bdd0c176cb93063dc4"; // md5_of(output_a
 
 TEST_CASE("a 7.20 client attaches, gets a job, reports it, and a quorum of two validates") {
   temp_dir dir;
-  server s{dir.path()};
+  // The demo project without the minimum interval between work requests, so that the same
+  // host may ask again at once (below) and be refused the other replica for that reason.
+  auto cfg = dir.path() / "cobble.yaml";
+  std::ofstream{cfg} << "projects:\n"
+                        "  - name: demo\n"
+                        "    long_name: Cobble demo project\n"
+                        "    limits: {min_sendwork_interval: 0s}\n"
+                        "    users: [{name: demo}]\n"
+                        "    apps:\n"
+                        "      - name: testapp\n"
+                        "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
+  server s{dir.path() / "data", {"--config", cfg.string()}};
   http_client c{"127.0.0.1", s.port};
 
   SECTION("the master page names the scheduler at column 0") {
@@ -212,7 +223,11 @@ TEST_CASE("bad scheduler requests get a message and a delay and change nothing")
   for (const auto& body :
        {std::string{"<scheduler_request><authent"}, full.substr(0, full.size() / 2),
         std::string{"garbage"}, std::string{"<scheduler_request></scheduler_request>"},
-        make_request("not-a-key", 0, 100, 1, {})}) {
+        make_request("not-a-key", 0, 100, 1, {}),
+        // What an attacker sent on main: NaN made `cobble log verify` fail for good.
+        std::regex_replace(full, std::regex{"<p_fpops>[^<]*</p_fpops>"}, "<p_fpops>nan</p_fpops>"),
+        std::regex_replace(full, std::regex{"<p_ncpus>[^<]*</p_ncpus>"},
+                           "<p_ncpus>-64</p_ncpus>")}) {
     auto r = rpc(c, body);
     CHECK_FALSE(r.messages.empty());
     CHECK(r.request_delay > 0);
@@ -241,7 +256,8 @@ TEST_CASE("bad scheduler requests get a message and a delay and change nothing")
     CHECK(res.result_int() == 413);
   }
 
-  // Reports: not sent to this host -> acked, ignored; twice -> applied once; NaN -> flagged.
+  // Reports: not sent to this host -> acked, ignored; NaN -> the RPC refused, nothing
+  // applied; twice -> applied once; a negative time -> flagged.
   auto a = rpc(c, make_request(s.account_key, 0, 100, 1, {}));
   REQUIRE(a.hostid);
   REQUIRE(a.jobs.size() == 1);
@@ -249,7 +265,13 @@ TEST_CASE("bad scheduler requests get a message and a delay and change nothing")
                                       {{"wu_bad_1", 5, 0, "1.0", {{"x", md5_a}}},
                                        {"nonexistent_7", 5, 0, "1.0", {}}}));
   CHECK(stranger.acks.size() == 2);
-  report rep{a.jobs[0].result, 5, 0, "nan", {{a.jobs[0].output, md5_a}}};
+  report nan_rep{a.jobs[0].result, 5, 0, "nan", {{a.jobs[0].output, md5_a}}};
+  auto refused = rpc(c, make_request(s.account_key, *a.hostid, 0, 0, {nan_rep}));
+  CHECK(refused.acks.empty());
+  REQUIRE_FALSE(refused.messages.empty());
+  CHECK(refused.messages[0].find("not a finite number") != std::string::npos);
+  CHECK(admin_get(s, "/api/projects/demo")["counters"]["results_reported"] == 0);
+  report rep{a.jobs[0].result, 5, 0, "-5", {{a.jobs[0].output, md5_a}}};
   auto first = rpc(c, make_request(s.account_key, *a.hostid, 0, 0, {rep}));
   auto second = rpc(c, make_request(s.account_key, *a.hostid, 0, 0, {rep}));
   CHECK(first.acks == std::vector<std::string>{rep.name});

@@ -63,14 +63,13 @@ struct server {
     INFO("cobbled output so far: " << join(proc->lines()));
     REQUIRE(listening);
     port = static_cast<unsigned short>(std::stoi(listening->substr(listening->rfind(':') + 1)));
-    auto key = proc->wait_for("account key of user demo: ", 30s);
-    REQUIRE(key);
-    account_key = key->substr(key->rfind(' ') + 1);
     auto admin = proc->wait_for("admin API:", 30s);
     REQUIRE(admin);
     std::ifstream in{data / "admin_token"};
     std::getline(in, token);
     REQUIRE(!token.empty());
+    account_key = account_key_of(port, token, "demo", "demo");
+    REQUIRE(!account_key.empty());
   }
 
   void kill9() {

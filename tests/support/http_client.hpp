@@ -7,6 +7,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <chrono>
 #include <string>
 
@@ -72,5 +74,19 @@ private:
   boost::asio::io_context ioc_;
   std::optional<boost::beast::tcp_stream> stream_;
 };
+
+/// The account key of `user` in `project`, from the admin API (cobbled prints none with
+/// --config); empty if there is no such user.
+inline std::string account_key_of(unsigned short port, const std::string& token,
+                                  const std::string& project, const std::string& user) {
+  http_client api("127.0.0.1", port);
+  auto r = api.get("/api/projects/" + project + "/users", token);
+  if (r.status != 200)
+    return {};
+  for (const auto& u : nlohmann::json::parse(r.body))
+    if (u.value("name", "") == user)
+      return u.value("authenticator", "");
+  return {};
+}
 
 } // namespace cobble::test

@@ -90,7 +90,7 @@ print_events(const storage::event_store& st, std::uint64_t from, std::uint64_t t
       return false;
     }
     if (as_json)
-      std::cout << event_json(*e).dump() << '\n';
+      std::cout << event_json(*e).dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
     else
       std::cout << describe(*e) << '\n';
     last = r.seq;
@@ -371,7 +371,8 @@ int print_entity(const global_options& g, const storage::event_store& st, const 
               << "):\n";
     for (const auto& e : history)
       std::cout << describe(e) << '\n';
-    std::cout << "state of " << o.entity << " at seq " << w.seq << ":\n" << m.state.dump(2) << '\n';
+    std::cout << "state of " << o.entity << " at seq " << w.seq << ":\n"
+              << m.state.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
   }
   if (g.json)
     print_json(matches.size() == 1 ? out[0] : out);
@@ -445,6 +446,9 @@ void check_decodes(const storage::event_store& st, std::uint64_t from, std::uint
 int log_verify(const global_options& g) {
   auto st = open_log(g);
   auto last = st->last_seq();
+  // Events lost at the end leave no gap in the numbers, but a snapshot taken after them.
+  if (auto err = st->check_no_lost_tail())
+    throw failure("verify failed: " + describe(err));
   auto snaps = st->list_snapshots();
   if (!snaps)
     throw failure("cannot list snapshots: " + describe(snaps.error()));

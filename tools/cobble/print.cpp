@@ -40,7 +40,7 @@ std::string text(const json& x) {
   }
   if (x.is_boolean())
     return x.get<bool>() ? "yes" : "no";
-  return x.dump();
+  return x.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
 std::string field(const json& obj, const char* key) {
@@ -65,7 +65,8 @@ std::string time_field(const json& obj, const char* key) {
 }
 
 void print_json(const json& x) {
-  std::cout << x.dump(2) << '\n';
+  // Invalid UTF-8 from a log written before the edge replaced it: replaced, not thrown.
+  std::cout << x.dump(2, ' ', false, json::error_handler_t::replace) << '\n';
 }
 
 void print_summary(std::ostream& out, const json& s) {

@@ -208,6 +208,8 @@ struct af_run {
     p.long_name = "AutoFlops lab";
     p.deadline_check_interval = 3600;
     p.users.push_back({"lab", "lab@example.org", "lab-af"});
+    // Honest hosts of one account at the lab's own pace (see credit_lab.cpp).
+    p.limits = lab_limits();
     auto& a = p.apps.emplace_back();
     a.name = app_name;
     a.min_quorum = a.target_nresults = 1;

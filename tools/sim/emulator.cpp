@@ -776,6 +776,12 @@ config::cobble_config make_config(const scenario& sc) {
     p.deadline_check_interval = std::max(3600.0, sc.step);
     p.file_grace_period = 3600;
     p.users.push_back(config::user_config{"sim", "sim@example.org", ""});
+    // Every simulated host is an honest volunteer of the one "sim" account; its client
+    // honours request_delay, so the minimum interval stays on, but the caps on new hosts
+    // and on jobs in progress would model a policy the scenario did not ask for.
+    p.limits.max_new_hosts_per_day = 0;
+    p.limits.max_jobs_in_progress = 0;
+    p.limits.max_gpu_jobs_in_progress = 0;
     for (const auto& sa : sp.apps) {
       config::app_config a;
       a.name = sa.name;

@@ -69,7 +69,11 @@ void harness::start() {
   if (running())
     throw std::logic_error("the harness's node is running already");
   config::validate(config_);
-  auto n = start_node(*sys_, config_, store_, clock_, node_options{false, files_, port_});
+  node_options opts;
+  opts.detached_log = false;
+  opts.files = files_;
+  opts.port = port_;
+  auto n = start_node(*sys_, config_, store_, clock_, opts);
   if (!n)
     throw std::runtime_error("cannot start the node: " + describe(n.error()));
   node_ = std::move(*n);

@@ -33,6 +33,18 @@
 
 namespace cobble::sim {
 
+/// The limits for a lab of honest hosts that share one account and ask at the lab's own
+/// pace: the defences against hostile clients (docs/security.md) are off, so that they do
+/// not distort what the lab measures.
+inline config::limits_config lab_limits() {
+  config::limits_config l;
+  l.min_sendwork_interval = 0;
+  l.max_new_hosts_per_day = 0;
+  l.max_jobs_in_progress = 0;
+  l.max_gpu_jobs_in_progress = 0;
+  return l;
+}
+
 /// How to start a harness.
 struct harness_options {
   config::cobble_config config = config::demo();

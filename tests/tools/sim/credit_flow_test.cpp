@@ -27,6 +27,7 @@ config::cobble_config lab_config(int quorum, int jobs_per_day = 200) {
   p.credit.version_sample_threshold = 2;
   p.credit.host_sample_threshold = 2;
   p.users.push_back({"u", "u@example.org", "key-u", "crunchers"});
+  p.limits = sim::lab_limits(); // RPCs in a loop: the quotas, not the limits, are tested
   auto& a = p.apps.emplace_back();
   a.name = "labapp";
   a.min_quorum = a.target_nresults = quorum;
@@ -63,6 +64,12 @@ reported_result success(const std::string& name, double elapsed) {
   return r;
 }
 
+/// A client's turn that reports results: it uploads their outputs first, as BOINC's does.
+caf::expected<sched_reply_ptr> report(sim::harness& h, sched_request r) {
+  h.upload_outputs(h.project("p"), r);
+  return h.rpc("p", std::move(r));
+}
+
 work_batch jobs(int n, int from = 0) {
   work_batch b;
   b.submitter = "test";
@@ -91,8 +98,8 @@ TEST_CASE("granted credit reaches the workunit, the totals and the scheduler rep
   REQUIRE((*b)->results.size() == 1);
   auto ha = *(*a)->hostid, hb = *(*b)->hostid;
   h.advance(1000 * us_per_second);
-  REQUIRE(h.rpc("p", request(ha, 1e9, false, {success((*a)->results[0].name, 1000)})));
-  REQUIRE(h.rpc("p", request(hb, 2e9, false, {success((*b)->results[0].name, 1000)})));
+  REQUIRE(report(h, request(ha, 1e9, false, {success((*a)->results[0].name, 1000)})));
+  REQUIRE(report(h, request(hb, 2e9, false, {success((*b)->results[0].name, 1000)})));
   // PFC 1e12 and 2e12 FLOPs: claims of 1e12 and 2e12 / 8.64e11 Cobblestones; the quorum's
   // grant is their mean.
   auto w = h.workunit("p", "w0");
@@ -152,7 +159,7 @@ TEST_CASE("the daily quota and R(J,H) act on dispatch", "[sim][credit]") {
   // Each job takes 3000 s on a 1e9 host that the client thinks does one job in 1000 s.
   for (int i = 0; i < 5; ++i) {
     h.advance(3000 * us_per_second);
-    auto r = h.rpc("p", request(id, 1e9, true, {success(name, 3000)}));
+    auto r = report(h, request(id, 1e9, true, {success(name, 3000)}));
     REQUIRE(r);
     if ((*r)->results.empty())
       break;
@@ -173,7 +180,7 @@ TEST_CASE("the daily quota and R(J,H) act on dispatch", "[sim][credit]") {
   CHECK((*hv)->state->app_versions.at(1).n_jobs_today == 4);
   // The next UTC day brings new jobs.
   h.advance(86400 * us_per_second);
-  auto later = h.rpc("p", request(id, 1e9, true, {success(name, 3000)}));
+  auto later = report(h, request(id, 1e9, true, {success(name, 3000)}));
   REQUIRE(later);
   CHECK((*later)->results.size() == 1);
 }
@@ -215,7 +222,7 @@ TEST_CASE("a job the host cannot finish by its deadline by R(J,H) is not sent", 
   auto id = *(*r)->hostid;
   for (int i = 0; i < 2; ++i) {
     h.advance(3000 * us_per_second);
-    r = h.rpc("p", request(id, 1e9, i == 0, {success((*r)->results.at(0).name, 3000)}));
+    r = report(h, request(id, 1e9, i == 0, {success((*r)->results.at(0).name, 3000)}));
     REQUIRE(r);
   }
   auto asking = [&](double delay) {
@@ -248,7 +255,7 @@ TEST_CASE("recovery rebuilds every credit number", "[sim][credit]") {
     id = *(*r)->hostid;
     for (int i = 0; i < 4; ++i) {
       h.advance(2000 * us_per_second);
-      r = h.rpc("p", request(id, 1e9, true, {success((*r)->results.at(0).name, 2000)}));
+      r = report(h, request(id, 1e9, true, {success((*r)->results.at(0).name, 2000)}));
       REQUIRE(r);
     }
     h.advance(600 * us_per_second);
@@ -354,7 +361,7 @@ std::pair<std::string, double> run_job(sim::harness& h, id_type& host, bool gpu,
   auto result = (*got)->results[0].name;
   auto wu = (*got)->results[0].wu_name;
   h.advance(seconds_to_us(elapsed));
-  auto done = h.rpc("p", device_request(host, gpu, false, {success(result, elapsed)}));
+  auto done = report(h, device_request(host, gpu, false, {success(result, elapsed)}));
   REQUIRE(done);
   // The validator ran while the report was handled; the next reply carries the totals.
   auto next = h.rpc("p", device_request(host, gpu, false));
