@@ -43,8 +43,8 @@ namespace ev {
 struct project_configured {
   static constexpr std::uint16_t kind = 1;
   /// 2: credit settings, per-app credit settings; 3: per-app autoflops settings; 4: their
-  /// host_min_spread.
-  static constexpr std::uint8_t payload_version = 4;
+  /// host_min_spread; 5: per-app one_result_per_user_per_wu.
+  static constexpr std::uint8_t payload_version = 5;
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;

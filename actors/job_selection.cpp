@@ -128,6 +128,15 @@ bool host_has_result_of(const workunit_rec& wu, id_type host) {
   });
 }
 
+bool user_has_result_of(const project_state& st, const workunit_rec& wu, id_type user) {
+  return std::any_of(wu.results.begin(), wu.results.end(), [&](const result_rec& r) {
+    if (r.state == result_state::unsent)
+      return false;
+    auto h = st.hosts.find(r.host);
+    return h != st.hosts.end() && h->second.user == user;
+  });
+}
+
 } // namespace detail
 
 granted_job
@@ -196,6 +205,9 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
   std::vector<granted_job> jobs;
   constexpr std::size_t scan_limit = 256; // candidates looked at per app and resource
   std::map<std::uint32_t, int> per_app;
+  // The requesting host's user, for one result of a workunit per user (0: not known).
+  auto owner = state.hosts.find(req.host);
+  id_type user = owner == state.hosts.end() ? 0 : owner->second.user;
   for (int ti = 0; ti < n_resource_types; ++ti) {
     auto t = static_cast<resource_type>(ti);
     if (static_cast<std::size_t>(ti) >= req.requests.size())
@@ -297,6 +309,8 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
             || wu.results[ref.index].state != result_state::unsent)
           continue;
         if (host_has_result_of(wu, req.host))
+          continue;
+        if (app.one_result_per_user_per_wu && user != 0 && user_has_result_of(state, wu, user))
           continue;
         dispatch_credit dc;
         bool check = plan(wu, dc);

@@ -66,6 +66,7 @@ apps_from_config(const config::project_config& cfg, const std::vector<app_rec>& 
     a.output_names = ac.output_names;
     a.host_scale_check = ac.host_scale_check;
     a.max_jobs_per_day = ac.max_jobs_per_day;
+    a.one_result_per_user_per_wu = ac.one_result_per_user_per_wu;
     a.autoflops = autoflops_settings_from(ac);
     for (const auto& vc : ac.versions) {
       auto res = parse_resource_type(vc.coproc_type).value_or(resource_type::cpu);

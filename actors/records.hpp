@@ -58,6 +58,7 @@ struct app_rec {
   bool host_scale_check = false;  ///< Cherry-picking protection (scale probation); v2.
   int max_jobs_per_day = 200;     ///< Initial daily quota per CPU or GPU; v2.
   autoflops_settings autoflops{}; ///< AutoFlops and the credit policy; v3.
+  bool one_result_per_user_per_wu = true; ///< No two results of a workunit to one user; v5.
   friend bool operator==(const app_rec&, const app_rec&) = default;
 };
 
@@ -71,6 +72,8 @@ void inspect_fields(F& f, app_rec& x) {
     f(x.host_scale_check, x.max_jobs_per_day);
   if (f.version >= 3)
     f(x.autoflops);
+  if (f.version >= 5)
+    f(x.one_result_per_user_per_wu);
 }
 
 /// What the server keeps of a host's self-description.

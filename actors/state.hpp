@@ -539,7 +539,7 @@ void apply(world& w, const event& e);
 /// 7: the outputs received of results and sequence elements).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 7;
+inline constexpr std::uint8_t snapshot_version = 8;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -506,6 +506,7 @@ void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_c
              "output_names",
              "host_scale_check",
              "max_jobs_per_day",
+             "one_result_per_user_per_wu",
              "credit_policy",
              "autoflops",
              "versions"});
@@ -530,6 +531,8 @@ void parse_app(parser& p, const YAML::Node& node, const std::string& path, app_c
   read_strings(m, "output_names", out.output_names);
   read_enum(m, "host_scale_check", out.host_scale_check, {{"true", true}, {"false", false}});
   read(m, "max_jobs_per_day", out.max_jobs_per_day);
+  read_enum(m, "one_result_per_user_per_wu", out.one_result_per_user_per_wu,
+            {{"true", true}, {"false", false}});
   read_enum(m, "credit_policy", out.credit_policy,
             {{"pfc", credit_policy_kind::pfc}, {"app_units", credit_policy_kind::app_units}});
   if (m.has("autoflops"))
@@ -881,6 +884,9 @@ projects:
         min_quorum: 2
         target_nresults: 2
         validator: bitwise
+        # Its one user runs both replicas of a workunit; a public project keeps the default
+        # (true) so that no volunteer can make up a quorum alone.
+        one_result_per_user_per_wu: false
         versions:
           - {platform: x86_64-pc-linux-gnu, version_num: 100}
 )";
@@ -952,6 +958,7 @@ cobble_config demo() {
   app.min_quorum = 2;
   app.target_nresults = 2;
   app.validator = validator_kind::bitwise;
+  app.one_result_per_user_per_wu = false; // one user runs both replicas of a workunit
   auto& version = app.versions.emplace_back();
   version.platform = "x86_64-pc-linux-gnu";
   version.version_num = 100;
@@ -1066,6 +1073,7 @@ std::string to_yaml(const cobble_config& cfg) {
       out << YAML::EndSeq;
       raw("host_scale_check", a.host_scale_check ? "true" : "false");
       raw("max_jobs_per_day", std::to_string(a.max_jobs_per_day));
+      raw("one_result_per_user_per_wu", a.one_result_per_user_per_wu ? "true" : "false");
       raw("credit_policy", a.credit_policy == credit_policy_kind::pfc ? "pfc" : "app_units");
       {
         const auto& f = a.autoflops;

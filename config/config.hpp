@@ -93,6 +93,10 @@ struct app_config {
   /// Initial daily job quota of a (host, app version), per CPU (CPU versions) or GPU (GPU
   /// versions); one less per crash, doubled per success, never above the initial value.
   int max_jobs_per_day = 200;
+  /// At most one result of a workunit goes to the hosts of one user (BOINC's
+  /// one_result_per_user_per_wu), so that one volunteer cannot make up a quorum alone. One
+  /// result per host holds always.
+  bool one_result_per_user_per_wu = true;
   credit_policy_kind credit_policy = credit_policy_kind::pfc; ///< pfc | app_units.
   autoflops_config autoflops; ///< AutoFlops settings (docs/autoflops.md).
   std::vector<app_version_config> versions;

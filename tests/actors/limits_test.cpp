@@ -180,3 +180,43 @@ TEST_CASE("RPCs with an unchanged description write no events", "[limits][actors
   }
   CHECK(f.store().last_seq() == seq + 1); // the first d_free figure only
 }
+
+TEST_CASE("two hosts of one user never hold two results of one workunit", "[limits][actors]") {
+  // On main one user with two host ids held both replicas of 2,000 workunits, reported the
+  // same invented md5 for each pair and had them validated. Now the hosts of one user get at
+  // most one result of a workunit (one_result_per_user_per_wu, on by default).
+  auto cfg = config::demo();
+  auto& project = cfg.projects.at(0);
+  project.users.push_back({"other", "other@example.org", "key-other"});
+  bool per_user = GENERATE(true, false);
+  project.apps.at(0).one_result_per_user_per_wu = per_user;
+  test::node_fixture f(test::node_fixture::options(cfg));
+  auto b = std::make_shared<work_batch>();
+  b->submitter = "test";
+  for (int i = 0; i < 3; ++i) {
+    work_spec w;
+    w.app = "testapp";
+    b->items.push_back(std::move(w));
+  }
+  REQUIRE(
+    f.ask<work_created_ptr>(f.project, atom::create_v, work_batch_ptr{std::move(b)})->ids.size()
+    == 3);
+  auto ask_for_work = [&](const std::string& key) {
+    auto r = f.anonymous_request(0, 86400, {});
+    r->authenticator = key;
+    r->cpu.req_instances = 4;
+    r->host.p_ncpus = 4;
+    return f.rpc(r);
+  };
+  // The user's first host gets one replica of each workunit (never two: one per host).
+  auto first = ask_for_work(f.auth);
+  CHECK(first->results.size() == 3);
+  // The same user's second host: nothing while the setting is on, the other replicas if off.
+  auto second = ask_for_work(f.auth);
+  CHECK(second->results.size() == (per_user ? 0u : 3u));
+  // Another user's host gets the replicas the first user could not take.
+  auto other = ask_for_work("key-other");
+  CHECK(other->results.size() == (per_user ? 3u : 0u));
+  // Either way every replica is out, to two different hosts.
+  CHECK(f.status()->results_in_progress == 6);
+}

@@ -196,6 +196,7 @@ TEST_CASE("assimilation keeps the canonical output and deletes finished work's f
                         "    users: [{name: demo}]\n"
                         "    apps:\n"
                         "      - name: testapp\n"
+                        "        one_result_per_user_per_wu: false\n" // one user, two hosts
                         "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
   server s{dir.path() / "data", {"--config", cfg.string()}};
   auto input = dir.path() / "input.dat";

@@ -38,6 +38,7 @@ TEST_CASE("a 7.20 client attaches, gets a job, reports it, and a quorum of two v
                         "    users: [{name: demo}]\n"
                         "    apps:\n"
                         "      - name: testapp\n"
+                        "        one_result_per_user_per_wu: false\n" // one user, two hosts
                         "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
   server s{dir.path() / "data", {"--config", cfg.string()}};
   http_client c{"127.0.0.1", s.port};

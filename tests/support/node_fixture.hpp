@@ -132,12 +132,12 @@ public:
   project_summary_ptr status() { return ask<project_summary_ptr>(project, atom::status_v); }
 
 private:
-  /// Takes the project's handle and its user's account key from the running node.
+  /// Takes the project's handle and its first user's account key from the running node.
   void attach() {
     REQUIRE(node.running());
     project = node.handles().projects.at(node.config().projects.at(0).name);
     auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
-    REQUIRE(users->size() == 1);
+    REQUIRE(!users->empty());
     auth = users->at(0).authenticator;
   }
 };

@@ -213,6 +213,8 @@ struct af_run {
     auto& a = p.apps.emplace_back();
     a.name = app_name;
     a.min_quorum = a.target_nresults = 1;
+    // A replacement of a timed-out job goes to another of the account's hosts.
+    a.one_result_per_user_per_wu = false;
     a.max_jobs_per_rpc = 1;
     a.delay_bound = s.delay_bound;
     a.rsc_fpops_est = s.flops_per_au * s.predicted_min;

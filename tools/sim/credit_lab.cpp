@@ -274,6 +274,7 @@ struct lab_run {
       auto& a = p.apps.emplace_back();
       a.name = "labapp";
       a.min_quorum = a.target_nresults = lp.replication;
+      a.one_result_per_user_per_wu = false; // every lab host belongs to the one user
       a.max_jobs_per_rpc = 1;
       a.delay_bound = lp.delay_bound;
       a.host_scale_check = lp.host_scale_check;

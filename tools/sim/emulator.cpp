@@ -787,6 +787,7 @@ config::cobble_config make_config(const scenario& sc) {
       a.name = sa.name;
       a.min_quorum = sp.replication;
       a.target_nresults = sp.replication;
+      a.one_result_per_user_per_wu = false; // every emulated host belongs to the one user
       a.max_total_results = std::max(10, sp.replication * 3);
       a.max_success_results = std::max(6, sp.replication * 2);
       a.delay_bound = sa.delay_bound;

@@ -31,6 +31,7 @@ config::cobble_config lab_config(int quorum, int jobs_per_day = 200) {
   auto& a = p.apps.emplace_back();
   a.name = "labapp";
   a.min_quorum = a.target_nresults = quorum;
+  a.one_result_per_user_per_wu = false; // the one user's hosts make up the quorum
   a.max_jobs_per_rpc = 1;
   a.max_jobs_per_day = jobs_per_day;
   a.rsc_fpops_est = est;
