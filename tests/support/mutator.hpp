@@ -185,8 +185,10 @@ private:
   std::string mutate_once(std::string s, std::string_view other) {
     switch (below(12)) {
       case 0: // flip one bit
-        if (!s.empty())
-          s[below(s.size())] ^= static_cast<char>(1u << below(8));
+        if (!s.empty()) {
+          auto& c = s[below(s.size())];
+          c = static_cast<char>(static_cast<unsigned char>(c) ^ (1u << below(8)));
+        }
         return s;
       case 1: // insert a random byte or a token
         if (below(2) == 0)
