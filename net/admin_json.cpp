@@ -1,5 +1,7 @@
 #include "net/admin_json.hpp"
 
+#include "net/xml_text.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <set>
@@ -126,6 +128,16 @@ json workunit_head(const workunit_view& v) {
 
 // -- parsing ----------------------------------------------------------------
 
+/// A name the client chose, for an error message: its first 64 bytes (cut on a UTF-8
+/// boundary), "..." when there were more, so that a huge key makes no huge answer.
+std::string shown(std::string s) {
+  if (s.size() > 64) {
+    xml::cap_utf8(s, 64);
+    s += "...";
+  }
+  return s;
+}
+
 /// Reads the members of one JSON object into a struct, collecting the first error.
 class reader {
 public:
@@ -147,7 +159,7 @@ public:
       const auto& key = item.key();
       bool found = std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
       if (!found)
-        fail("unknown field '" + key + "'");
+        fail("unknown field '" + shown(key) + "'");
     }
   }
 
@@ -563,6 +575,18 @@ json to_json(const plan_class_scales& x) {
   return {{"plan_classes", std::move(out)}};
 }
 
+parsed<json> parse_json_body(std::string_view body) {
+  parsed<json> out;
+  try {
+    out.value = json::parse(body);
+  } catch (const json::exception& e) {
+    // nlohmann quotes the bytes it last read: they may be invalid UTF-8, and many.
+    out.error = xml::valid_utf8(std::string{"the body is not valid JSON: "} + e.what());
+    xml::cap_utf8(out.error, 512);
+  }
+  return out;
+}
+
 parsed<ev::credit_imported> parse_credit_import(const json& body) {
   parsed<ev::credit_imported> out;
   auto fail = [&](std::string e) {
@@ -573,7 +597,7 @@ parsed<ev::credit_imported> parse_credit_import(const json& body) {
     return fail("expected an object with source and versions");
   for (const auto& [k, v] : body.items())
     if (k != "source" && k != "versions" && k != "project" && k != "imported" && k != "min_avg_pfc")
-      return fail("unknown field '" + k + "'");
+      return fail("unknown field '" + shown(k) + "'");
   if (!body.contains("source") || !body["source"].is_string()
       || body["source"].get<std::string>().empty())
     return fail("source must be a non-empty string naming the other server");
@@ -610,7 +634,7 @@ parsed<ev::credit_imported> parse_credit_import(const json& body) {
           return fail(std::string{where}.append(k).append(" must be a number"));
         (k == "scale" ? rec.scale : rec.expavg_credit) = v.get<double>();
       } else {
-        return fail(std::string{where}.append("unknown field '").append(k).append("'"));
+        return fail(where + "unknown field '" + shown(k) + "'");
       }
     }
     if (rec.app.empty())

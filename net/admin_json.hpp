@@ -13,6 +13,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cobble::net {
@@ -60,6 +61,13 @@ struct parsed {
   std::optional<T> value;
   std::string error; ///< Set when `value` is empty, e.g. "unknown field 'colour' in item 0".
 };
+
+/// Parses an admin request body as JSON. Every failure of the JSON parser is an error
+/// "the body is not valid JSON: ...": malformed text, and numbers beyond a double such as
+/// `1e400` (which nlohmann reports as out_of_range, not as a parse_error). The message is
+/// UTF-8 (nlohmann quotes the bytes it last read; invalid ones are replaced) and at most
+/// 512 bytes long.
+parsed<nlohmann::json> parse_json_body(std::string_view body);
 
 /// A project's credit export (GET /api/projects/{p}/credit): its app versions' app, platform,
 /// plan class, resource, recent average credit and Scale(V), what it imported, min_avg_pfc.

@@ -146,14 +146,15 @@ struct upload_header {
 ///
 /// A body containing `<get_file_size>NAME</get_file_size>` (before any `<data>` line) is a
 /// size query. Otherwise the header must have a line that is exactly `<data>` (surrounding
-/// blanks and a trailing CR allowed); the raw bytes start right after its '\n' and
-/// `data_offset` points there. The bytes after it are not inspected; the caller checks that
-/// `body.size() - data_offset == nbytes - offset`.
+/// blanks and a trailing CR allowed); the raw bytes start right after its '\n' (or at the end
+/// of a body whose last line it is) and `data_offset` points there. The bytes after it are not
+/// inspected; the caller checks that `body.size() - data_offset == nbytes - offset`.
 ///
 /// Errors: empty body; no `<data>` line (within the first 64 KiB) and no get_file_size; a
 /// missing or unsafe name (empty, '/', '\\', "..", control characters); a missing `nbytes`;
 /// numbers that are not non-negative integers (BOINC writes them with %.0f; a ".0"
-/// fraction is accepted); an offset larger than nbytes.
+/// fraction is accepted); an offset larger than nbytes. A bad number is quoted in the message
+/// (its first 40 bytes, invalid UTF-8 replaced).
 parse_result<upload_header> parse_upload_header(std::string_view body);
 
 /// The upload handler's reply: `<data_server_reply><status>S</status>[<file_size>N</file_size>]

@@ -24,6 +24,13 @@ bool to_byte_count(std::string_view s, long long& out) {
   return true;
 }
 
+/// `text` for an error message: its first 40 bytes (cut on a UTF-8 boundary), invalid UTF-8
+/// replaced, in quotes.
+std::string quoted(std::string text) {
+  cap_utf8(text, 40);
+  return "'" + valid_utf8(text) + "'";
+}
+
 } // namespace
 
 parse_result<upload_header> parse_upload_header(std::string_view body) {
@@ -124,12 +131,11 @@ parse_result<upload_header> parse_upload_header(std::string_view body) {
   if (!nbytes_text)
     return result::failure("upload request has no <nbytes>");
   if (!to_byte_count(*nbytes_text, h.nbytes))
-    return result::failure("bad <nbytes> in upload request: '" + nbytes_text->substr(0, 40) + "'");
+    return result::failure("bad <nbytes> in upload request: " + quoted(*nbytes_text));
   if (max_nbytes_text && !to_byte_count(*max_nbytes_text, h.max_nbytes))
-    return result::failure("bad <max_nbytes> in upload request: '" + max_nbytes_text->substr(0, 40)
-                           + "'");
+    return result::failure("bad <max_nbytes> in upload request: " + quoted(*max_nbytes_text));
   if (offset_text && !to_byte_count(*offset_text, h.offset))
-    return result::failure("bad <offset> in upload request: '" + offset_text->substr(0, 40) + "'");
+    return result::failure("bad <offset> in upload request: " + quoted(*offset_text));
   if (h.offset > h.nbytes)
     return result::failure("upload offset " + std::to_string(h.offset) + " is beyond nbytes "
                            + std::to_string(h.nbytes));
