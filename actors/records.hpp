@@ -55,9 +55,9 @@ struct app_rec {
   double max_output_nbytes = 0;
   std::vector<std::string> output_names;
   std::vector<app_version_rec> versions;
-  bool host_scale_check = false;  ///< Cherry-picking protection (scale probation); v2.
-  int max_jobs_per_day = 200;     ///< Initial daily quota per CPU or GPU; v2.
-  autoflops_settings autoflops{}; ///< AutoFlops and the credit policy; v3.
+  bool host_scale_check = false;          ///< Cherry-picking protection (scale probation); v2.
+  int max_jobs_per_day = 200;             ///< Initial daily quota per CPU or GPU; v2.
+  autoflops_settings autoflops{};         ///< AutoFlops and the credit policy; v3.
   bool one_result_per_user_per_wu = true; ///< No two results of a workunit to one user; v5.
   friend bool operator==(const app_rec&, const app_rec&) = default;
 };
