@@ -27,8 +27,11 @@ std::string describe(const event& e) {
         return fmt::format("ncpus={} fpops={:g}", x.info.p_ncpus, x.info.p_fpops);
       },
       [](const ev::workunit_created& x) {
-        return fmt::format("name={} app={} results={} by={}", x.name, x.app, x.n_results,
-                           x.submitter);
+        auto text = fmt::format("name={} app={} results={} by={}", x.name, x.app, x.n_results,
+                                x.submitter);
+        if (!x.batch_key.empty())
+          text += fmt::format(" batch_key={} batch_size={}", x.batch_key, x.batch_size);
+        return text;
       },
       [](const ev::results_created& x) {
         return fmt::format("count={} reason={}{}", x.count, x.reason, x.check ? " CHECK" : "");

@@ -80,13 +80,20 @@ struct host_described {
 /// Work was created, with its first replicas (target_nresults of them).
 struct workunit_created {
   static constexpr std::uint16_t kind = 5;
-  static constexpr std::uint8_t payload_version = 2; ///< 2: params.predicted_app_units.
+  /// 2: params.predicted_app_units; 3: batch_key, batch_digest, batch_size.
+  static constexpr std::uint8_t payload_version = 3;
   id_type id = 0;
   std::string name;
   std::uint32_t app = 0;
   wu_params params;
   std::uint32_t n_results = 0;
   std::string submitter; ///< Who created it (admin API caller).
+  /// On the first workunit of a batch created under an idempotency key: the key, the digest
+  /// of the request and the batch's size (its workunits have the ids id .. id+size-1).
+  /// Empty on every other workunit.
+  std::string batch_key{};
+  std::string batch_digest{};
+  std::uint32_t batch_size = 0;
 };
 
 /// More replicas of a workunit (after errors, timeouts or an inconclusive validation).
@@ -366,6 +373,8 @@ void inspect_fields(F& f, host_described& x) {
 template <class F>
 void inspect_fields(F& f, workunit_created& x) {
   f(x.id, x.name, x.app, x.params, x.n_results, x.submitter);
+  if (f.version >= 3)
+    f(x.batch_key, x.batch_digest, x.batch_size);
 }
 template <class F>
 void inspect_fields(F& f, results_created& x) {

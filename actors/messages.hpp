@@ -117,12 +117,19 @@ struct work_spec {
 struct work_batch {
   std::string submitter;
   std::vector<work_spec> items;
+  /// The client's idempotency key (the admin API's `Idempotency-Key`); empty: none. A batch
+  /// whose key the project holds is not created again: the first batch's answer is replayed.
+  std::string key;
+  /// A digest of the whole request (set with `key`): the same key with another digest is a
+  /// conflict, not a replay.
+  std::string digest;
 };
 
 /// The workunits a batch created.
 struct work_created {
   std::vector<id_type> ids;
   std::vector<std::string> names;
+  bool replayed = false; ///< The batch's key was known: nothing was created now.
 };
 
 /// One app's counts, for status pages.

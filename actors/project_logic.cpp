@@ -87,6 +87,23 @@ caf::expected<std::vector<event>>
 project_logic::create_work(const work_batch& batch, time_us now, work_created& out) {
   if (batch.items.empty())
     return caf::make_error(ec::invalid_argument, "no work in the batch");
+  if (!batch.key.empty()) {
+    auto held = state.batch_keys.find(batch.key);
+    if (held != state.batch_keys.end() && held->second.created >= now - batch_key_retention) {
+      const auto& k = held->second;
+      if (k.digest != batch.digest)
+        return caf::make_error(ec::conflict, "Idempotency-Key '" + batch.key
+                                               + "' was used for another batch: send this "
+                                                 "batch with a new key");
+      for (auto id = k.first; id < k.first + k.count; ++id) {
+        const auto* wu = state.workunit(id);
+        out.ids.push_back(id);
+        out.names.push_back(wu != nullptr ? wu->name : std::string{});
+      }
+      out.replayed = true;
+      return std::vector<event>{};
+    }
+  }
   std::set<std::string> names;
   std::vector<ev::workunit_created> planned;
   auto next = state.next_wu;
@@ -153,6 +170,11 @@ project_logic::create_work(const work_batch& batch, time_us now, work_created& o
     c.n_results = static_cast<std::uint32_t>(p.target_nresults);
     c.submitter = batch.submitter;
     planned.push_back(std::move(c));
+  }
+  if (!batch.key.empty()) {
+    planned.front().batch_key = batch.key;
+    planned.front().batch_digest = batch.digest;
+    planned.front().batch_size = static_cast<std::uint32_t>(planned.size());
   }
   std::vector<event> events;
   for (auto& c : planned) {

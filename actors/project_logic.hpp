@@ -49,7 +49,9 @@ public:
   /// Events that bring the state in line with the configuration (apps, seed users).
   std::vector<event> configure(const config::project_config& cfg, time_us now);
 
-  /// Validates and creates a batch of work (all or nothing).
+  /// Validates and creates a batch of work (all or nothing). A batch with a key the project
+  /// holds creates nothing: `out` is the first batch's answer, marked replayed (same digest),
+  /// or the error is a conflict (another digest).
   caf::expected<std::vector<event>>
   create_work(const work_batch& batch, time_us now, work_created& out);
 

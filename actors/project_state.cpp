@@ -137,6 +137,22 @@ void add_results(project_state& s, workunit_rec& wu, std::uint32_t count) {
   s.counters.results_created += count;
 }
 
+/// Holds the idempotency key of a batch whose first workunit `x` is, then lets go of the keys
+/// past their retention and, beyond max_batch_keys, of the oldest (replay prunes the same).
+void hold_batch_key(project_state& s, const ev::workunit_created& x, time_us now) {
+  s.batch_keys.insert_or_assign(x.batch_key,
+                                batch_key_rec{x.batch_digest, x.id, x.batch_size, now});
+  std::erase_if(s.batch_keys,
+                [&](const auto& kv) { return kv.second.created < now - batch_key_retention; });
+  while (s.batch_keys.size() > max_batch_keys) {
+    auto oldest = s.batch_keys.begin();
+    for (auto i = s.batch_keys.begin(); i != s.batch_keys.end(); ++i)
+      if (i->second.created < oldest->second.created)
+        oldest = i;
+    s.batch_keys.erase(oldest);
+  }
+}
+
 } // namespace
 
 // -- names --------------------------------------------------------------------
@@ -331,7 +347,7 @@ bool operator==(const project_state& a, const project_state& b) {
          && a.teams == b.teams && a.users == b.users && a.hosts == b.hosts
          && a.workunits == b.workunits && a.next_user == b.next_user && a.next_host == b.next_host
          && a.next_wu == b.next_wu && a.counters == b.counters && a.sequences == b.sequences
-         && a.next_seq == b.next_seq && a.autoflops == b.autoflops;
+         && a.next_seq == b.next_seq && a.autoflops == b.autoflops && a.batch_keys == b.batch_keys;
 }
 
 void rebuild_indices(project_state& s) {
@@ -408,6 +424,8 @@ void apply(project_state& s, const event& e) {
           ++s.input_refs[in.name];
         wu.results.reserve(x.n_results);
         add_results(s, wu, x.n_results);
+        if (!x.batch_key.empty())
+          hold_batch_key(s, x, e.time);
       },
       [&](const ev::results_created& x) {
         auto i = s.workunits.find(x.wu);

@@ -302,6 +302,27 @@ void inspect_fields(F& f, project_counters& x) {
     x.results_timed_out, x.workunits_validated, x.workunits_assimilated, x.workunits_failed);
 }
 
+/// How long a project holds an admin batch's idempotency key (24 h), and how many keys it
+/// holds at most (the oldest go first). Fixed, not configured: replay must prune as the live
+/// project did.
+inline constexpr time_us batch_key_retention = 86'400'000'000;
+inline constexpr std::size_t max_batch_keys = 10'000;
+
+/// An admin batch created under an idempotency key (workunit_created v3 of its first
+/// workunit): enough to answer a retry as the batch was answered.
+struct batch_key_rec {
+  std::string digest; ///< Of the request that created the batch.
+  id_type first = 0;  ///< Its workunits are first .. first+count-1.
+  std::uint32_t count = 0;
+  time_us created = 0;
+  friend bool operator==(const batch_key_rec&, const batch_key_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, batch_key_rec& x) {
+  f(x.digest, x.first, x.count, x.created);
+}
+
 /// Everything the project actor owns.
 struct project_state {
   std::uint16_t index = 0;
@@ -328,6 +349,9 @@ struct project_state {
   id_type next_seq = 1;
   /// AutoFlops statistics per app id (app units, raw_flops_per_au arrays, est_flops_per_au).
   std::map<std::uint32_t, app_units_stats> autoflops{};
+  /// Idempotency keys of admin batches, held for batch_key_retention, at most
+  /// max_batch_keys of them.
+  std::map<std::string, batch_key_rec> batch_keys{};
 
   // -- derived indices (rebuilt, not snapshotted) --
   std::unordered_map<std::string, id_type> user_by_auth;
@@ -374,7 +398,7 @@ template <class F>
 void inspect_fields(F& f, project_state& x) {
   f(x.index, x.name, x.long_name, x.apps, x.credit, x.version_credit, x.min_avg_pfc,
     x.credit_imports, x.teams, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
-    x.counters, x.sequences, x.next_seq, x.autoflops);
+    x.counters, x.sequences, x.next_seq, x.autoflops, x.batch_keys);
 }
 
 /// Rebuilds the derived indices of a project after decoding.
@@ -536,7 +560,8 @@ void apply(world& w, const event& e);
 
 /// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit;
 /// 5: AutoFlops; 6: predicted app units of held results, the spread of seconds_per_app_unit;
-/// 7: the outputs received of results and sequence elements).
+/// 7: the outputs received of results and sequence elements; 8: the idempotency keys of admin
+/// batches).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
 inline constexpr std::uint8_t snapshot_version = 8;

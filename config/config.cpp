@@ -390,10 +390,26 @@ void parse_listen(parser& p, const YAML::Node& node, const std::string& key, ser
 
 void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   mapping m(p, node, "server",
-            {"listen", "listen_address", "port", "public_url", "data_dir", "durability",
-             "worker_threads", "actor_threads", "actor_scheduler", "admin_token", "body_limit",
-             "upload_limit", "read_timeout", "snapshot_every_events", "snapshot_interval",
-             "snapshot_time_share", "snapshots_kept", "max_connections", "min_free_disk"});
+            {"listen",
+             "listen_address",
+             "port",
+             "public_url",
+             "data_dir",
+             "durability",
+             "worker_threads",
+             "actor_threads",
+             "actor_scheduler",
+             "admin_token",
+             "body_limit",
+             "upload_limit",
+             "read_timeout",
+             "snapshot_every_events",
+             "snapshot_interval",
+             "snapshot_time_share",
+             "snapshots_kept",
+             "max_connections",
+             "min_free_disk",
+             "max_batch_items"});
   if (m.has("listen")) {
     for (const char* other : {"listen_address", "port"})
       if (m.has(other))
@@ -433,6 +449,9 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   std::uint64_t connections = out.max_connections;
   read(m, "max_connections", connections);
   out.max_connections = static_cast<std::size_t>(connections);
+  std::uint64_t batch_items = out.max_batch_items;
+  read(m, "max_batch_items", batch_items);
+  out.max_batch_items = static_cast<std::size_t>(batch_items);
 }
 
 void parse_version(parser& p, const YAML::Node& node, const std::string& path,
@@ -693,6 +712,7 @@ private:
            "must be in (0, 1], got " + format_number(s.snapshot_time_share));
     positive("server.snapshots_kept", s.snapshots_kept);
     positive("server.max_connections", s.max_connections);
+    positive("server.max_batch_items", s.max_batch_items);
   }
 
   void check_project(const project_config& p, const std::string& path) const {
@@ -995,6 +1015,7 @@ std::string to_yaml(const cobble_config& cfg) {
   raw("min_free_disk", format_size(static_cast<double>(s.min_free_disk)));
   raw("snapshots_kept", std::to_string(s.snapshots_kept));
   raw("max_connections", std::to_string(s.max_connections));
+  raw("max_batch_items", std::to_string(s.max_batch_items));
   out << YAML::EndMap;
   out << YAML::Key << "projects" << YAML::Value << YAML::BeginSeq;
   for (const auto& p : cfg.projects) {

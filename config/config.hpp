@@ -224,6 +224,8 @@ struct server_config {
   /// Below this many bytes free on the data directory's file system the server stops
   /// accepting changes (and refuses to start); 0: no watermark (docs/security.md).
   std::size_t min_free_disk = std::size_t{1} << 30;
+  /// Workunits in one admin batch (POST .../workunits); more is answered 413 (docs/security.md).
+  std::size_t max_batch_items = 10000;
 
   /// Field-by-field equality.
   bool operator==(const server_config&) const = default;

@@ -28,6 +28,8 @@ struct admin_context {
   std::chrono::milliseconds timeout{10000};      ///< Upper bound of one actor request.
   std::shared_ptr<class file_service> files;     ///< Input staging; null: POST .../files is 404.
   std::size_t upload_limit = 256u << 20;         ///< Body limit of a staged file (POST .../files).
+  /// Most workunits in one batch (POST .../workunits); a larger batch is answered 413.
+  std::size_t max_batch_items = 10000;
   aggregator_actor aggregator; ///< Cross-project credit; null: GET /api/credit is 404.
   /// The data directory's free space: while it is low every write (any method but GET) is
   /// answered 507 and reaches no actor. Null: not watched.

@@ -10,7 +10,10 @@
 #include <caf/sec.hpp>
 
 #include <nlohmann/json.hpp>
+#include <openssl/sha.h>
 
+#include <algorithm>
+#include <array>
 #include <charconv>
 #include <optional>
 
@@ -90,26 +93,56 @@ paging(const request_target& t, std::uint64_t& offset, std::uint64_t& limit) {
   return std::nullopt;
 }
 
+/// The request's body as JSON; nullopt, answered with a 400, when it is not JSON. Where
+/// `empty_is_null`, an empty body is JSON null.
+std::optional<json> json_body(const call& c, bool empty_is_null = false) {
+  if (empty_is_null && c.req.body().empty())
+    return json(nullptr);
+  try {
+    return json::parse(c.req.body());
+  } catch (const json::parse_error& e) {
+    c.respond(error_response(http::status::bad_request,
+                             std::string{"the body is not valid JSON: "} + e.what()));
+    return std::nullopt;
+  }
+}
+
 /// The request's JSON body as `parse` (one of admin_json.hpp's parse_*) reads it; nullopt,
 /// answered with a 400, when the body is not JSON or `parse` refuses it. Where
 /// `empty_is_null`, an empty body is JSON null.
 template <class Parse>
 auto read_body(const call& c, Parse parse, bool empty_is_null = false)
   -> decltype(parse(json{}).value) {
-  json body = nullptr;
-  if (!empty_is_null || !c.req.body().empty()) {
-    try {
-      body = json::parse(c.req.body());
-    } catch (const json::parse_error& e) {
-      c.respond(error_response(http::status::bad_request,
-                               std::string{"the body is not valid JSON: "} + e.what()));
-      return std::nullopt;
-    }
-  }
-  auto out = parse(body);
+  auto body = json_body(c, empty_is_null);
+  if (!body)
+    return std::nullopt;
+  auto out = parse(*body);
   if (!out.value)
     c.respond(error_response(http::status::bad_request, out.error));
   return std::move(out.value);
+}
+
+/// Longest Idempotency-Key.
+constexpr std::size_t max_key_length = 200;
+
+/// An Idempotency-Key: 1-200 visible ASCII characters.
+bool valid_idempotency_key(std::string_view key) {
+  if (key.empty() || key.size() > max_key_length)
+    return false;
+  return std::all_of(key.begin(), key.end(), [](char ch) { return ch > ' ' && ch < 0x7f; });
+}
+
+/// The SHA-256 of `text`, in hex.
+std::string sha256_hex(std::string_view text) {
+  std::array<unsigned char, SHA256_DIGEST_LENGTH> md{};
+  SHA256(reinterpret_cast<const unsigned char*>(text.data()), text.size(), md.data());
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (auto b : md) {
+    out += hex[b >> 4];
+    out += hex[b & 0xf];
+  }
+  return out;
 }
 
 // -- bridges to the actors -----------------------------------------------------------
@@ -250,15 +283,44 @@ void list_apps(call& c) {
 // -- workunits, results, input files ----------------------------------------------
 
 void create_work(call& c) {
-  auto batch = read_body(c, [](const json& body) { return parse_work_batch(body); });
-  if (!batch)
+  std::string key;
+  if (auto h = c.req.find("Idempotency-Key"); h != c.req.end()) {
+    key = std::string{h->value()};
+    if (!valid_idempotency_key(key)) {
+      c.respond(error_response(http::status::bad_request, "the Idempotency-Key must be 1-"
+                                                            + std::to_string(max_key_length)
+                                                            + " visible ASCII characters"));
+      return;
+    }
+  }
+  auto body = json_body(c);
+  if (!body)
     return;
-  auto ptr = std::make_shared<const work_batch>(std::move(*batch));
+  // Counted before any spec is read or expanded: an over-long batch costs its JSON parse.
+  const auto limit = c.ctx->max_batch_items;
+  if (auto n = work_count(*body); n > limit) {
+    c.respond(error_response(http::status::payload_too_large,
+                             "the batch asks for " + std::to_string(n)
+                               + " workunits, more than this server creates in one batch ("
+                               + std::to_string(limit)
+                               + ", server.max_batch_items): split it into smaller batches"));
+    return;
+  }
+  auto batch = parse_work_batch(*body);
+  if (!batch.value) {
+    c.respond(error_response(http::status::bad_request, batch.error));
+    return;
+  }
+  batch.value->key = key;
+  if (!key.empty()) // nlohmann's objects are sorted: the same JSON gives the same digest
+    batch.value->digest = sha256_hex(body->dump());
+  auto ptr = std::make_shared<const work_batch>(std::move(*batch.value));
   ask_project(
     c,
     [respond = c.respond](const work_created_ptr& created) {
-      respond(json_response(http::status::created,
-                            json{{"ids", created->ids}, {"names", created->names}}));
+      respond(json_response(
+        created->replayed ? http::status::ok : http::status::created,
+        json{{"ids", created->ids}, {"names", created->names}, {"replayed", created->replayed}}));
     },
     atom::create_v, work_batch_ptr{ptr});
 }

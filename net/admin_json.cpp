@@ -656,6 +656,28 @@ json to_json(const app_version_state& s) {
           {"credit", totals_json(s.credit)}};
 }
 
+std::uint64_t work_count(const json& body) {
+  auto of_spec = [](const json& spec) -> std::uint64_t {
+    if (!spec.is_object())
+      return 1;
+    auto c = spec.find("count");
+    if (c == spec.end() || !c->is_number_integer() || c->get<std::int64_t>() < 1)
+      return 1;
+    return c->get<std::uint64_t>();
+  };
+  if (!body.is_object())
+    return 0;
+  auto items = body.find("items");
+  if (items == body.end())
+    return of_spec(body);
+  if (!items->is_array())
+    return 0;
+  std::uint64_t n = 0;
+  for (const auto& spec : *items)
+    n += of_spec(spec);
+  return n;
+}
+
 parsed<work_batch> parse_work_batch(const json& body, const std::string& default_submitter) {
   parsed<work_batch> out;
   if (!body.is_object()) {

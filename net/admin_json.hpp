@@ -87,6 +87,11 @@ parsed<ev::credit_imported> parse_credit_import(const nlohmann::json& body);
 parsed<work_batch>
 parse_work_batch(const nlohmann::json& body, const std::string& default_submitter = "admin");
 
+/// How many workunits the body of `POST .../workunits` asks for (its specs, with their
+/// `count`s), read without expanding anything: checked against server.max_batch_items before
+/// the body is parsed. Specs the parser would refuse count as it reads them (a bad `count` as 1).
+std::uint64_t work_count(const nlohmann::json& body);
+
 /// Parses the body of `POST .../users`: `{"name": "...", "email": "..."}` (email optional).
 parsed<std::pair<std::string, std::string>> parse_new_user(const nlohmann::json& body);
 

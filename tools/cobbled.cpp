@@ -359,6 +359,7 @@ int program_main(int argc, char** argv) {
   actx.files = files;
   actx.aggregator = node->aggregator;
   actx.upload_limit = cfg.server.upload_limit;
+  actx.max_batch_items = cfg.server.max_batch_items;
   actx.disk = disk;
   for (auto& r : cobble::net::admin_routes(actx))
     routes.push_back(std::move(r));

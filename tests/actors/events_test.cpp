@@ -115,7 +115,8 @@ std::vector<event> samples() {
                                       "0123456789abcdef0123456789abcdef", "team-a"}));
   out.push_back(make(ev::host_registered{6, 5, sample_info()}));
   out.push_back(make(ev::host_described{6, sample_info()}));
-  out.push_back(make(ev::workunit_created{9, "wu_9", 3, sample_params(), 3, "admin"}));
+  out.push_back(
+    make(ev::workunit_created{9, "wu_9", 3, sample_params(), 3, "admin", "retry-7", "ab12", 4}));
   out.push_back(make(ev::results_created{9, 2, "inconclusive"}));
   out.push_back(
     make(ev::result_dispatched{result_ref{9, 1}, 6, t0 + 3600 * us_per_second,
@@ -316,6 +317,10 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.params == sample_params());
     CHECK(x.n_results == 3);
     CHECK(x.submitter == "admin");
+    CHECK(x.batch_key == "retry-7");
+    CHECK(x.batch_digest == "ab12");
+    CHECK(x.batch_size == 4);
+    CHECK(describe(all[4]).find("batch_key=retry-7 batch_size=4") != std::string::npos);
   }
   SECTION("results_created") {
     auto x = std::get<ev::results_created>(round_trip(all[5]).data);
@@ -420,16 +425,25 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
   }
 }
 
-TEST_CASE("a sequence_deassigned of payload version 1 decodes without state files", "[events]") {
-  auto d = std::get<ev::sequence_deassigned>(samples()[17].data);
-  CHECK(payload_version(ev::sequence_deassigned::kind) == 2);
-  // Written as version 1 did: no restart_inputs or restart_open_names.
-  storage::event_record r = to_record(samples()[17]);
+namespace {
+
+/// The record of `e` as payload format `version` wrote it (an older log's).
+storage::event_record record_as_version(const event& e, std::uint8_t version) {
+  storage::event_record r = to_record(e);
   r.payload.clear();
   storage::writer w{r.payload};
-  w.put_u8(1);
-  storage::encoder enc{w, 1};
-  enc.put(d);
+  w.put_u8(version);
+  storage::encoder enc{w, version};
+  std::visit([&](const auto& x) { enc.put(x); }, e.data);
+  return r;
+}
+
+} // namespace
+
+TEST_CASE("a sequence_deassigned of payload version 1 decodes without state files", "[events]") {
+  CHECK(payload_version(ev::sequence_deassigned::kind) == 2);
+  // Written as version 1 did: no restart_inputs or restart_open_names.
+  auto r = record_as_version(samples()[17], 1);
   auto e = from_record(r);
   REQUIRE(e.has_value());
   auto x = std::get<ev::sequence_deassigned>(e->data);
@@ -440,6 +454,24 @@ TEST_CASE("a sequence_deassigned of payload version 1 decodes without state file
   CHECK(x.restart_open_names.empty());
   // The same bytes read as version 2 are incomplete.
   r.payload[0] = 2;
+  CHECK_FALSE(from_record(r).has_value());
+}
+
+TEST_CASE("a workunit_created of payload version 2 decodes without a batch key", "[events]") {
+  CHECK(payload_version(ev::workunit_created::kind) == 3);
+  // Written as version 2 did (every log before idempotency keys): no batch fields.
+  auto r = record_as_version(samples()[4], 2);
+  auto e = from_record(r);
+  REQUIRE(e.has_value());
+  auto x = std::get<ev::workunit_created>(e->data);
+  CHECK(x.name == "wu_9");
+  CHECK(x.params == sample_params());
+  CHECK(x.submitter == "admin");
+  CHECK(x.batch_key.empty());
+  CHECK(x.batch_digest.empty());
+  CHECK(x.batch_size == 0);
+  // The same bytes read as version 3 are incomplete.
+  r.payload[0] = 3;
   CHECK_FALSE(from_record(r).has_value());
 }
 

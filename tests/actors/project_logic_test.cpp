@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <chrono>
+#include <cstdio>
 #include <set>
 #include <string>
 #include <utility>
@@ -322,6 +324,113 @@ TEST_CASE("create_work rejects bad batches and then creates nothing", "[project_
     CHECK(is(f.create_error({w}), ec::invalid_argument));
   }
   check_unchanged();
+}
+
+TEST_CASE("a batch retried under its idempotency key is created once", "[project_logic]") {
+  logic_fixture f;
+  auto keyed = [](std::vector<work_spec> items, std::string key, std::string digest) {
+    work_batch b;
+    b.submitter = "admin";
+    b.items = std::move(items);
+    b.key = std::move(key);
+    b.digest = std::move(digest);
+    return b;
+  };
+  auto batch = keyed({spec(), spec("named"), spec()}, "retry-1", "d1");
+  work_created first;
+  auto events = f.logic.create_work(batch, f.now, first);
+  REQUIRE(events);
+  REQUIRE(events->size() == 3);
+  CHECK_FALSE(first.replayed);
+  CHECK(first.ids == std::vector<id_type>{1, 2, 3});
+  // The key rides on the batch's first workunit only.
+  const auto& c = std::get<ev::workunit_created>(events->front().data);
+  CHECK(c.batch_key == "retry-1");
+  CHECK(c.batch_digest == "d1");
+  CHECK(c.batch_size == 3);
+  CHECK(std::get<ev::workunit_created>(events->back().data).batch_key.empty());
+  auto created = f.logic.state;
+
+  // The retry, an hour later: nothing new, the first answer again.
+  f.now += seconds_to_us(3600);
+  work_created again;
+  auto replay = f.logic.create_work(batch, f.now, again);
+  REQUIRE(replay);
+  CHECK(replay->empty());
+  CHECK(again.replayed);
+  CHECK(again.ids == first.ids);
+  CHECK(again.names == first.names);
+  CHECK(f.logic.state == created);
+
+  // The same key for other work is a conflict that names the key.
+  work_created other;
+  auto conflict = f.logic.create_work(keyed({spec()}, "retry-1", "d2"), f.now, other);
+  REQUIRE_FALSE(conflict);
+  CHECK(is(conflict.error(), ec::conflict));
+  CHECK_THAT(describe(conflict.error()), Catch::Contains("retry-1"));
+  CHECK(other.ids.empty());
+  CHECK(f.logic.state == created);
+
+  // Another key is another batch.
+  work_created fresh;
+  REQUIRE(f.logic.create_work(keyed({spec()}, "retry-2", "d1"), f.now, fresh));
+  CHECK(fresh.ids == std::vector<id_type>{4});
+
+  // Past the retention the key is forgotten: it may name a new batch, and the expired keys
+  // are let go of when the next keyed batch is applied.
+  f.now += batch_key_retention + 1;
+  work_created late;
+  auto anew = f.logic.create_work(keyed({spec(), spec(), spec()}, "retry-1", "d3"), f.now, late);
+  REQUIRE(anew);
+  CHECK(anew->size() == 3);
+  CHECK_FALSE(late.replayed);
+  CHECK(late.ids == std::vector<id_type>{5, 6, 7});
+  CHECK(f.logic.state.batch_keys.count("retry-1") == 1);
+  CHECK(f.logic.state.batch_keys.count("retry-2") == 0);
+  CHECK(f.logic.state.batch_keys.at("retry-1").first == 5);
+}
+
+TEST_CASE("a batch's idempotency keys replay to the same state", "[project_logic]") {
+  project_logic live;
+  project_state replayed;
+  time_us now = t0;
+  for (const auto& e : live.configure(demo_project(), now))
+    apply(replayed, e);
+  for (int i = 0; i < 3; ++i) {
+    work_batch b;
+    b.submitter = "admin";
+    b.items = {spec(), spec()};
+    b.key = "k" + std::to_string(i);
+    b.digest = "d";
+    work_created out;
+    auto events = live.create_work(b, now, out);
+    REQUIRE(events);
+    for (const auto& e : *events)
+      apply(replayed, e);
+    now += batch_key_retention / 2 + 1;
+  }
+  // k0 was let go of when k2 was applied (more than a day after it); k1 and k2 are held.
+  CHECK(live.state.batch_keys.size() == 2);
+  CHECK(live.state.batch_keys.count("k0") == 0);
+  CHECK(replayed.batch_keys == live.state.batch_keys);
+  CHECK(replayed == live.state);
+}
+
+TEST_CASE("how long a batch of the largest size holds the project (printed)", "[project_logic]") {
+  logic_fixture f;
+  work_batch b;
+  b.submitter = "admin";
+  b.items.assign(10000, spec());
+  work_created out;
+  auto start = std::chrono::steady_clock::now();
+  auto events = f.logic.create_work(b, f.now, out);
+  auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE(events);
+  CHECK(events->size() == 10000);
+  CHECK(f.logic.state.workunits.size() == 10000);
+  // A figure, not a limit: docs/security.md quotes it.
+  std::printf("create_work of 10,000 workunits (decide and apply): %.1f ms\n",
+              std::chrono::duration<double, std::milli>(took).count());
 }
 
 // -- select_jobs --------------------------------------------------------------

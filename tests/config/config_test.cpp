@@ -36,6 +36,7 @@ server:
   snapshot_interval: 1h
   snapshot_time_share: 0.25
   snapshots_kept: 5
+  max_batch_items: 500
 projects:
   - name: primes
     long_name: Prime search
@@ -133,6 +134,7 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
   CHECK(s.snapshot_interval == t.snapshot_interval);
   CHECK(s.snapshot_time_share == t.snapshot_time_share);
   CHECK(s.snapshots_kept == t.snapshots_kept);
+  CHECK(s.max_batch_items == t.max_batch_items);
   REQUIRE(a.projects.size() == b.projects.size());
   for (std::size_t i = 0; i < a.projects.size(); ++i) {
     const auto& p = a.projects[i];
@@ -212,6 +214,7 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(s.snapshot_interval == 3600s);
   CHECK(s.snapshot_time_share == 0.25);
   CHECK(s.snapshots_kept == 5);
+  CHECK(s.max_batch_items == 500);
 
   REQUIRE(cfg.projects.size() == 2);
   const auto& p = cfg.projects[0];

@@ -124,6 +124,8 @@ TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
                "must be 0 (one per core) or more");
   expect_error("server:\n  body_limit: 0\nprojects: [{name: p}]\n", 2, "server.body_limit",
                "must be positive");
+  expect_error("server:\n  max_batch_items: 0\nprojects: [{name: p}]\n", 2,
+               "server.max_batch_items", "must be positive");
   expect_error("server:\n  read_timeout: 0s\nprojects: [{name: p}]\n", 2, "server.read_timeout",
                "must be positive");
   expect_error("server:\n  snapshots_kept: -2\nprojects: [{name: p}]\n", 2, "server.snapshots_kept",

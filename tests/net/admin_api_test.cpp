@@ -18,11 +18,14 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <regex>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 using namespace cobble;
 using namespace std::chrono_literals;
@@ -54,11 +57,14 @@ answer answer_of(const http::response<http::string_body>& res) {
 
 /// A blocking Beast client, one connection per request, with a deadline (never hangs).
 answer fetch(std::uint16_t port, http::verb verb, const std::string& target,
-             const std::string& token, const std::string& body = {}) {
+             const std::string& token, const std::string& body = {},
+             const std::vector<std::pair<std::string, std::string>>& headers = {}) {
   asio::io_context ioc;
   beast::tcp_stream stream{ioc};
   http::request<http::string_body> req{verb, target, 11};
   req.set(http::field::host, "127.0.0.1");
+  for (const auto& [name, value] : headers)
+    req.set(name, value);
   if (!token.empty())
     req.set(http::field::authorization, "Bearer " + token);
   if (!body.empty()) {
@@ -126,16 +132,27 @@ answer answer_to_header(std::uint16_t port, const std::string& header) {
 /// A running node (demo configuration, temporary data directory) behind the admin API.
 struct admin_fixture {
   cobble::test::temp_dir dir{"admin-api"};
-  caf::actor_system_config cfg;
+  std::unique_ptr<caf::actor_system_config> cfg;
   std::unique_ptr<caf::actor_system> sys;
   node_handles handles;
   std::unique_ptr<net::http_server> server;
   std::uint16_t port = 0;
   const std::string token = "test-token-0123456789";
 
-  admin_fixture() {
-    register_types(cfg);
-    sys = std::make_unique<caf::actor_system>(cfg);
+  admin_fixture() { start(); }
+
+  ~admin_fixture() { stop(); }
+
+  /// Stops the node and starts it again on the same data directory (a restart of cobbled).
+  void restart() {
+    stop();
+    start();
+  }
+
+  void start() {
+    cfg = std::make_unique<caf::actor_system_config>();
+    register_types(*cfg);
+    sys = std::make_unique<caf::actor_system>(*cfg);
     auto conf = config::demo();
     conf.server.data_dir = dir.path();
     auto opened = storage::event_store::open(dir.path() / "log");
@@ -155,7 +172,7 @@ struct admin_fixture {
     port = server->start();
   }
 
-  ~admin_fixture() {
+  void stop() {
     server->stop();
     server.reset();
     {
@@ -165,6 +182,7 @@ struct admin_fixture {
     }
     handles = node_handles{};
     sys.reset();
+    cfg.reset();
   }
 
   answer get(const std::string& target) { return fetch(port, http::verb::get, target, token); }
@@ -175,6 +193,11 @@ struct admin_fixture {
 
   answer post_raw(const std::string& target, const std::string& body) {
     return fetch(port, http::verb::post, target, token, body);
+  }
+
+  /// POST with an Idempotency-Key.
+  answer post_keyed(const std::string& target, const json& body, const std::string& key) {
+    return fetch(port, http::verb::post, target, token, body.dump(), {{"Idempotency-Key", key}});
   }
 };
 
@@ -390,6 +413,89 @@ TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
                    {{"app", "testapp"}, {"name", "units"}, {"predicted_app_units", 12.5}});
   REQUIRE(good.status == 201);
   CHECK(get("/api/projects/demo/workunits/units").body["params"]["predicted_app_units"] == 12.5);
+}
+
+TEST_CASE_METHOD(admin_fixture, "a batch over server.max_batch_items creates nothing",
+                 "[net][admin][batch]") {
+  auto spec = json{{"app", "testapp"}};
+  // 10,001 workunits: as 10,001 specs, or as counts that add up past the limit.
+  auto items = json::array();
+  for (int i = 0; i < 10001; ++i)
+    items.push_back(spec);
+  auto over = post("/api/projects/demo/workunits", {{"items", items}});
+  CHECK(over.status == 413);
+  CHECK_THAT(error_of(over), Catch::Contains("10001") && Catch::Contains("10000")
+                               && Catch::Contains("server.max_batch_items"));
+  auto counted = post("/api/projects/demo/workunits",
+                      {{"items", json::array({{{"app", "testapp"}, {"count", 6000}},
+                                              {{"app", "testapp"}, {"count", 5000}}})}});
+  CHECK(counted.status == 413);
+  CHECK_THAT(error_of(counted), Catch::Contains("11000"));
+  // A count far past every limit is refused as fast: nothing is expanded.
+  auto huge = post("/api/projects/demo/workunits", {{"app", "testapp"}, {"count", 100000}});
+  CHECK(huge.status == 413);
+  CHECK(get("/api/projects/demo").body["workunits"] == 0);
+
+  // The limit itself is allowed; how long it took is printed, not asserted.
+  items.erase(items.begin());
+  auto start = std::chrono::steady_clock::now();
+  auto at_limit = post("/api/projects/demo/workunits", {{"items", items}});
+  auto took = std::chrono::steady_clock::now() - start;
+  REQUIRE(at_limit.status == 201);
+  CHECK(at_limit.body["ids"].size() == 10000);
+  CHECK(get("/api/projects/demo").body["workunits"] == 10000);
+  std::printf("POST of 10,000 workunits, answered when durable: %.1f ms\n",
+              std::chrono::duration<double, std::milli>(took).count());
+}
+
+TEST_CASE_METHOD(admin_fixture, "a batch retried with its Idempotency-Key is created once",
+                 "[net][admin][batch]") {
+  const std::string target = "/api/projects/demo/workunits";
+  auto batch = json{{"items", json::array({{{"app", "testapp"}, {"count", 3}},
+                                           {{"app", "testapp"}, {"name", "keyed-one"}}})}};
+  auto first = post_keyed(target, batch, "retry-0001");
+  REQUIRE(first.status == 201);
+  CHECK(first.body["replayed"] == false);
+  REQUIRE(first.body["ids"].size() == 4);
+
+  // The client lost the answer and sends the same batch again (keys in another order, which
+  // is the same JSON): the first answer, nothing created.
+  auto reordered = json::parse(R"({"items": [{"count": 3, "app": "testapp"},
+                                             {"name": "keyed-one", "app": "testapp"}]})");
+  auto again = post_keyed(target, reordered, "retry-0001");
+  REQUIRE(again.status == 200);
+  CHECK(again.body["replayed"] == true);
+  CHECK(again.body["ids"] == first.body["ids"]);
+  CHECK(again.body["names"] == first.body["names"]);
+  CHECK(get("/api/projects/demo").body["workunits"] == 4);
+
+  // Without the key the same unnamed work is created again (names are generated), and the
+  // named one is refused as a duplicate: the key is what makes a retry safe.
+  auto unkeyed = post(target, {{"app", "testapp"}, {"count", 2}});
+  CHECK(unkeyed.status == 201);
+  auto named = post(target, {{"app", "testapp"}, {"name", "keyed-one"}});
+  CHECK(named.status == 409);
+  CHECK(get("/api/projects/demo").body["workunits"] == 6);
+
+  // The same key with another batch: 409 naming the key, nothing created.
+  auto other = post_keyed(target, {{"app", "testapp"}, {"count", 3}}, "retry-0001");
+  CHECK(other.status == 409);
+  CHECK_THAT(error_of(other), Catch::Contains("retry-0001"));
+  CHECK(get("/api/projects/demo").body["workunits"] == 6);
+
+  // A key that is no key: 400.
+  CHECK(post_keyed(target, batch, std::string(201, 'k')).status == 400);
+  CHECK(post_keyed(target, batch, "has space").status == 400);
+
+  // The key outlives a restart: it is in the log, and the retry still replays.
+  restart();
+  auto after = post_keyed(target, batch, "retry-0001");
+  REQUIRE(after.status == 200);
+  CHECK(after.body["replayed"] == true);
+  CHECK(after.body["ids"] == first.body["ids"]);
+  CHECK(after.body["names"] == first.body["names"]);
+  CHECK(post_keyed(target, {{"app", "testapp"}}, "retry-0001").status == 409);
+  CHECK(get("/api/projects/demo").body["workunits"] == 6);
 }
 
 TEST_CASE_METHOD(admin_fixture, "unknown things are 404", "[net][admin]") {
