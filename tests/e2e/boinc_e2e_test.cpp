@@ -19,11 +19,13 @@ namespace {
 constexpr int workunit_count = 20;
 constexpr int max_restarts = 3;
 
-/// The configuration the test runs: quick RPC turnaround, one app with a quorum of two.
+/// The configuration the test runs: quick RPC turnaround, one app with a quorum of two, run
+/// by two clients attached to the one account (so not one result per user).
 std::string config() {
   return server_config("Cobble end-to-end test", R"(        min_quorum: 2
         target_nresults: 2
         delay_bound: 2d
+        one_result_per_user_per_wu: false
 )");
 }
 

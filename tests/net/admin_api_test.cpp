@@ -405,6 +405,13 @@ TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
   auto not_json = post_raw("/api/projects/demo/workunits", "{not json");
   CHECK(not_json.status == 400);
   CHECK_THAT(error_of(not_json), Catch::Contains("JSON"));
+  // A number beyond a double (the fuzzer's find: a 500 before) and bytes that are no UTF-8.
+  for (const std::string& body : {std::string{R"({"app": "testapp", "delay_bound": 1e400})"},
+                                  std::string{"{\"app\": \"test\xff\xfe\"}"}}) {
+    auto bad = post_raw("/api/projects/demo/workunits", body);
+    CHECK(bad.status == 400);
+    CHECK_THAT(error_of(bad), Catch::Contains("not valid JSON"));
+  }
 
   CHECK(get("/api/projects/demo").body["workunits"] == 1);
 
