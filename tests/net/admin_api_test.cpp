@@ -408,9 +408,9 @@ TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
   // A number beyond a double (the fuzzer's find: a 500 before) and bytes that are no UTF-8.
   for (const std::string& body : {std::string{R"({"app": "testapp", "delay_bound": 1e400})"},
                                   std::string{"{\"app\": \"test\xff\xfe\"}"}}) {
-    auto bad = post_raw("/api/projects/demo/workunits", body);
-    CHECK(bad.status == 400);
-    CHECK_THAT(error_of(bad), Catch::Contains("not valid JSON"));
+    auto refused = post_raw("/api/projects/demo/workunits", body);
+    CHECK(refused.status == 400);
+    CHECK_THAT(error_of(refused), Catch::Contains("not valid JSON"));
   }
 
   CHECK(get("/api/projects/demo").body["workunits"] == 1);
