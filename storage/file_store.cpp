@@ -182,48 +182,81 @@ std::uint64_t file_store::output_size(std::string_view project, std::string_view
   return err ? 0 : size;
 }
 
-caf::expected<upload_progress>
-file_store::write_output(std::string_view project, std::string_view name, std::uint64_t offset,
-                         std::string_view data, bool digest) {
+struct output_writer::digest {
+  md5_ctx md5;
+};
+
+output_writer::output_writer(unique_fd fd, fs::path path, std::unique_ptr<digest> md5,
+                             std::uint64_t size)
+  : fd_(std::move(fd)), path_(std::move(path)), md5_(std::move(md5)), size_(size) {}
+
+output_writer::output_writer(output_writer&&) noexcept = default;
+output_writer& output_writer::operator=(output_writer&&) noexcept = default;
+output_writer::~output_writer() = default;
+
+caf::error output_writer::append(std::string_view data) {
+  if (auto err = write_all(fd_.get(), data, path_))
+    return err;
+  md5_->md5.update(data.data(), data.size());
+  size_ += data.size();
+  return {};
+}
+
+caf::error output_writer::sync() {
+  if (::fdatasync(fd_.get()) != 0)
+    return posix_error("sync", path_, errno);
+  return {};
+}
+
+caf::expected<upload_progress> output_writer::finish() {
+  if (auto err = sync())
+    return err;
+  return upload_progress{size_, md5_->md5.hex()};
+}
+
+caf::expected<output_writer>
+file_store::open_output(std::string_view project, std::string_view name, std::uint64_t offset) {
   if (!safe_file_name(name))
     return make_error(ec::invalid_argument, "unsafe output file name '" + std::string{name} + "'");
   auto dir = upload_dir(project);
   if (auto err = ensure_directory(dir))
     return err;
   auto path = dir / std::string{name};
-  unique_fd fd{::open(path.c_str(), (digest ? O_RDWR : O_WRONLY) | O_CREAT | O_CLOEXEC, 0644)};
+  unique_fd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)};
   if (!fd)
     return posix_error("open", path, errno);
   if (::ftruncate(fd.get(), static_cast<off_t>(offset)) != 0)
     return posix_error("truncate", path, errno);
-  std::optional<md5_ctx> md5;
-  if (digest) {
-    // A resumed upload: the prefix stored by earlier requests is read once.
-    md5.emplace();
-    std::string buf(std::min<std::uint64_t>(offset, std::uint64_t{1} << 16), '\0');
-    for (std::uint64_t at = 0; at < offset;) {
-      auto n = std::min<std::uint64_t>(buf.size(), offset - at);
-      auto got = read_at(fd.get(), buf.data(), n, at, path);
-      if (!got)
-        return std::move(got.error());
-      if (*got == 0)
-        return make_error(ec::io_error, "read " + path.string() + ": shorter than its size");
-      md5->update(buf.data(), *got);
-      at += *got;
-    }
+  // A resumed upload: the prefix stored by earlier requests is read once.
+  auto md5 = std::make_unique<output_writer::digest>();
+  std::string buf(std::min<std::uint64_t>(offset, std::uint64_t{1} << 16), '\0');
+  for (std::uint64_t at = 0; at < offset;) {
+    auto n = std::min<std::uint64_t>(buf.size(), offset - at);
+    auto got = read_at(fd.get(), buf.data(), n, at, path);
+    if (!got)
+      return std::move(got.error());
+    if (*got == 0)
+      return make_error(ec::io_error, "read " + path.string() + ": shorter than its size");
+    md5->md5.update(buf.data(), *got);
+    at += *got;
   }
   if (::lseek(fd.get(), static_cast<off_t>(offset), SEEK_SET) < 0)
     return posix_error("seek", path, errno);
-  if (auto err = write_all(fd.get(), data, path))
+  return output_writer{std::move(fd), std::move(path), std::move(md5), offset};
+}
+
+caf::expected<upload_progress>
+file_store::write_output(std::string_view project, std::string_view name, std::uint64_t offset,
+                         std::string_view data, bool digest) {
+  auto writer = open_output(project, name, offset);
+  if (!writer)
+    return std::move(writer.error());
+  if (auto err = writer->append(data))
     return err;
-  if (md5)
-    md5->update(data.data(), data.size());
-  if (::fdatasync(fd.get()) != 0)
-    return posix_error("sync", path, errno);
-  upload_progress out{offset + data.size(), std::nullopt};
-  if (md5)
-    out.md5 = md5->hex();
-  return out;
+  auto done = writer->finish();
+  if (done && !digest)
+    done->md5.reset();
+  return done;
 }
 
 fs::path file_store::output_path(std::string_view project, std::string_view name) const {

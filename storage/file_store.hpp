@@ -15,10 +15,13 @@
 /// POSIX helpers of storage/posix_file.hpp), ec::not_found, ec::invalid_argument (an unsafe
 /// name) and ec::corruption (content whose md5 is not the one reported).
 
+#include "storage/posix_file.hpp"
+
 #include <caf/expected.hpp>
 
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +54,38 @@ std::string md5_hex(std::string_view bytes);
 /// Hex MD5 of a file; nullopt when it cannot be read.
 std::optional<std::string> md5_of_file(const std::filesystem::path& file);
 
+/// An output being uploaded, written in pieces as they arrive and hashed as it is written (the
+/// server's digest needs no second read). Blocking I/O; one thread at a time.
+class output_writer {
+public:
+  output_writer(output_writer&&) noexcept;
+  output_writer& operator=(output_writer&&) noexcept;
+  ~output_writer();
+
+  /// Appends `data` (not yet flushed). ec::io_error on failure.
+  caf::error append(std::string_view data);
+
+  /// Flushes what was written to disk: a cut upload keeps it for the client to resume from.
+  caf::error sync();
+
+  /// Flushes and returns the size and the MD5 of the whole file.
+  caf::expected<upload_progress> finish();
+
+  /// Bytes of the file (the prefix it was opened at plus what was appended).
+  std::uint64_t size() const { return size_; }
+
+private:
+  friend class file_store;
+  struct digest;
+  output_writer(unique_fd fd, std::filesystem::path path, std::unique_ptr<digest> md5,
+                std::uint64_t size);
+
+  unique_fd fd_;
+  std::filesystem::path path_;
+  std::unique_ptr<digest> md5_;
+  std::uint64_t size_ = 0;
+};
+
 class file_store {
 public:
   explicit file_store(std::filesystem::path data_dir) : root_(std::move(data_dir)) {}
@@ -82,6 +117,13 @@ public:
   caf::expected<upload_progress>
   write_output(std::string_view project, std::string_view name, std::uint64_t offset,
                std::string_view data, bool digest = false);
+
+  /// Opens an output for writing at `offset`, dropping anything stored past it; the stored
+  /// prefix [0, offset) of a resumed upload is read once into the digest. The caller checks
+  /// offset <= output_size(). ec::invalid_argument when the name is unsafe, ec::io_error on
+  /// I/O failure.
+  caf::expected<output_writer>
+  open_output(std::string_view project, std::string_view name, std::uint64_t offset);
 
   /// Path of an output (for the validator and the assimilation hook).
   std::filesystem::path output_path(std::string_view project, std::string_view name) const;
