@@ -189,6 +189,7 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
                              respond(make_response(req, http::status::ok, std::move(page),
                                                    "text/html; charset=utf-8"));
                            },
+                           {},
                            {}});
     routes.push_back(
       route{"/" + name + "/cgi",
@@ -198,6 +199,7 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
             [ctx, name = name, project = project](request&& req, const responder& respond) {
               serve_scheduler(ctx, name, project, std::move(req), respond);
             },
+            {},
             {}});
   }
   routes.push_back(route{"/healthz",
@@ -207,6 +209,7 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
                          [](request&& req, const responder& respond) {
                            respond(make_response(req, http::status::ok, "ok\n"));
                          },
+                         {},
                          {}});
   routes.push_back(
     route{"/metrics",
@@ -214,6 +217,7 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
           {http::verb::get},
           0,
           [ctx](request&& req, const responder& respond) { serve_metrics(ctx, req, respond); },
+          {},
           {}});
   return routes;
 }

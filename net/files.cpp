@@ -6,7 +6,6 @@
 #include "storage/error.hpp"
 
 #include <caf/all.hpp>
-#include <caf/detail/scope_guard.hpp>
 
 #include <boost/asio/post.hpp>
 
@@ -17,6 +16,7 @@
 
 #include <charconv>
 #include <limits>
+#include <mutex>
 
 namespace cobble::net {
 
@@ -170,139 +170,308 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
   });
 }
 
-/// Has the project record an output stored whole (output_received), and answers the client
-/// once that is durable: success only then, an error if the project refuses it.
-template <class Answer>
-void record_output(caf::event_based_actor* self, const project_actor& actor,
-                   const std::string& name, std::uint64_t host, std::uint64_t nbytes,
-                   const std::string& md5, const Answer& answer) {
-  self->request(actor, std::chrono::seconds(30), atom::upload_v, name, host, nbytes, md5)
-    .then([answer](bool) { answer(0, std::nullopt, {}); },
-          [name, answer](caf::error& err) {
-            spdlog::info("upload of {} not recorded: {}", name, describe(err));
-            answer(-1, std::nullopt, "upload of " + name + " refused: " + describe(err));
-          });
-}
+/// One upload, streamed to disk. Its XML header is gathered from the first pieces and judged
+/// (format, signature, announced size, the project's limit for the file, the offset) before
+/// any data is stored; the data is then written on the file pool as it arrives and hashed as
+/// it is written. A cut upload keeps what arrived, flushed, for the client to resume from.
+///
+/// write(), finish() and cut() come from the connection's strand, in order; the file pool and
+/// the actor that asks the project act on `mtx_`-guarded state. The actor waits for the pool
+/// to hand it the stored output with a plain send (the pool never spawns or requests: a
+/// thread that spawns keeps CAF's logger, and the pool outlives the actor system).
+class upload_sink final : public body_sink, public std::enable_shared_from_this<upload_sink> {
+public:
+  /// Bytes gathered before the header must have ended (parse_upload_header reads 64 KiB).
+  static constexpr std::size_t max_header = std::size_t{128} * 1024;
 
-void serve_upload(const file_routes_context& ctx, const std::string& project,
-                  const project_actor& actor, request&& req, const responder& respond) {
-  auto files = ctx.files;
-  unsigned version = req.version();
-  bool keep_alive = req.keep_alive();
-  auto answer = [respond, version, keep_alive](int status, std::optional<long long> size,
-                                               std::string_view message) {
-    respond(text_response(version, keep_alive, http::status::ok,
-                          upload_reply(status, size, message), "text/xml"));
-  };
-  auto body = std::make_shared<std::string>(std::move(req.body()));
-  auto parsed = parse_upload_header(*body);
-  if (!parsed) {
-    spdlog::info("upload refused: {}", parsed.error);
-    answer(-1, std::nullopt, parsed.error);
-    return;
+  upload_sink(std::shared_ptr<file_routes_context> ctx, std::string project, project_actor actor,
+              unsigned version, bool keep_alive, responder respond)
+    : ctx_(std::move(ctx)), project_(std::move(project)), actor_(std::move(actor)),
+      version_(version), keep_alive_(keep_alive), respond_(std::move(respond)) {}
+
+  void write(std::string piece, std::function<void()> more) override {
+    if (!header_) {
+      head_ += piece;
+      if (!header_complete())
+        return more();
+      begin(std::move(more), false);
+      return;
+    }
+    received_ += piece.size();
+    if (received_ > announced()) {
+      too_much();
+      return;
+    }
+    ctx_->files->post(
+      [self = shared_from_this(), piece = std::move(piece), more = std::move(more)] {
+        std::lock_guard lock{self->mtx_};
+        if (!self->writer_)
+          return; // cut meanwhile
+        if (auto err = self->writer_->append(piece)) {
+          self->cannot_store(describe(err));
+          return;
+        }
+        more();
+      });
   }
-  auto h = std::make_shared<upload_header>(std::move(*parsed.value));
-  std::uint64_t host = 0;
-  if (h->kind == upload_header::kind_t::file_upload) {
-    auto who = files->verify(h->xml_signature, h->name);
+
+  void finish() override {
+    if (!header_) {
+      begin({}, true);
+      return;
+    }
+    ctx_->files->post([self = shared_from_this()] {
+      std::lock_guard lock{self->mtx_};
+      if (self->writer_)
+        self->complete();
+    });
+  }
+
+  void cut() override {
+    ctx_->files->post([self = shared_from_this()] {
+      std::lock_guard lock{self->mtx_};
+      self->cut_ = true;
+      self->keep_what_arrived();
+    });
+  }
+
+private:
+  void answer(int status, std::optional<long long> size, std::string_view message) const {
+    respond_(text_response(version_, keep_alive_, http::status::ok,
+                           upload_reply(status, size, message), "text/xml"));
+  }
+
+  /// The header's `<data>` line is in, or more came than any header may hold (judged then).
+  bool header_complete() const {
+    if (head_.size() > max_header)
+      return true;
+    for (std::size_t at = head_.find("<data>"); at != std::string::npos;
+         at = head_.find("<data>", at + 1)) {
+      auto begin = head_.find_last_not_of(" \t", at == 0 ? 0 : at - 1);
+      bool starts_line = at == 0 || begin == std::string::npos || head_[begin] == '\n'
+                         || (begin == at - 1 && head_[begin] == '\n');
+      auto end = head_.find_first_not_of(" \t\r", at + 6);
+      if (starts_line && end != std::string::npos && head_[end] == '\n')
+        return true;
+    }
+    return false;
+  }
+
+  /// Bytes this request may carry: what the header announces past its offset.
+  std::uint64_t announced() const {
+    return static_cast<std::uint64_t>(header_->nbytes - header_->offset);
+  }
+
+  /// Judges the header (with the body's end, `ended`, or with more to come) and, for an
+  /// upload it authorizes, asks the project for the file's limit and opens the file.
+  void begin(std::function<void()> more, bool ended) {
+    auto parsed = parse_upload_header(head_);
+    if (!parsed) {
+      spdlog::info("upload refused: {}", parsed.error);
+      answer(-1, std::nullopt, parsed.error);
+      return;
+    }
+    header_ = std::move(*parsed.value);
+    if (header_->kind == upload_header::kind_t::get_file_size) {
+      if (!ended) { // a size query carries no data
+        answer(-1, std::nullopt, "a get_file_size request carries no <data>");
+        return;
+      }
+      ctx_->files->post([self = shared_from_this()] {
+        auto stored = self->ctx_->files->store().output_size(self->project_, self->header_->name);
+        self->answer(0, static_cast<long long>(stored), {});
+      });
+      return;
+    }
+    auto who = ctx_->files->verify(header_->xml_signature, header_->name);
     if (!who) {
-      spdlog::info("upload of {} refused: missing or invalid signature", h->name);
-      answer(-1, std::nullopt, "upload not authorized for " + h->name);
+      spdlog::info("upload of {} refused: missing or invalid signature", header_->name);
+      answer(-1, std::nullopt, "upload not authorized for " + header_->name);
       return;
     }
-    host = *who;
-    auto data_len = body->size() - h->data_offset;
-    if (static_cast<long long>(data_len) > h->nbytes - h->offset) {
-      answer(-1, std::nullopt,
-             "upload of " + h->name + " carries " + std::to_string(data_len)
-               + " bytes, more than the " + std::to_string(h->nbytes - h->offset)
-               + " its header announces");
+    host_ = *who;
+    if (ctx_->disk && ctx_->disk->low()) {
+      spdlog::warn("upload of {} refused: {}", header_->name, ctx_->disk->describe());
+      answer(1, std::nullopt, "the project's server is low on disk space; retry later");
       return;
+    }
+    auto data = head_.substr(header_->data_offset);
+    head_.clear();
+    head_.shrink_to_fit();
+    received_ = data.size();
+    if (received_ > announced()) {
+      too_much();
+      return;
+    }
+    spawn_one_shot(*ctx_->sys, [self = shared_from_this(), data = std::move(data),
+                                more = std::move(more), ended](caf::event_based_actor* actor) {
+      {
+        std::lock_guard lock{self->mtx_};
+        self->recorder_ = caf::actor_cast<caf::actor>(actor);
+      }
+      const auto& name = self->header_->name;
+      actor->request(self->actor_, std::chrono::seconds(30), atom::upload_v, name, self->host_)
+        .then(
+          [self, actor, data, more, ended](double max_nbytes) {
+            actor->become(
+              [self, actor](atom::upload, std::uint64_t nbytes, const std::string& md5) {
+                self->record(actor, nbytes, md5);
+                actor->unbecome();
+              },
+              [actor](atom::upload) { actor->quit(); });
+            self->ctx_->files->post([self, data, more, ended, max_nbytes] {
+              std::lock_guard lock{self->mtx_};
+              self->open(data, max_nbytes);
+              if (!self->writer_)
+                return;
+              if (ended)
+                self->complete();
+              else
+                more();
+            });
+          },
+          [self](caf::error& err) {
+            spdlog::info("upload of {} refused: {}", self->header_->name, describe(err));
+            self->answer(-1, std::nullopt, "unknown file " + self->header_->name);
+          });
+    });
+  }
+
+  /// On the pool, under `mtx_`: checks the upload against what is stored and the project's
+  /// limit, opens the file at the offset and writes the first data.
+  void open(const std::string& data, double max_nbytes) {
+    if (cut_) {
+      release();
+      return;
+    }
+    const auto& h = *header_;
+    try {
+      auto& store = ctx_->files->store();
+      if (static_cast<double>(h.nbytes) > max_nbytes) {
+        refuse(h.name + " is " + std::to_string(h.nbytes) + " bytes, over its limit of "
+               + std::to_string(static_cast<long long>(max_nbytes)));
+        return;
+      }
+      auto stored = store.output_size(project_, h.name);
+      if (static_cast<std::uint64_t>(h.offset) > stored) {
+        refuse("offset " + std::to_string(h.offset) + " is beyond the " + std::to_string(stored)
+               + " bytes stored of " + h.name);
+        return;
+      }
+      auto writer = store.open_output(project_, h.name, static_cast<std::uint64_t>(h.offset));
+      if (!writer) {
+        cannot_store(describe(writer.error()));
+        return;
+      }
+      writer_.emplace(std::move(*writer));
+      if (auto err = writer_->append(data))
+        cannot_store(describe(err));
+    } catch (const std::exception& e) {
+      cannot_store(e.what());
     }
   }
-  // The file pool never spawns or requests: a thread that spawns keeps CAF's logger, and
-  // the pool outlives the actor system, whose destructor waits for the logger to go. It
-  // hands a stored output back to this actor with a plain send.
-  spawn_one_shot(*ctx.sys, [files, project, actor, h, body, host,
-                            answer](caf::event_based_actor* self) {
-    self->request(actor, std::chrono::seconds(30), atom::upload_v, h->name, host)
-      .then(
-        [self, files, project, actor, h, body, host, answer](double max_nbytes) {
-          auto me = caf::actor_cast<caf::actor>(self);
-          self->become(
-            [self, actor, h, host, answer](atom::upload, std::uint64_t nbytes,
-                                           const std::string& md5) {
-              record_output(self, actor, h->name, host, nbytes, md5, answer);
-              self->unbecome();
-            },
-            [self](atom::upload) { self->quit(); });
-          files->post([me, files, project, h, body, answer, max_nbytes] {
-            // Unless the output is handed back for recording, the actor has nothing to wait for.
-            bool handed_back = false;
-            auto release = caf::detail::make_scope_guard([&] {
-              if (!handed_back)
-                caf::anon_send(me, atom::upload_v);
+
+  /// On the pool, under `mtx_`, once the body ended: the stored output goes to the actor for
+  /// recording when it is whole and its digest is the one the client announced.
+  void complete() {
+    const auto& h = *header_;
+    auto done = writer_->finish();
+    writer_.reset();
+    if (!done) {
+      cannot_store(describe(done.error()));
+      return;
+    }
+    if (done->size < static_cast<std::uint64_t>(h.nbytes)) {
+      // What arrived is kept; the client asks for the size and resumes there.
+      release();
+      answer(1, std::nullopt,
+             "upload of " + h.name + " is incomplete (" + std::to_string(done->size) + " of "
+               + std::to_string(h.nbytes) + " bytes stored); resume");
+      return;
+    }
+    // The client's md5 only refuses a damaged upload; what counts is the server's.
+    if (!h.md5_cksum.empty() && *done->md5 != h.md5_cksum) {
+      ctx_->files->store().remove_output(project_, h.name);
+      release();
+      answer(1, std::nullopt, "checksum of " + h.name + " does not match; upload it again");
+      return;
+    }
+    caf::anon_send(std::exchange(recorder_, caf::actor{}), atom::upload_v, done->size, *done->md5);
+  }
+
+  /// On the actor: has the project record the output stored whole (output_received), and
+  /// answers the client once that is durable: success only then, an error if it refuses.
+  void record(caf::event_based_actor* actor, std::uint64_t nbytes, const std::string& md5) {
+    auto self = shared_from_this();
+    actor
+      ->request(actor_, std::chrono::seconds(30), atom::upload_v, header_->name, host_, nbytes, md5)
+      .then([self](bool) { self->answer(0, std::nullopt, {}); },
+            [self](caf::error& err) {
+              const auto& name = self->header_->name;
+              spdlog::info("upload of {} not recorded: {}", name, describe(err));
+              self->answer(-1, std::nullopt, "upload of " + name + " refused: " + describe(err));
             });
-            auto cannot_store = [&](const std::string& why) {
-              spdlog::error("upload of {}: {}", h->name, why);
-              answer(1, std::nullopt, "the server could not store the file; retry later");
-            };
-            try {
-              auto& store = files->store();
-              auto stored = store.output_size(project, h->name);
-              if (h->kind == upload_header::kind_t::get_file_size) {
-                answer(0, static_cast<long long>(stored), {});
-                return;
-              }
-              if (static_cast<double>(h->nbytes) > max_nbytes) {
-                answer(-1, std::nullopt,
-                       h->name + " is " + std::to_string(h->nbytes) + " bytes, over its limit of "
-                         + std::to_string(static_cast<long long>(max_nbytes)));
-                return;
-              }
-              if (static_cast<std::uint64_t>(h->offset) > stored) {
-                answer(-1, std::nullopt,
-                       "offset " + std::to_string(h->offset) + " is beyond the "
-                         + std::to_string(stored) + " bytes stored of " + h->name);
-                return;
-              }
-              auto data = std::string_view{*body}.substr(h->data_offset);
-              // The request that completes the file has it hashed as it is written (after
-              // the prefix a resumed upload stored before).
-              auto offset = static_cast<std::uint64_t>(h->offset);
-              bool completes = offset + data.size() >= static_cast<std::uint64_t>(h->nbytes);
-              auto progress = store.write_output(project, h->name, offset, data, completes);
-              if (!progress) {
-                cannot_store(describe(progress.error()));
-                return;
-              }
-              if (progress->size < static_cast<std::uint64_t>(h->nbytes) || !progress->md5) {
-                // What arrived is kept; the client asks for the size and resumes there.
-                answer(1, std::nullopt,
-                       "upload of " + h->name + " is incomplete (" + std::to_string(progress->size)
-                         + " of " + std::to_string(h->nbytes) + " bytes stored); resume");
-                return;
-              }
-              // The client's md5 only refuses a damaged upload; what counts is the server's.
-              if (!h->md5_cksum.empty() && *progress->md5 != h->md5_cksum) {
-                store.remove_output(project, h->name);
-                answer(1, std::nullopt,
-                       "checksum of " + h->name + " does not match; upload it again");
-                return;
-              }
-              handed_back = true;
-              caf::anon_send(me, atom::upload_v, progress->size, *progress->md5);
-            } catch (const std::exception& e) {
-              cannot_store(e.what());
-            }
-          });
-        },
-        [h, answer](caf::error& err) {
-          spdlog::info("upload of {} refused: {}", h->name, describe(err));
-          answer(-1, std::nullopt, "unknown file " + h->name);
-        });
-  });
-}
+  }
+
+  /// More data than the header announced: refused, and what was stored before stays.
+  void too_much() {
+    answer(-1, std::nullopt,
+           "upload of " + header_->name + " carries " + std::to_string(received_)
+             + " bytes or more, more than the " + std::to_string(announced())
+             + " its header announces");
+    ctx_->files->post([self = shared_from_this()] {
+      std::lock_guard lock{self->mtx_};
+      self->keep_what_arrived();
+    });
+  }
+
+  /// Under `mtx_`: a permanent refusal after the header was authorized.
+  void refuse(const std::string& why) {
+    release();
+    answer(-1, std::nullopt, why);
+  }
+
+  /// Under `mtx_`: the disk failed; the client retries later.
+  void cannot_store(const std::string& why) {
+    spdlog::error("upload of {}: {}", header_->name, why);
+    writer_.reset();
+    release();
+    answer(1, std::nullopt, "the server could not store the file; retry later");
+  }
+
+  /// Under `mtx_`: flushes what was written (the client resumes from it) and lets the actor go.
+  void keep_what_arrived() {
+    if (writer_) {
+      if (auto err = writer_->sync())
+        spdlog::error("upload of {}: {}", header_->name, describe(err));
+      writer_.reset();
+    }
+    release();
+  }
+
+  /// Under `mtx_`: the actor has no output to record.
+  void release() {
+    if (recorder_)
+      caf::anon_send(std::exchange(recorder_, caf::actor{}), atom::upload_v);
+  }
+
+  std::shared_ptr<file_routes_context> ctx_;
+  std::string project_;
+  project_actor actor_;
+  unsigned version_;
+  bool keep_alive_;
+  responder respond_;
+  // On the strand (and read-only once the header is judged):
+  std::string head_;                    ///< The header, while it is gathered.
+  std::optional<upload_header> header_; ///< Once judged.
+  std::uint64_t host_ = 0;              ///< The host the upload's signature names.
+  std::uint64_t received_ = 0;          ///< Data bytes of this request so far.
+  // Guarded by mtx_:
+  std::mutex mtx_;
+  std::optional<storage::output_writer> writer_; ///< The open output, while data arrives.
+  caf::actor recorder_;                          ///< The actor waiting for the stored output.
+  bool cut_ = false;                             ///< The connection was cut.
+};
 
 } // namespace
 
@@ -357,16 +526,15 @@ std::vector<route> file_routes(file_routes_context ctx) {
                            [shared, name = name](request&& req, const responder& respond) {
                              serve_download(shared->files, name, std::move(req), respond);
                            },
+                           {},
                            {}});
-    routes.push_back(
-      route{"/" + name + "/upload",
-            true,
-            {http::verb::post},
-            shared->upload_limit,
-            [shared, name = name, actor = actor](request&& req, const responder& respond) {
-              serve_upload(*shared, name, actor, std::move(req), respond);
-            },
-            {}});
+    route upload{
+      "/" + name + "/upload", true, {http::verb::post}, shared->upload_limit, {}, {}, {}};
+    upload.stream = [shared, name = name, actor = actor](const request& header, responder respond) {
+      return std::make_shared<upload_sink>(shared, name, actor, header.version(),
+                                           header.keep_alive(), std::move(respond));
+    };
+    routes.push_back(std::move(upload));
   }
   return routes;
 }

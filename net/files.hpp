@@ -6,6 +6,7 @@
 
 #include "actors/actors.hpp"
 #include "net/http_server.hpp"
+#include "storage/disk_space.hpp"
 #include "storage/file_store.hpp"
 
 #include <caf/actor_system.hpp>
@@ -50,6 +51,8 @@ struct file_routes_context {
   std::map<std::string, project_actor> projects;
   std::shared_ptr<file_service> files;
   std::size_t upload_limit = 256u << 20;
+  /// Below its watermark uploads are refused with a transient error (the client retries).
+  std::shared_ptr<const storage::disk_space> disk;
 };
 
 /// GET /<p>/download/<name> and POST /<p>/upload for every project.

@@ -83,6 +83,30 @@ struct admission {
 /// not block.
 using admitter = std::function<admission(const request& header)>;
 
+/// Takes a request body in pieces as it arrives, for bodies too large to hold (uploads). The
+/// session calls write() with each piece and reads no more until `more` is called (from any
+/// thread), so a slow disk slows the client instead of filling memory; the read timeout
+/// applies to each piece, not to the whole body. Then exactly one of finish() (the body ended
+/// whole) or cut() (the client left or stalled, or the server stops) follows, unless the sink
+/// answered early.
+///
+/// The sink answers through the responder it was opened with. It may answer early, from
+/// write() or later but instead of calling that piece's `more` (a refusal judged from the
+/// first pieces): the rest of the body is left unread and the connection closes after the
+/// answer. After cut() no answer is sent, and dropping the responder is no error.
+class body_sink {
+public:
+  virtual ~body_sink() = default;
+  virtual void write(std::string piece, std::function<void()> more) = 0;
+  virtual void finish() = 0;
+  virtual void cut() = 0;
+};
+
+/// Opens the sink of a streamed request once its header is in (its body is still empty); runs
+/// on an HTTP thread and must not block.
+using sink_opener
+  = std::function<std::shared_ptr<body_sink>(const request& header, responder respond)>;
+
 /// A route: requests whose target path starts with `prefix` (or equals it, with `exact`).
 /// The query string is ignored for matching; the longest matching prefix wins.
 struct route {
@@ -92,6 +116,9 @@ struct route {
   std::size_t body_limit = 0;      ///< 0: the server's default body limit.
   handler serve;
   admitter admit; ///< Empty: every request's body is read.
+  /// Set: the body is streamed to the sink this opens, in pieces, never held whole, and
+  /// `serve` is not called.
+  sink_opener stream;
 };
 
 /// Settings of the listener and its sessions.
@@ -101,7 +128,8 @@ struct server_options {
   int threads = 2;
   std::size_t body_limit = 4u << 20; ///< Default per-request body limit.
   /// The header must arrive within this once the request has started (or once the connection
-  /// opened, for the first request); the body, too, has this long after the header.
+  /// opened, for the first request); the body, too, has this long after the header, except a
+  /// streamed body (a route with `stream`), which has it for each piece.
   std::chrono::milliseconds read_timeout{30000};
   std::chrono::milliseconds idle_timeout{60000}; ///< A keep-alive connection idle this long closes.
   std::chrono::milliseconds write_timeout{

@@ -30,7 +30,16 @@ constexpr std::size_t max_linger_bytes = 4u << 20;
 /// Bytes read at once while waiting for the start of a request.
 constexpr std::size_t first_read_size = 4096;
 
+/// The largest piece of a streamed body handed to a sink at once.
+constexpr std::size_t piece_size = std::size_t{64} * 1024;
+
 constexpr std::string_view server_name = "cobble";
+
+bool is_http_error(const error_code& ec) {
+  return ec.category() == make_error_code(http::error::bad_version).category();
+}
+
+} // namespace
 
 /// Behind every copy of one responder: delivers at most once, and a 500 when dropped unused.
 class responder_state {
@@ -61,6 +70,9 @@ public:
 
   /// Delivers what `make` builds unless already done or the server is stopping. True if
   /// handed over. `dropped`: the handler let go of the responder without calling it.
+  /// Nothing will be delivered: the request was abandoned (a streamed body was cut).
+  void abandon() { done_.store(true); }
+
   bool deliver(response_maker make, bool dropped = false) {
     if (done_.exchange(true))
       return false;
@@ -83,12 +95,6 @@ private:
   server_stats* stats_;
   std::atomic<bool> done_{false};
 };
-
-bool is_http_error(const error_code& ec) {
-  return ec.category() == make_error_code(http::error::bad_version).category();
-}
-
-} // namespace
 
 http_session::http_session(asio::ip::tcp::socket socket, http_context& ctx)
   : ctx_(ctx), stream_(std::move(socket)) {
@@ -136,6 +142,10 @@ void http_session::read_next() {
   // A fresh parser per request; the body limit is set from the route once the header is in.
   parser_.emplace();
   parser_->body_limit(boost::none);
+  stream_parser_.reset();
+  sink_.reset();
+  sink_done_ = false;
+  ++request_number_;
   route_ = nullptr;
   version_ = 11;
   keep_alive_ = false;
@@ -227,12 +237,23 @@ void http_session::on_header(error_code ec, std::size_t) {
     return;
   }
   parser_->body_limit(limit); // still needed for chunked bodies
-  if (parser_->is_done()) {
+  // libcurl asks before big uploads. Never 417: the client would fall back to HTTP/1.0.
+  const bool wants_continue = version_ >= 11
+                              && beast::iequals(req[http::field::expect], "100-continue");
+  if (route_->stream) { // `req` is gone after this: the parser changes
+    open_sink();
+    if (!sink_)
+      return;
+  }
+  if (parser_ && parser_->is_done()) {
     dispatch();
     return;
   }
-  // libcurl asks before big uploads. Never 417: the client would fall back to HTTP/1.0.
-  if (version_ >= 11 && beast::iequals(req[http::field::expect], "100-continue")) {
+  if (stream_parser_ && stream_parser_->is_done()) {
+    after_piece();
+    return;
+  }
+  if (wants_continue) {
     continue_.emplace(http::status::continue_, version_);
     continue_->set(http::field::server, server_name);
     stream_.expires_after(ctx_.opts.write_timeout);
@@ -240,7 +261,10 @@ void http_session::on_header(error_code ec, std::size_t) {
                       beast::bind_front_handler(&http_session::on_continue, shared_from_this()));
     return;
   }
-  read_body();
+  if (sink_)
+    read_piece();
+  else
+    read_body();
 }
 
 void http_session::on_continue(error_code ec, std::size_t) {
@@ -249,7 +273,10 @@ void http_session::on_continue(error_code ec, std::size_t) {
     close_now();
     return;
   }
-  read_body();
+  if (sink_)
+    read_piece();
+  else
+    read_body();
 }
 
 void http_session::read_body() {
@@ -267,6 +294,7 @@ void http_session::on_body(error_code ec, std::size_t) {
 }
 
 void http_session::on_read_error(error_code ec) {
+  cut_sink();
   if (ec == beast::error::timeout) {
     ctx_.stats.timeouts.fetch_add(1, std::memory_order_relaxed);
     close_now();
@@ -284,6 +312,96 @@ void http_session::on_read_error(error_code ec) {
     // The client closed (between or within requests), the network failed, or we are stopping.
     close_now();
   }
+}
+
+// -- streaming a body to a route's sink ------------------------------------------------------
+
+void http_session::open_sink() {
+  auto state = std::make_shared<responder_state>(weak_from_this(), ctx_.gate, &ctx_.stats);
+  sink_responder_ = state;
+  responder respond{[state](response_maker make) { state->deliver(std::move(make)); }};
+  try {
+    sink_ = route_->stream(parser_->get(), respond);
+  } catch (const std::exception& e) {
+    spdlog::error("http: opening the body sink of {} threw: {}", route_->prefix, e.what());
+  }
+  // The header's parser becomes one that hands the body over in pieces (Beast allows the
+  // change of body type between the header and the body).
+  stream_parser_.emplace(std::move(*parser_));
+  parser_.reset();
+  if (!sink_) {
+    ctx_.stats.handler_errors.fetch_add(1, std::memory_order_relaxed);
+    reply_error(http::status::internal_server_error, "internal server error\n", true);
+  }
+}
+
+void http_session::read_piece() {
+  piece_.resize(piece_size);
+  auto& body = stream_parser_->get().body();
+  body.data = piece_.data();
+  body.size = piece_.size();
+  // Each piece has the read timeout: a slow link may take as long as it keeps sending.
+  stream_.expires_after(ctx_.opts.read_timeout);
+  http::async_read_some(stream_, buffer_, *stream_parser_,
+                        beast::bind_front_handler(&http_session::on_piece, shared_from_this()));
+}
+
+void http_session::on_piece(error_code ec, std::size_t) {
+  if (ec == http::error::need_buffer)
+    ec = {};
+  if (ec) {
+    on_read_error(ec);
+    return;
+  }
+  if (sink_done_) // the sink answered meanwhile; the answer closes the connection
+    return;
+  piece_.resize(piece_size - stream_parser_->get().body().size);
+  if (piece_.empty()) {
+    after_piece();
+    return;
+  }
+  // Until the sink asks for more, nothing else holds this session.
+  self_ = shared_from_this();
+  auto gate = ctx_.gate;
+  std::function<void()> more = [weak = weak_from_this(), gate, number = request_number_] {
+    std::shared_lock lock{gate->mtx};
+    if (!gate->open)
+      return;
+    if (auto self = weak.lock())
+      asio::post(self->stream_.get_executor(), [self, number] {
+        if (self->closed_ || self->sink_done_ || self->request_number_ != number)
+          return;
+        self->self_.reset();
+        self->after_piece();
+      });
+  };
+  try {
+    sink_->write(std::exchange(piece_, {}), std::move(more));
+  } catch (const std::exception& e) {
+    spdlog::error("http: the body sink of {} threw: {}", route_->prefix, e.what());
+    self_.reset();
+    cut_sink();
+    close_now();
+  }
+}
+
+void http_session::after_piece() {
+  if (!stream_parser_->is_done()) {
+    read_piece();
+    return;
+  }
+  sink_done_ = true;
+  self_ = shared_from_this(); // the sink owes the response
+  sink_->finish();
+}
+
+void http_session::cut_sink() {
+  if (!sink_ || sink_done_)
+    return;
+  sink_done_ = true;
+  if (auto state = sink_responder_.lock())
+    state->abandon(); // a cut body has no answer: the sink's responder is no handler's fault
+  sink_->cut();
 }
 
 // -- answering ---------------------------------------------------------------------------------
@@ -316,8 +434,11 @@ void http_session::on_response(outgoing res) {
   self_.reset(); // the posted handler that called us holds a reference
   if (closed_)
     return;
+  // A sink that answers before the end of its body leaves the rest unread.
+  const bool body_unread = sink_ && !sink_done_ && !stream_parser_->is_done();
+  sink_done_ = true;
   if (auto* text = std::get_if<response>(&res))
-    write(std::move(*text), false);
+    write(std::move(*text), body_unread);
   else
     write_file(std::move(std::get<file_response>(res)));
 }
@@ -429,6 +550,7 @@ void http_session::close_now() {
   closed_ = true;
   // Keep ourselves alive to the end of this function even if `self_` was the last reference.
   auto keep = std::move(self_);
+  cut_sink();
   error_code ec;
   stream_.socket().shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   stream_.close();

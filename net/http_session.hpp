@@ -31,6 +31,8 @@ struct http_context {
   std::shared_ptr<http_gate> gate = std::make_shared<http_gate>();
 };
 
+class responder_state;
+
 /// One connection. Owns itself: the pending Asio operation holds a reference, and while a
 /// handler owes a response the session holds one to itself (`self_`), broken by the response
 /// or by close(). Responders refer to it weakly. Everything but deliver() and close() runs on
@@ -61,6 +63,14 @@ private:
   void read_body();
   void on_body(boost::beast::error_code ec, std::size_t n);
   void on_read_error(boost::beast::error_code ec);
+  // -- streaming a body to a route's sink ------------------------------------------------------
+  void open_sink();
+  void read_piece();
+  void on_piece(boost::beast::error_code ec, std::size_t n);
+  /// The sink took the last piece: the next one, or the end of the body.
+  void after_piece();
+  /// The body will not be read to its end: tells the sink, which keeps what it has.
+  void cut_sink();
 
   // -- answering -----------------------------------------------------------------------------
 
@@ -85,6 +95,14 @@ private:
   boost::beast::tcp_stream stream_;
   boost::beast::flat_buffer buffer_;
   std::optional<http::request_parser<http::string_body>> parser_;
+  /// The parser of a streamed body (the header's parser, converted), its sink, and the piece
+  /// being read into.
+  std::optional<http::request_parser<http::buffer_body>> stream_parser_;
+  std::shared_ptr<body_sink> sink_;
+  std::weak_ptr<responder_state> sink_responder_; ///< Behind the responder the sink got.
+  std::string piece_;
+  bool sink_done_ = false;           ///< finish() or cut() was called, or the sink answered.
+  std::uint64_t request_number_ = 0; ///< Of the current request on this connection.
   std::optional<http::response<http::empty_body>> continue_; ///< A 100 being written.
   std::optional<response> res_;                              ///< The response being written.
   std::optional<file_response> file_res_;                    ///< A file response being written, or:

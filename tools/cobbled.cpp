@@ -363,7 +363,8 @@ int program_main(int argc, char** argv) {
   actx.disk = disk;
   for (auto& r : cobble::net::admin_routes(actx))
     routes.push_back(std::move(r));
-  for (auto& r : cobble::net::file_routes({&sys, node->projects, files, cfg.server.upload_limit}))
+  for (auto& r :
+       cobble::net::file_routes({&sys, node->projects, files, cfg.server.upload_limit, disk}))
     routes.push_back(std::move(r));
   cobble::net::server_options opts;
   opts.address = cfg.server.listen_address;

@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "net/admin_api.hpp"
 #include "net/edge.hpp"
+#include "net/files.hpp"
 #include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
 
@@ -37,6 +38,7 @@ struct node_fixture {
   std::unique_ptr<caf::actor_system> sys;
   std::shared_ptr<storage::event_store> store;
   std::shared_ptr<storage::disk_space> disk;
+  std::shared_ptr<net::file_service> files;
   node_handles handles;
   std::unique_ptr<net::http_server> server;
   std::uint16_t port = 0;
@@ -73,6 +75,10 @@ struct node_fixture {
     actx.token = token;
     actx.disk = disk;
     for (auto& r : net::admin_routes(actx))
+      routes.push_back(std::move(r));
+    files = std::make_shared<net::file_service>(std::make_shared<storage::file_store>(dir.path()),
+                                                "edge-test-secret");
+    for (auto& r : net::file_routes({sys.get(), handles.projects, files, 1u << 20, disk}))
       routes.push_back(std::move(r));
     server = std::make_unique<net::http_server>(net::server_options{}, std::move(routes));
     port = server->start();
@@ -141,6 +147,14 @@ TEST_CASE("below server.min_free_disk no change is accepted and reads still answ
   auto list = c.get("/api/projects/demo/workunits", n.token);
   CHECK(list.status == 200);
   CHECK(list.body.find("wu_refused") == std::string::npos);
+
+  // An upload with a valid signature: a transient refusal the client retries, nothing stored.
+  const std::string output = "wu_any_0_0";
+  auto up = c.post("/demo/upload", cobble::test::upload_body(output, n.files->sign(output, 1), 1000,
+                                                             4, "", 0, "abcd"));
+  CHECK(cobble::test::status_of(up.body) == 1);
+  CHECK_THAT(up.body, Catch::Contains("low on disk space"));
+  CHECK_FALSE(std::filesystem::exists(n.dir.path() / "projects/demo/upload" / output));
 
   // Nothing was appended.
   CHECK(n.durable_seq() == before);

@@ -248,14 +248,26 @@ TEST_CASE("assimilation keeps the canonical output and deletes finished work's f
 
 namespace {
 
-/// Resident memory of a process, from /proc/PID/status, in bytes.
-std::uint64_t resident_bytes(int pid) {
+/// Resident memory of a process (or with "VmHWM:", its peak), from /proc/PID/status, in bytes.
+std::uint64_t resident_bytes(int pid, std::string_view field = "VmRSS:") {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
   std::string line;
   while (std::getline(in, line))
-    if (line.starts_with("VmRSS:"))
-      return std::stoull(line.substr(6)) * 1024;
+    if (line.starts_with(field))
+      return std::stoull(line.substr(field.size())) * 1024;
   return 0;
+}
+
+/// The reply to a size query once it says `size` (the server stores a cut upload on its
+/// file pool, after the connection is gone); the last reply if it never does.
+std::string size_once(http_client& c, const std::string& name, std::uint64_t size) {
+  const auto want = "<file_size>" + std::to_string(size) + "</file_size>";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string body;
+  do
+    body = c.post("/demo/upload", size_query(name)).body;
+  while (body.find(want) == std::string::npos && std::chrono::steady_clock::now() < deadline);
+  return body;
 }
 
 } // namespace
@@ -300,5 +312,93 @@ TEST_CASE("a download is sent from the file: clients that do not read cost no me
   fs::create_symlink(s.data / "admin_token", download / "in_link");
   CHECK(c.get("/demo/download/in_link").status == 404);
   idle.clear();
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("uploads stream to disk: judged by their header, kept when cut, never held whole") {
+  temp_dir dir;
+  server s{dir.path()};
+  create_work(s, "wu_cut");
+  create_work(s, "wu_big");
+  http_client c{"127.0.0.1", s.port};
+  auto job = rpc(c, make_request(s.account_key, 0, 100, 2, {}));
+  REQUIRE(job.jobs.size() == 2);
+  std::vector<parsed_reply::file> outputs;
+  for (const auto& j : job.jobs)
+    for (const auto& f : job.files)
+      if (f.name == j.output)
+        outputs.push_back(f);
+  REQUIRE(outputs.size() == 2);
+  const auto max = static_cast<long long>(outputs[0].max_nbytes);
+
+  SECTION("an upload without a valid signature is refused before its body is sent") {
+    // 200 MiB announced, only the header sent: the answer comes at once (on main the server
+    // waited for, and held, the whole body before it looked at the signature).
+    auto header = upload_body(outputs[0].name, "cobble:1:forged", max, 200ll << 20, "", 0, "");
+    boost::asio::io_context ioc;
+    boost::beast::tcp_stream st{ioc};
+    st.connect({boost::asio::ip::make_address("127.0.0.1"), s.port});
+    http::request<http::empty_body> req{http::verb::post, "/demo/upload", 11};
+    req.set(http::field::host, "127.0.0.1");
+    req.content_length(header.size() + (200u << 20));
+    http::request_serializer<http::empty_body> sr{req};
+    http::write_header(st, sr);
+    boost::asio::write(st.socket(), boost::asio::buffer(header));
+    st.expires_after(std::chrono::seconds(10));
+    boost::beast::flat_buffer buf;
+    http::response<http::string_body> res;
+    http::read(st, buf, res);
+    INFO(res.body());
+    CHECK(status_of(res.body()) == -1);
+    CHECK(res.body().find("not authorized") != std::string::npos);
+    CHECK(!res.keep_alive()); // the unread body ends the connection
+  }
+
+  SECTION("a cut upload keeps what arrived and the client resumes from it") {
+    const auto& out = outputs[0];
+    auto content = pattern(3u << 20, 21);
+    const auto n = static_cast<long long>(content.size());
+    const std::size_t sent = 1u << 20;
+    {
+      auto body = upload_body(out.name, out.signature, max, n, md5_of(content), 0,
+                              std::string_view{content}.substr(0, sent));
+      boost::asio::io_context ioc;
+      boost::beast::tcp_stream st{ioc};
+      st.connect({boost::asio::ip::make_address("127.0.0.1"), s.port});
+      http::request<http::empty_body> req{http::verb::post, "/demo/upload", 11};
+      req.set(http::field::host, "127.0.0.1");
+      req.content_length(body.size() + (content.size() - sent)); // the whole file announced
+      http::request_serializer<http::empty_body> sr{req};
+      http::write_header(st, sr);
+      boost::asio::write(st.socket(), boost::asio::buffer(body));
+    } // the link drops a third of the way
+    auto q = size_once(c, out.name, sent);
+    INFO(q);
+    REQUIRE(q.find("<file_size>" + std::to_string(sent) + "</file_size>") != std::string::npos);
+    auto rest = c.post("/demo/upload", upload_body(out.name, out.signature, max, n, md5_of(content),
+                                                   static_cast<long long>(sent),
+                                                   std::string_view{content}.substr(sent)));
+    INFO(rest.body);
+    CHECK(status_of(rest.body) == 0);
+    CHECK(read_file(s.data / "projects/demo/upload" / out.name) == content);
+  }
+
+  SECTION("a large upload costs the server pieces, not the file") {
+    const auto& out = outputs[1];
+    auto content = pattern(48u << 20, 22);
+    REQUIRE(static_cast<long long>(content.size()) < max);
+    REQUIRE(c.get("/healthz").status == 200);
+    const auto peak_before = resident_bytes(s.proc->pid(), "VmHWM:");
+    REQUIRE(peak_before > 0);
+    auto r = c.post("/demo/upload", upload_body(out.name, out.signature, max,
+                                                static_cast<long long>(content.size()),
+                                                md5_of(content), 0, content));
+    INFO(r.body);
+    CHECK(status_of(r.body) == 0);
+    const auto peak_after = resident_bytes(s.proc->pid(), "VmHWM:");
+    INFO("peak resident before " << peak_before << " after " << peak_after);
+    CHECK(peak_after < peak_before + content.size() / 2); // on main: the body, twice
+    CHECK(read_file(s.data / "projects/demo/upload" / out.name) == content);
+  }
   CHECK(s.stop() == 0);
 }

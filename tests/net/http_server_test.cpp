@@ -1,8 +1,10 @@
 #include "net/http_server.hpp"
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -173,6 +175,76 @@ std::vector<route> default_routes() {
   routes.push_back(make_route("/upload", echo(), {http::verb::post}, std::size_t{64} * 1024));
   return routes;
 }
+
+/// Where the streamed bodies of these tests go: counts pieces and bytes, answers 200 with the
+/// byte count at the end, and can hold every piece a while before asking for more (a slow
+/// disk) or refuse at the first piece.
+struct sink_probe {
+  std::chrono::milliseconds hold{0};
+  std::uint64_t held_pieces = 0; ///< How many of the first pieces are held.
+  bool refuse_first = false;
+  std::atomic<std::uint64_t> bytes{0}, pieces{0}, largest{0}, cuts{0};
+
+  sink_probe() : thread_([this] { timers_.run(); }) {}
+  ~sink_probe() {
+    work_.reset();
+    thread_.join();
+  }
+  sink_probe(const sink_probe&) = delete;
+  sink_probe& operator=(const sink_probe&) = delete;
+
+  /// A server's routes: POST /stream into this probe.
+  std::vector<route> routes(std::size_t body_limit) {
+    route r = make_route("/stream", {}, {http::verb::post}, body_limit, true);
+    r.stream = [this](const request&, responder respond) {
+      return std::make_shared<sink>(*this, std::move(respond));
+    };
+    std::vector<route> out;
+    out.push_back(std::move(r));
+    return out;
+  }
+
+private:
+  class sink final : public body_sink {
+  public:
+    sink(sink_probe& probe, responder respond) : probe_(probe), respond_(std::move(respond)) {}
+    void write(std::string piece, std::function<void()> more) override {
+      probe_.bytes += piece.size();
+      ++probe_.pieces;
+      if (piece.size() > probe_.largest)
+        probe_.largest = piece.size();
+      if (probe_.refuse_first) {
+        respond_(answer(http::status::forbidden, "refused\n"));
+        return;
+      }
+      if (probe_.pieces > probe_.held_pieces) {
+        more();
+        return;
+      }
+      auto timer = std::make_shared<asio::steady_timer>(probe_.timers_, probe_.hold);
+      timer->async_wait([timer, more = std::move(more)](beast::error_code) { more(); });
+    }
+    void finish() override {
+      respond_(answer(http::status::ok, std::to_string(probe_.bytes.load())));
+    }
+    void cut() override { ++probe_.cuts; }
+
+  private:
+    static response answer(http::status status, std::string body) {
+      response res{status, 11};
+      res.set(http::field::content_type, "text/plain");
+      res.body() = std::move(body);
+      return res;
+    }
+    sink_probe& probe_;
+    responder respond_;
+  };
+
+  asio::io_context timers_;
+  std::optional<asio::executor_work_guard<asio::io_context::executor_type>> work_{
+    timers_.get_executor()};
+  std::thread thread_;
+};
 
 } // namespace
 
@@ -539,4 +611,69 @@ TEST_CASE("start() reports bind failures and refuses a second start", "[http]") 
   bad.address = "not an address";
   http_server third{bad, default_routes()};
   CHECK_THROWS_AS(third.start(), std::system_error);
+}
+
+TEST_CASE("a streamed body reaches its sink in pieces, never whole", "[http]") {
+  sink_probe probe;
+  http_server server{test_options(), probe.routes(std::size_t{8} << 20)};
+  client c{server.start()};
+  const std::string body(std::size_t{1} << 20, 'x');
+  auto res = c.roundtrip(http::verb::post, "/stream", body);
+  CHECK(res.result() == http::status::ok);
+  CHECK(res.body() == std::to_string(body.size()));
+  CHECK(probe.pieces >= 16); // never more than 64 KiB at once
+  CHECK(probe.largest <= std::size_t{64} * 1024);
+  // The connection stays usable, and a chunked body streams too.
+  request chunked{http::verb::post, "/stream", 11};
+  chunked.set(http::field::host, "127.0.0.1");
+  chunked.chunked(true);
+  chunked.body() = std::string(100000, 'y');
+  c.send(std::move(chunked));
+  res = c.read();
+  CHECK(res.result() == http::status::ok);
+  CHECK(res.body() == std::to_string(body.size() + 100000));
+}
+
+TEST_CASE("the read timeout applies to each piece of a streamed body, not to the whole", "[http]") {
+  sink_probe probe;
+  probe.hold = 100ms; // each piece well within the timeout, the body not
+  probe.held_pieces = 8;
+  auto opts = test_options();
+  opts.read_timeout = 300ms;
+  http_server server{opts, probe.routes(std::size_t{8} << 20)};
+  client c{server.start()};
+  const auto started = std::chrono::steady_clock::now();
+  auto res = c.roundtrip(http::verb::post, "/stream", std::string(std::size_t{1} << 20, 'x'));
+  CHECK(res.result() == http::status::ok);
+  CHECK(res.body() == std::to_string(std::size_t{1} << 20));
+  CHECK(std::chrono::steady_clock::now() - started > opts.read_timeout);
+  CHECK(server.stats().timeouts.load() == 0);
+}
+
+TEST_CASE("a sink that refuses at its first piece leaves the body unread and closes", "[http]") {
+  sink_probe probe;
+  probe.refuse_first = true;
+  http_server server{test_options(), probe.routes(std::size_t{256} << 20)};
+  client c{server.start()};
+  // 200 MiB announced, 64 KiB sent: the answer comes without the rest.
+  c.send_raw("POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 209715200\r\n\r\n");
+  c.send_raw(std::string(std::size_t{64} * 1024, 'x'));
+  auto res = c.read();
+  CHECK(res.result() == http::status::forbidden);
+  CHECK(!res.keep_alive());
+  CHECK(c.read_until_closed() != beast::error::timeout);
+  CHECK(probe.pieces == 1);
+}
+
+TEST_CASE("a cut streamed body tells its sink, and no error is counted", "[http]") {
+  sink_probe probe;
+  http_server server{test_options(), probe.routes(std::size_t{8} << 20)};
+  {
+    client c{server.start()};
+    c.send_raw("POST /stream HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n");
+    c.send_raw(std::string(1000, 'x'));
+  } // the client goes away mid-body
+  CHECK(eventually(probe.cuts, 1));
+  CHECK(probe.bytes == 1000);
+  CHECK(server.stats().handler_errors.load() == 0);
 }
