@@ -161,8 +161,8 @@ project_logic::create_work(const work_batch& batch, time_us now, work_created& o
                                                        "max_total_results <= 255 and "
                                                        "max_success_results >= min_quorum");
     for (const auto& in : w.inputs) {
-      if (in.stored_name.empty() || in.open_name.empty())
-        return caf::make_error(ec::invalid_argument, where + "input without a name");
+      if (auto problem = input_problem(in); !problem.empty())
+        return caf::make_error(ec::invalid_argument, where + problem);
       p.inputs.push_back(file_rec{in.stored_name, in.nbytes, in.md5});
       p.input_open_names.push_back(in.open_name);
     }

@@ -9,6 +9,7 @@
 #include "actors/credit.hpp"
 #include "actors/error.hpp"
 #include "actors/project_logic.hpp"
+#include "storage/file_store.hpp"
 
 #include <caf/error.hpp>
 
@@ -38,6 +39,20 @@ inline bool valid_wu_name(const std::string& name) {
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.'))
       return false;
   return name.find("..") == std::string::npos;
+}
+
+/// Why an input of new work is refused; empty when it is acceptable. Both names are plain
+/// file names (storage::safe_file_name: no '/', no "..", no leading '.', no control
+/// characters), so that neither the download URL nor the file a client writes for it leaves
+/// its directory.
+inline std::string input_problem(const input_spec& in) {
+  if (in.stored_name.empty() || in.open_name.empty())
+    return "input without a name";
+  if (!storage::safe_file_name(in.stored_name))
+    return "input stored_name '" + in.stored_name + "' is not a plain file name";
+  if (!storage::safe_file_name(in.open_name))
+    return "input open_name '" + in.open_name + "' is not a plain file name";
+  return {};
 }
 
 template <class T>

@@ -77,8 +77,8 @@ caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, t
   p.max_total_results = 1;
   p.max_success_results = 1;
   for (const auto& in : spec.inputs) {
-    if (in.stored_name.empty() || in.open_name.empty())
-      return bad("input without a name");
+    if (auto problem = input_problem(in); !problem.empty())
+      return bad(problem);
     p.inputs.push_back(file_rec{in.stored_name, in.nbytes, in.md5});
     p.input_open_names.push_back(in.open_name);
   }

@@ -1,5 +1,7 @@
 #include "net/http_session.hpp"
 
+#include "net/request_target.hpp"
+
 #include <boost/asio/post.hpp>
 #include <boost/beast/core/bind_handler.hpp>
 #include <boost/beast/core/error.hpp>
@@ -197,6 +199,24 @@ void http_session::on_header(error_code ec, std::size_t) {
   // An answer sent before the body is read leaves the body on the wire: close after it.
   const bool has_body = parser_->chunked() || content_length.value_or(0) > 0;
 
+  // The Host goes into the URLs of master pages and scheduler replies: only a host name or
+  // address (RFC 9112: 400 for an invalid or repeated one). A missing Host is let through.
+  if (req.count(http::field::host) > 1
+      || (req.count(http::field::host) == 1 && !valid_host(req[http::field::host]))) {
+    ctx_.stats.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    reply_error(http::status::bad_request, "bad request: invalid Host header\n", has_body);
+    return;
+  }
+  // Beast decodes chunked only; a body under any other coding would be read as its plain
+  // bytes (RFC 9112: 501 for a transfer coding the server does not understand).
+  if (req.count(http::field::transfer_encoding) > 1
+      || (req.count(http::field::transfer_encoding) == 1
+          && !beast::iequals(req[http::field::transfer_encoding], "chunked"))) {
+    ctx_.stats.bad_requests.fetch_add(1, std::memory_order_relaxed);
+    reply_error(http::status::not_implemented,
+                "transfer coding not supported: only chunked is understood\n", true);
+    return;
+  }
   route_ = find_route(ctx_.routes, req.target());
   if (route_ == nullptr) {
     ctx_.stats.not_found.fetch_add(1, std::memory_order_relaxed);

@@ -1,5 +1,7 @@
 #include "net/request_target.hpp"
 
+#include <cctype>
+
 namespace cobble::net {
 
 namespace {
@@ -74,6 +76,52 @@ std::optional<request_target> split_target(std::string_view target) {
     }
   }
   return out;
+}
+
+bool valid_host(std::string_view host) {
+  if (host.empty() || host.size() > 255)
+    return false;
+  std::string_view name = host;
+  std::string_view port;
+  if (host.front() == '[') {
+    auto close = host.find(']');
+    if (close == std::string_view::npos || close < 3)
+      return false;
+    for (char c : host.substr(1, close - 1))
+      if (!(std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.'))
+        return false;
+    name = {};
+    auto rest = host.substr(close + 1);
+    if (!rest.empty()) {
+      if (rest.front() != ':')
+        return false;
+      port = rest.substr(1);
+      if (port.empty())
+        return false;
+    }
+  } else {
+    auto colon = host.find(':');
+    if (colon != std::string_view::npos) {
+      name = host.substr(0, colon);
+      port = host.substr(colon + 1);
+      if (port.empty())
+        return false;
+    }
+    if (name.empty())
+      return false;
+    for (char c : name)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_'))
+        return false;
+  }
+  if (port.size() > 5)
+    return false;
+  unsigned value = 0;
+  for (char c : port) {
+    if (c < '0' || c > '9')
+      return false;
+    value = value * 10 + static_cast<unsigned>(c - '0');
+  }
+  return value <= 65535;
 }
 
 } // namespace cobble::net

@@ -2,7 +2,8 @@
 
 /// A request target (`/path/seg?key=value&...`) read into percent-decoded path segments and
 /// query parameters: what the admin API routes on (net/route_table.hpp) and reads its
-/// options from.
+/// options from. Also the check of the `Host` header, which with the target names the
+/// resource.
 
 #include <map>
 #include <optional>
@@ -28,5 +29,12 @@ struct request_target {
 
 /// Splits and decodes `target`; nullopt when a segment, key or value has a malformed escape.
 std::optional<request_target> split_target(std::string_view target);
+
+/// Whether a `Host` header value is a host the server may put in the URLs it writes: a DNS
+/// name or IPv4 address (letters, digits, '-', '.', '_'), or an IPv6 address in brackets,
+/// with an optional port of 1 to 5 digits up to 65535; at most 255 bytes. Anything else
+/// (spaces, '/', '@', quotes, non-ASCII) would make a master page or a scheduler reply that
+/// points somewhere else, or that cannot be written.
+bool valid_host(std::string_view host);
 
 } // namespace cobble::net

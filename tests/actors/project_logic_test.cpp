@@ -318,10 +318,18 @@ TEST_CASE("create_work rejects bad batches and then creates nothing", "[project_
     w.delay_bound = 0;
     CHECK(is(f.create_error({w}), ec::invalid_argument));
   }
-  SECTION("an input without a name") {
-    auto w = spec("i");
-    w.inputs.push_back(input_spec{"", "in", 1, "m"});
-    CHECK(is(f.create_error({w}), ec::invalid_argument));
+  SECTION("an input without a name, or with a name that leaves its directory") {
+    for (const auto& in :
+         {input_spec{"", "in", 1, "m"}, input_spec{"in_x", "", 1, "m"},
+          input_spec{"../../admin_token", "in", 1, "m"},
+          input_spec{"in_x", "../../.bashrc", 1, "m"}, input_spec{"in_x", "a/b", 1, "m"},
+          input_spec{"in_x", ".hidden", 1, "m"}}) {
+      INFO(in.stored_name << " " << in.open_name);
+      auto w = spec("i");
+      w.inputs.push_back(in);
+      auto err = f.create_error({w});
+      CHECK(is(err, ec::invalid_argument));
+    }
   }
   check_unchanged();
 }

@@ -660,6 +660,10 @@ TEST_CASE_METHOD(seq_fixture, "creating a sequence refuses bad input and records
   CHECK(is(bad([](sequence_spec& s) { s.count = 0; }), ec::invalid_argument));
   CHECK(is(bad([](sequence_spec& s) { s.replicas = 3; }), ec::invalid_argument));
   CHECK(is(bad([](sequence_spec& s) { s.delay_bound = -1; }), ec::invalid_argument));
+  CHECK(is(bad([](sequence_spec& s) {
+             s.inputs.push_back({"in_x", "../up.nc", 1, "m"});
+           }),
+           ec::invalid_argument));
   CHECK(store().last_seq() == seq);
   // A host too slow for the maximum result time is not given the sequence.
   auto s = std::make_shared<sequence_spec>();

@@ -482,6 +482,40 @@ TEST_CASE("malformed HTTP gets 400 and a close", "[http]") {
   CHECK(server.stats().bad_requests.load() == 1);
 }
 
+TEST_CASE("a bad Host gets 400 and a transfer coding other than chunked 501", "[http]") {
+  http_server server{test_options(), default_routes()};
+  const auto port = server.start();
+  for (const char* host : {"bad host", "a/b", "x:99999", "ex\"ample.org", "\xc3\xa9.com"}) {
+    INFO(host);
+    client c{port};
+    c.send_raw(std::string{"GET /get HTTP/1.1\r\nHost: "} + host + "\r\n\r\n");
+    auto res = c.read();
+    CHECK(res.result() == http::status::bad_request);
+    CHECK_THAT(res.body(), Catch::Contains("Host"));
+  }
+  {
+    client c{port};
+    c.send_raw("GET /get HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n");
+    CHECK(c.read().result() == http::status::bad_request);
+  }
+  for (const char* coding : {"gzip, chunked", "gzip", "chunked, chunked"}) {
+    INFO(coding);
+    client c{port};
+    c.send_raw(std::string{"POST /post HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "} + coding
+               + "\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+    auto res = c.read();
+    CHECK(res.result() == http::status::not_implemented);
+    CHECK(!res.keep_alive());
+  }
+  // What clients send passes.
+  client c{port};
+  c.send_raw("POST /post HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nTransfer-Encoding: Chunked"
+             "\r\n\r\n5\r\nhello\r\n0\r\n\r\n");
+  auto res = c.read();
+  CHECK(res.result() == http::status::ok);
+  CHECK(res.body() == "POST /post 5");
+}
+
 TEST_CASE("handlers answer from another thread", "[http]") {
   std::mutex mtx;
   std::vector<std::thread> workers;

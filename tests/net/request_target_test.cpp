@@ -44,3 +44,20 @@ TEST_CASE("a malformed escape anywhere in the target is refused", "[net][target]
   CHECK_FALSE(split_target("/api/projects?%g0=1"));
   CHECK(split_target("/api/projects?limit=%31"));
 }
+
+TEST_CASE("a Host header is a host name or address with an optional port", "[net][target]") {
+  for (std::string_view good :
+       {"example.org", "boinc.example.org:8080", "127.0.0.1:0", "127.0.0.1", "localhost",
+        "my_host-1.lan", "[::1]", "[::1]:80", "[fe80::1]:65535", "EXAMPLE.ORG"}) {
+    INFO(good);
+    CHECK(valid_host(good));
+  }
+  for (std::string_view bad : {"", "bad host", "a/b", "x:99999", "x:65536", "x:", ":80", "[::1",
+                               "[::1]x", "[]", "[::1]:", "user@example.org", "ex\"ample",
+                               "\xc3\xa9.com", "x:8o", "x:000008080", "<a>", "a\tb"}) {
+    INFO(bad);
+    CHECK_FALSE(valid_host(bad));
+  }
+  CHECK_FALSE(valid_host(std::string(256, 'a')));
+  CHECK(valid_host(std::string(255, 'a')));
+}
