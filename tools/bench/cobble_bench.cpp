@@ -2,6 +2,7 @@
 // and docs/benchmarks.md; tools/bench/run runs them all and writes BENCHMARKS.md.
 
 #include "child.hpp"
+#include "hostile.hpp"
 #include "ledger.hpp"
 #include "load.hpp"
 #include "populate.hpp"
@@ -169,6 +170,12 @@ struct server {
     std::vector<std::string> args{binary, "--data-dir",  data.string(), "--port",
                                   "0",    "--log-level", "error"};
     args.insert(args.end(), extra.begin(), extra.end());
+    if (std::find(extra.begin(), extra.end(), "--config") == extra.end()) {
+      if (auto config = demo_without_host_limits(); !config.empty()) {
+        args.emplace_back("--config");
+        args.push_back(config);
+      }
+    }
     auto t0 = std::chrono::steady_clock::now();
     proc = std::make_unique<child>(args);
     auto fail = [&](const std::string& what) {
@@ -204,6 +211,35 @@ struct server {
       fail("has no user demo");
   }
 
+  /// The generator plays thousands of hosts under the demo's one account, each asking again
+  /// at once: a cobbled with the limits of a public project (10 new hosts per account a day,
+  /// a minimum interval between a host's work requests) would refuse it. For such a build
+  /// this writes its demo configuration with those two off, beside the data directory, and
+  /// returns its path; for an older build (a --baseline), nothing.
+  std::string demo_without_host_limits() const {
+    child print{{binary, "--print-config"}};
+    print.wait(60s);
+    print.drain();
+    std::string yaml;
+    for (const auto& l : print.lines()) {
+      if (l.find("max_new_hosts_per_day:") != std::string::npos)
+        yaml += l.substr(0, l.find("max_new_hosts_per_day:")) + "max_new_hosts_per_day: 0\n";
+      else if (l.find("min_sendwork_interval:") == std::string::npos)
+        yaml += l + "\n";
+      if (l.ends_with("limits:"))
+        yaml += l.substr(0, l.find("limits:")) + "  min_sendwork_interval: 0s\n";
+    }
+    if (yaml.find("max_new_hosts_per_day: 0") == std::string::npos)
+      return {};
+    auto path = fs::absolute(data).string() + ".bench.yaml";
+    fs::create_directories(fs::absolute(data).parent_path());
+    std::ofstream out{path};
+    out << yaml;
+    if (!out.flush())
+      throw std::runtime_error("cannot write " + path);
+    return path;
+  }
+
   int stop() {
     proc->signal(SIGTERM);
     return proc->wait(600s).value_or(-1);
@@ -233,7 +269,7 @@ double create_work(const server& s, std::uint64_t workunits, double job_seconds)
   auto t0 = std::chrono::steady_clock::now();
   std::uint64_t made = 0;
   while (made < workunits) {
-    auto n = std::min<std::uint64_t>(50000, workunits - made);
+    auto n = std::min<std::uint64_t>(10000, workunits - made); // server.max_batch_items
     json body{{"submitter", "cobble-bench"},
               {"items", json::array({json{{"app", "testapp"},
                                           {"count", n},
@@ -414,7 +450,11 @@ int cmd_throughput(throughput_cli& c) {
                     "time. cobbled's actor scheduler: {}; its configuration: {}.{}\n\n",
                     c.hosts, c.o.connections, c.o.threads, c.o.seconds, c.o.warmup_seconds,
                     c.o.jobs_per_rpc, c.scheduler.empty() ? "its default" : c.scheduler,
-                    c.config.empty() ? "the embedded demo project" : c.config,
+                    c.config.empty()
+                      ? "the embedded demo project, with no cap on new hosts per account a "
+                        "day and no interval between a host's work requests "
+                        "(the generator's hosts share one account and ask at once)"
+                      : c.config,
                     c.bin.baseline.empty()
                       ? ""
                       : fmt::format(" Each mode ran `{}` first, then `{}`, one after the other.",
@@ -458,6 +498,124 @@ int cmd_throughput(throughput_cli& c) {
                       static_cast<double>(r.sched.rss) / 1e6,
                       r.sched.load.errors + r.ceiling.errors, r.sched.load.no_work);
   md += "\n";
+  emit(c.report, md);
+  return 0;
+}
+
+// -- hostile: honest load with and without attackers -----------------------------------------
+
+struct hostile_cli {
+  binaries bin;
+  load_options o;
+  attack_options a;
+  std::size_t hosts = 2000;
+  std::uint64_t workunits = 200000;
+  std::string work_dir = "bench-data";
+  std::string report;
+};
+
+/// The project the hostile benchmark runs: the demo's app and every default of a public
+/// project (one result of a workunit per user, 10 new hosts per account a day, the caps on
+/// claimed CPUs and jobs in progress), except the interval between a host's work requests,
+/// which is 0 for everyone: the generator plays each honest host asking again at once.
+std::string hostile_config(std::size_t honest_users) {
+  std::string users = "      - {name: demo, email: demo@example.org}\n"
+                      "      - {name: mallory, email: mallory@example.org}\n";
+  for (std::size_t i = 1; i < honest_users; ++i)
+    users += fmt::format("      - {{name: honest{}, email: honest{}@example.org}}\n", i, i);
+  return "projects:\n"
+         "  - name: demo\n"
+         "    limits:\n"
+         "      min_sendwork_interval: 0s\n"
+         "    users:\n"
+         + users
+         + "    apps:\n"
+           "      - name: testapp\n"
+           "        min_quorum: 2\n"
+           "        target_nresults: 2\n"
+           "        validator: bitwise\n"
+           "        versions:\n"
+           "          - {platform: x86_64-pc-linux-gnu, version_num: 100}\n";
+}
+
+int cmd_hostile(hostile_cli& c) {
+  const auto honest_users = (c.hosts + 9) / 10; // 10 new hosts per account a day
+  fs::create_directories(c.work_dir);
+  const auto config = fs::absolute(fs::path{c.work_dir} / "hostile.yaml");
+  {
+    std::ofstream out{config};
+    out << hostile_config(honest_users);
+  }
+  auto s = start_with_work(fs::path{c.work_dir} / "hostile", {"--config", config.string()},
+                           c.bin.cobbled, c.workunits, c.o.job_seconds);
+  auto users = http_call(s->port, boost::beast::http::verb::get, "/api/projects/demo/users", {},
+                         s->token);
+  auto o = c.o;
+  o.port = s->port;
+  auto a = c.a;
+  a.port = s->port;
+  for (const auto& u : json::parse(users.body)) {
+    if (u.value("name", "") == "mallory")
+      a.account_key = u.value("authenticator", "");
+    else
+      o.account_keys.push_back(u.value("authenticator", ""));
+  }
+  if (a.account_key.empty() || o.account_keys.size() != honest_users)
+    throw std::runtime_error("the hostile project's users are not as configured");
+
+  generator g{c.hosts};
+  std::cout << "honest load alone:\n";
+  auto alone = g.run(o);
+  print_load("scheduler RPCs", alone);
+  auto rss0 = resident_bytes(s->proc->pid());
+  auto m0 = s->metrics();
+  std::cout << "honest load with the attackers:\n";
+  attack attackers{a};
+  attackers.start();
+  auto t0 = std::chrono::steady_clock::now();
+  auto attacked = g.run(o);
+  auto n = attackers.stop();
+  auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  print_load("scheduler RPCs", attacked);
+  auto m1 = s->metrics();
+  auto rss1 = resident_bytes(s->proc->pid());
+  auto after = http_call(s->port, boost::beast::http::verb::get, "/healthz");
+  stop_server(*s);
+
+  const double kept = alone.rate() > 0 ? attacked.rate() / alone.rate() : 0;
+  std::string md;
+  md += fmt::format(
+    "Honest load: {} simulated hosts under {} accounts on {} keep-alive connections, {} s "
+    "measured after a warm-up of at least {} s; the project keeps a public project's defaults "
+    "but `min_sendwork_interval: 0s`. Attackers (one thread each, {} ms between requests, "
+    "{} idle connections): a new host per RPC from one account, a host claiming 1,024 CPUs "
+    "asking for a year of work, uploads announcing 200 MiB under a forged signature, "
+    "requests with NaN speeds and invalid UTF-8 in 10 kB host strings, and connections "
+    "that send half a header and stall.\n\n",
+    c.hosts, honest_users, c.o.connections, c.o.seconds, c.o.warmup_seconds, c.a.pause_ms,
+    c.a.idle_connections);
+  md += "| honest load | RPCs/s | p50 ms | p99 ms | p99.9 ms | max ms | errors |\n"
+        "|---|---|---|---|---|---|---|\n";
+  for (const auto& [label, r] : {std::pair{"alone", &alone}, std::pair{"under attack", &attacked}})
+    md += fmt::format("| {} | {} | {:.2f} | {:.2f} | {:.2f} | {:.1f} | {} |\n", label,
+                      grouped(r->rate()), r->p50_ms, r->p99_ms, r->p999_ms, r->max_ms, r->errors);
+  md += fmt::format(
+    "\nThe attackers over {:.1f} s: {} registrations, {} of them answered with a host id; {} "
+    "hoarding RPCs got {} jobs in all; {} uploads, {} refused from their header; {} poisoned "
+    "requests, {} answered with a message; {} idle connections opened; {} attacker "
+    "connections failed. cobbled's resident memory {:.0f} MB before the attack, {:.0f} MB "
+    "after; {} connections refused busy, {} read timeouts; /healthz after: {}.\n\n",
+    secs, n.registrations, n.hosts_registered, n.hoard_rpcs, n.jobs_hoarded, n.uploads,
+    n.uploads_refused, n.poisoned, n.poisoned_refused, n.idle_opened, n.errors,
+    static_cast<double>(rss0) / 1e6, static_cast<double>(rss1) / 1e6,
+    metric(m1, "cobble_http_refused_busy_total") - metric(m0, "cobble_http_refused_busy_total"),
+    metric(m1, "cobble_http_timeouts_total") - metric(m0, "cobble_http_timeouts_total"),
+    after.status);
+  md += fmt::format(
+    "Targets: the honest rate under attack within 20 % of the rate alone: {}; honest p99 "
+    "under attack < 100 ms: {}.\n\n",
+    verdict(kept >= 0.8, fmt::format("{:.0f} % kept", 100 * kept)),
+    verdict(attacked.p99_ms < 100, fmt::format("p99 {:.1f} ms", attacked.p99_ms)));
   emit(c.report, md);
   return 0;
 }
@@ -847,6 +1005,7 @@ int program_main(int argc, char** argv) {
                "  hosts            resident memory after N distinct hosts called once\n"
                "  crash            kill -9 cobbled under load N times; check every acknowledged\n"
                "                   change is in the log and nothing was dispatched twice\n"
+               "  hostile          honest load alone, then alongside hostile clients\n"
                "  populate         generate a data directory with hosts and queued jobs\n"
                "  scale            populate, then measure recovery, memory and replay\n\n"
                "Each of throughput, cost and hosts can measure a second cobbled first\n"
@@ -927,6 +1086,21 @@ int program_main(int argc, char** argv) {
     ->capture_default_str();
   crash->add_option("--report", cc.report, "Append the Markdown section to this file");
 
+  hostile_cli xc;
+  auto hostile = app.add_subcommand(
+    "hostile", "Honest scheduler load alone, then alongside the attackers of docs/security.md");
+  add_binary_options(hostile, xc.bin);
+  add_load_options(hostile, xc.o, xc.hosts);
+  hostile->add_option("--workunits", xc.workunits, "Workunits to queue first (2 jobs each)")
+    ->capture_default_str();
+  hostile->add_option("--pause-ms", xc.a.pause_ms, "Pause between two requests of an attacker")
+    ->capture_default_str();
+  hostile->add_option("--idle", xc.a.idle_connections, "Connections the slow-loris holds")
+    ->capture_default_str();
+  hostile->add_option("--work-dir", xc.work_dir, "Where the data directory is made")
+    ->capture_default_str();
+  hostile->add_option("--report", xc.report, "Append the Markdown section to this file");
+
   populate_options po;
   auto pop = app.add_subcommand("populate", "Generate a data directory with hosts and jobs");
   pop->add_option("--data-dir", po.data_dir, "A new data directory")->required();
@@ -961,6 +1135,8 @@ int program_main(int argc, char** argv) {
       return cmd_hosts(hoc);
     if (*crash)
       return cmd_crash(cc);
+    if (*hostile)
+      return cmd_hostile(xc);
     if (*pop)
       return cmd_populate(po);
     if (*scale)

@@ -323,8 +323,10 @@ asio::awaitable<void> connection(worker& w) {
           ++h.seqno;
           req = {http::verb::post, target, 11};
           req.set(http::field::content_type, "application/x-www-form-urlencoded");
-          req.body() = make_request(o.account_key, h, *current, secs, o.jobs_per_rpc,
-                                    o.job_seconds);
+          const auto& key = o.account_keys.empty()
+                              ? o.account_key
+                              : o.account_keys[*current % o.account_keys.size()];
+          req.body() = make_request(key, h, *current, secs, o.jobs_per_rpc, o.job_seconds);
           req.prepare_payload();
         }
         req.set(http::field::host, host_header);

@@ -45,6 +45,9 @@ struct load_options {
   std::uint16_t port = 0;
   std::string project = "demo";
   std::string account_key;
+  /// When set, host i belongs to account_keys[i % size] (a fleet spread over accounts, as
+  /// the per-account cap on new hosts a day asks); else every host to `account_key`.
+  std::vector<std::string> account_keys;
   std::size_t connections = 64;
   unsigned threads = 1;
   double warmup_seconds = 2; ///< At least this long, and until every host is registered.
