@@ -102,6 +102,7 @@ project_logic::files_of(id_type wu_id, double delete_after_seconds, double quiet
     out.keep = wu->sequence->released == 0;
     if (out.keep && out.assimilated && wu->canonical && app && *wu->canonical < wu->results.size())
       for (auto& f : state_files_of(wu->results[*wu->canonical].report->outputs,
+                                    wu->results[*wu->canonical].arrived,
                                     state.result_name({wu_id, *wu->canonical}), app->output_names))
         out.state_files.emplace_back(f.output, f.staged);
     if (!out.keep)

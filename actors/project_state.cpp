@@ -529,7 +529,8 @@ void apply(project_state& s, const event& e) {
         auto app = s.app(wu.app);
         if (wu.sequence && wu.sequence->kind == seq_element_kind::state && app
             && x.canonical < wu.results.size() && wu.sequence->staged.empty()) {
-          auto files = state_files_of(wu.results[x.canonical].report->outputs,
+          const auto& canonical = wu.results[x.canonical];
+          auto files = state_files_of(canonical.report->outputs, canonical.arrived,
                                       wu.name + "_" + std::to_string(x.canonical),
                                       app->output_names);
           for (const auto& f : files)

@@ -75,8 +75,11 @@ std::uint32_t restart_position(const seq_replica& r) {
 }
 
 std::vector<staged_state_file>
-state_files_of(const std::vector<file_rec>& outputs, const std::string& result_name,
-               const std::vector<std::string>& output_names) {
+state_files_of(const std::vector<file_rec>& reported, const std::vector<file_rec>& arrived,
+               const std::string& result_name, const std::vector<std::string>& output_names) {
+  const bool digests = std::any_of(arrived.begin(), arrived.end(),
+                                   [](const file_rec& f) { return !f.name.empty(); });
+  const auto& outputs = digests ? arrived : reported;
   std::vector<staged_state_file> out;
   auto prefix = result_name + "_";
   for (const auto& f : outputs) {

@@ -142,15 +142,17 @@ std::uint32_t restart_position(const seq_replica& r);
 /// One state file of a full state upload, as a relocated chain downloads it.
 struct staged_state_file {
   std::string output;    ///< The uploaded output ("<result>_<i>").
-  file_rec staged;       ///< In the download area: name "in_<md5>", the md5 and size reported.
+  file_rec staged;       ///< In the download area: name "in_<md5>", its md5 and size.
   std::string open_name; ///< The app's open name of output i.
 };
 
-/// The state files of a result's reported outputs: every output "<result>_<i>" with a
-/// well-formed md5 and an open name in `output_names`. The same rule for the sequence (which
-/// hands them to a relocated chain) and the project (which keeps and deletes them).
+/// The state files of a result: every output "<result>_<i>" with a well-formed md5 and an open
+/// name in `output_names`, as the server received them (`arrived`, its own digests), or as
+/// the client reported them (`reported`) for a result of a log from before the server kept
+/// digests (nothing arrived). The same rule for the sequence (which hands them to a relocated
+/// chain) and the project (which keeps and deletes them).
 std::vector<staged_state_file>
-state_files_of(const std::vector<file_rec>& outputs, const std::string& result_name,
-               const std::vector<std::string>& output_names);
+state_files_of(const std::vector<file_rec>& reported, const std::vector<file_rec>& arrived,
+               const std::string& result_name, const std::vector<std::string>& output_names);
 
 } // namespace cobble

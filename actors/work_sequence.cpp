@@ -43,7 +43,7 @@ void sequence_logic::emit(std::vector<event>& out, payload p, time_us now) {
 }
 
 std::vector<staged_state_file> sequence_logic::state_files(const seq_element_state& el) const {
-  return state_files_of(el.outputs, el.name + "_0", output_names);
+  return state_files_of(el.outputs, el.arrived, el.name + "_0", output_names);
 }
 
 void sequence_logic::save_restart_points(std::vector<event>& out, time_us now) {

@@ -174,6 +174,27 @@ std::string read_all(const std::filesystem::path& p) {
 } // namespace
 
 TEST_CASE_METHOD(seq_files_fixture,
+                 "a state upload is staged by the server's digest, not the md5 the client "
+                 "reports",
+                 "[sequences]") {
+  const std::string state = "the state as uploaded\n";
+  const std::string claimed = "0123456789abcdef0123456789abcdef";
+  create("lie", 4, 1);
+  auto a = new_host();
+  auto r = rpc(request(a, 3600));
+  REQUIRE(names_of(*r).front() == "lie@1_0");
+  advance(day / 4);
+  // The client uploads the state, then reports it with another md5.
+  auto report = state_upload("lie@1_0", state);
+  REQUIRE(ask<bool>(project, atom::upload_v, std::string{"lie@1_0_0"}, a,
+                    static_cast<std::uint64_t>(state.size()), storage::md5_hex(state)));
+  report.files.back().md5_cksum = claimed;
+  rpc(request(a, 3600, {report}, {"lie"}), false);
+  CHECK(read_all(staged(state)) == state);
+  CHECK_FALSE(std::filesystem::exists(node.files()->download_dir("demo") / ("in_" + claimed)));
+}
+
+TEST_CASE_METHOD(seq_files_fixture,
                  "a relocated sequence continues on the new host from the "
                  "state files of its last validated state upload",
                  "[sequences]") {
