@@ -388,12 +388,25 @@ void parse_listen(parser& p, const YAML::Node& node, const std::string& key, ser
   out.port = static_cast<std::uint16_t>(value);
 }
 
+/// A TCP port (0-65535) at `key`, when given.
+void read_port(parser& p, const mapping& m, const std::string& key, std::uint16_t& out) {
+  if (!m.has(key))
+    return;
+  long long port = 0;
+  read_integer(m, key, port);
+  if (port < 0 || port > 65535)
+    p.fail(m.get(key), m.child(key), "port " + std::to_string(port) + " is out of range (0-65535)");
+  out = static_cast<std::uint16_t>(port);
+}
+
 void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   mapping m(p, node, "server",
             {"listen",
              "listen_address",
              "port",
              "public_url",
+             "admin_address",
+             "admin_port",
              "data_dir",
              "durability",
              "worker_threads",
@@ -420,15 +433,10 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
       parse_listen(p, *s, m.child("listen"), out);
   }
   read(m, "listen_address", out.listen_address);
-  if (m.has("port")) {
-    long long port = 0;
-    read_integer(m, "port", port);
-    if (port < 0 || port > 65535)
-      p.fail(m.get("port"), m.child("port"),
-             "port " + std::to_string(port) + " is out of range (0-65535)");
-    out.port = static_cast<std::uint16_t>(port);
-  }
+  read_port(p, m, "port", out.port);
   read(m, "public_url", out.public_url);
+  read(m, "admin_address", out.admin_address);
+  read_port(p, m, "admin_port", out.admin_port);
   read(m, "data_dir", out.data_dir);
   read_enum(m, "durability", out.mode, {{"sync", durability::sync}, {"async", durability::async}});
   read(m, "worker_threads", out.worker_threads);
@@ -695,6 +703,13 @@ private:
     const auto& url = s.public_url;
     if (!url.empty() && url.rfind("http://", 0) != 0 && url.rfind("https://", 0) != 0)
       fail("server.public_url", "must start with http:// or https://, got '" + url + "'");
+    if (s.admin_address.empty())
+      fail("server.admin_address", "must not be empty");
+    if (s.admin_port != 0 && s.admin_port == s.port)
+      fail("server.admin_port",
+           "must differ from server.port (both are " + std::to_string(s.port)
+             + "): the admin API has its own listener; give another port, or 0 for a free one",
+           "server.port");
     if (s.data_dir.empty())
       fail("server.data_dir", "must not be empty");
     positive("server.worker_threads", s.worker_threads);
@@ -1000,6 +1015,8 @@ std::string to_yaml(const cobble_config& cfg) {
                                                               : "[" + s.listen_address + "]";
   str("listen", host + ":" + std::to_string(s.port));
   str("public_url", s.public_url);
+  str("admin_address", s.admin_address);
+  raw("admin_port", std::to_string(s.admin_port));
   str("data_dir", s.data_dir.string());
   raw("durability", s.mode == durability::sync ? "sync" : "async");
   raw("worker_threads", std::to_string(s.worker_threads));

@@ -205,6 +205,9 @@ struct server_config {
   std::string listen_address = "127.0.0.1";
   std::uint16_t port = 8080; ///< 0 picks a free port (printed at start).
   std::string public_url;    ///< Base URL clients use; empty: http://<listen>:<port>.
+  /// The admin API's own listener (docs/admin-api.md); the public one serves no /api/.
+  std::string admin_address = "127.0.0.1";
+  std::uint16_t admin_port = 8081; ///< 0 picks a free port (written to <data_dir>/admin_url).
   std::filesystem::path data_dir = "cobble-data";
   durability mode = durability::sync;
   int worker_threads = 2; ///< HTTP threads; CAF uses its own scheduler threads.

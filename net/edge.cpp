@@ -141,7 +141,8 @@ void serve_metrics(const std::shared_ptr<edge_context>& ctx, const request& req,
       static const server_stats none{};
       st->readings.rpcs_waiting = ctx->port ? ctx->port->waiting() : 0;
       respond(shaped(shape, http::status::ok,
-                     render_metrics(*ctx->metrics, ctx->http ? *ctx->http : none, st->readings),
+                     render_metrics(*ctx->metrics, ctx->http ? *ctx->http : none, st->readings,
+                                    ctx->admin_http),
                      "text/plain; version=0.0.4"));
     };
     auto fail = [shape, respond, st](caf::error& err) {

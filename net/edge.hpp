@@ -32,6 +32,7 @@ struct edge_context {
   double error_request_delay = 60; ///< request_delay of replies to bad requests.
   std::shared_ptr<edge_metrics> metrics = std::make_shared<edge_metrics>();
   const server_stats* http = nullptr;        ///< Set once the server exists (for /metrics).
+  const server_stats* admin_http = nullptr;  ///< The admin API listener's; null: none.
   std::shared_ptr<class file_service> files; ///< Signs output files; null: unsigned.
   /// Where scheduler requests wait for their replies; the same port the log actor answers
   /// (node_options::port).

@@ -67,8 +67,8 @@ void project_gauges_text(std::string& out, const std::vector<project_gauges>& pr
 
 } // namespace
 
-std::string
-render_metrics(const edge_metrics& m, const server_stats& http, const actor_readings& r) {
+std::string render_metrics(const edge_metrics& m, const server_stats& http, const actor_readings& r,
+                           const server_stats* admin) {
   const auto& log = r.log;
   std::string out;
   counter(out, "cobble_scheduler_rpcs_total", "Scheduler RPCs answered.", m.rpcs.load());
@@ -93,8 +93,15 @@ render_metrics(const edge_metrics& m, const server_stats& http, const actor_read
   counter(out, "cobble_http_refused_busy_total",
           "Connections refused with 503 at server.max_connections.", http.refused_busy.load());
   counter(out, "cobble_http_refused_early_total",
-          "Requests refused by their header, before their body was read (e.g. no admin token).",
+          "Requests refused by their header, before their body was read.",
           http.refused_early.load());
+  if (admin) {
+    counter(out, "cobble_admin_http_requests_total",
+            "HTTP requests read by the admin API's listener.", admin->requests.load());
+    counter(out, "cobble_admin_http_refused_early_total",
+            "Admin API requests refused by their header (no or a wrong token).",
+            admin->refused_early.load());
+  }
   gauge(out, "cobble_log_last_seq", "Sequence number of the newest durable event.", log.last_seq);
   counter(out, "cobble_log_events_total", "Events appended.", log.events);
   counter(out, "cobble_log_commits_total", "Group commits (one WriteBatch each).", log.batches);

@@ -47,8 +47,9 @@ struct actor_readings {
   std::size_t rpcs_waiting = 0; ///< Scheduler RPCs parked for their reply.
 };
 
-/// Renders every counter and gauge as Prometheus text.
-std::string
-render_metrics(const edge_metrics& m, const server_stats& http, const actor_readings& r);
+/// Renders every counter and gauge as Prometheus text: `http` is the public listener's,
+/// `admin` (when not null) the admin API listener's.
+std::string render_metrics(const edge_metrics& m, const server_stats& http, const actor_readings& r,
+                           const server_stats* admin = nullptr);
 
 } // namespace cobble::net

@@ -36,8 +36,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// File descriptors kept for the log, snapshots, downloads and uploads beside connections.
-constexpr rlim_t fds_reserved = 256;
+/// Connections the admin listener takes at once (operators and their scripts, not the public).
+constexpr std::size_t admin_connections = 64;
+
+/// File descriptors kept beside the public connections: 256 for the log, snapshots, downloads
+/// and uploads, and the admin listener's connections.
+constexpr rlim_t fds_reserved = 256 + admin_connections;
 
 /// Raises the soft file-descriptor limit to the hard one (the common default of 1,024 would
 /// cap a public server at about a thousand connections) and returns the connections the
@@ -89,20 +93,17 @@ std::optional<std::string> read_secret(const fs::path& path) {
   return token;
 }
 
-/// A secret kept in a 0600 file of the data directory, created on first use: written to a
-/// temporary file, synced, renamed into place and the directory synced, so that a crash never
-/// leaves events that relied on it next to an empty or missing file.
-std::string kept_secret(const fs::path& path) {
-  if (auto kept = read_secret(path))
-    return *kept;
-  auto token = random_hex(24);
+/// Writes `line` and a newline to `path` with permissions `mode`: to a temporary file, synced,
+/// renamed into place and the directory synced, so that a reader (or a crash) never sees an
+/// empty or half-written file.
+void write_durably(const fs::path& path, const std::string& line, mode_t mode) {
   auto tmp = path;
   tmp += ".tmp";
   cobble::storage::unique_fd fd{
-    ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, S_IRUSR | S_IWUSR)};
+    ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)};
   if (!fd)
     throw std::runtime_error(cobble::describe(cobble::storage::posix_error("create", tmp, errno)));
-  auto err = cobble::storage::write_all(fd.get(), token + '\n', tmp);
+  auto err = cobble::storage::write_all(fd.get(), line + '\n', tmp);
   if (!err && ::fsync(fd.get()) != 0)
     err = cobble::storage::posix_error("sync", tmp, errno);
   fd.reset();
@@ -115,7 +116,25 @@ std::string kept_secret(const fs::path& path) {
   }
   if (err)
     throw std::runtime_error(cobble::describe(err));
+}
+
+/// A secret kept in a 0600 file of the data directory, created on first use (durably: a
+/// crash never leaves events that relied on it next to an empty or missing file).
+std::string kept_secret(const fs::path& path) {
+  if (auto kept = read_secret(path))
+    return *kept;
+  auto token = random_hex(24);
+  write_durably(path, token, S_IRUSR | S_IWUSR);
   return token;
+}
+
+/// The base URL a local client reaches a listener on `address`:`port` at: a wildcard address
+/// becomes the loopback one, an IPv6 address goes in brackets.
+std::string local_url(const std::string& address, std::uint16_t port) {
+  auto host = address == "0.0.0.0" ? std::string{"127.0.0.1"} : address == "::" ? "::1" : address;
+  if (host.find(':') != std::string::npos)
+    host = "[" + host + "]";
+  return "http://" + host + ":" + std::to_string(port);
 }
 
 /// Results in progress in a recovered world: each was sent with upload URLs signed with the
@@ -179,6 +198,7 @@ int program_main(int argc, char** argv) {
   std::string data_dir;
   std::string listen;
   int port = -1;
+  int admin_port = -1;
   std::string public_url;
   std::string durability;
   std::string token;
@@ -190,6 +210,11 @@ int program_main(int argc, char** argv) {
   app.add_option("-d,--data-dir", data_dir, "Data directory (overrides server.data_dir)");
   app.add_option("-l,--listen", listen, "Listen address HOST:PORT (overrides server.listen)");
   app.add_option("-p,--port", port, "Listen port; 0 picks a free one (overrides the config)")
+    ->check(CLI::Range(0, 65535));
+  app
+    .add_option("--admin-port", admin_port,
+                "Admin API port on server.admin_address; 0 picks a free one (overrides "
+                "server.admin_port)")
     ->check(CLI::Range(0, 65535));
   app.add_option("--public-url", public_url, "Base URL clients use (default: the Host header)");
   app.add_option("--durability", durability, "sync (default) or async")
@@ -224,6 +249,8 @@ int program_main(int argc, char** argv) {
     }
     if (port >= 0)
       cfg.server.port = static_cast<std::uint16_t>(port);
+    if (admin_port >= 0)
+      cfg.server.admin_port = static_cast<std::uint16_t>(admin_port);
     if (!public_url.empty())
       cfg.server.public_url = public_url;
     if (!durability.empty())
@@ -361,8 +388,6 @@ int program_main(int argc, char** argv) {
   actx.upload_limit = cfg.server.upload_limit;
   actx.max_batch_items = cfg.server.max_batch_items;
   actx.disk = disk;
-  for (auto& r : cobble::net::admin_routes(actx))
-    routes.push_back(std::move(r));
   for (auto& r :
        cobble::net::file_routes({&sys, node->projects, files, cfg.server.upload_limit, disk}))
     routes.push_back(std::move(r));
@@ -374,7 +399,17 @@ int program_main(int argc, char** argv) {
   opts.read_timeout = cfg.server.read_timeout;
   opts.max_connections = connection_room(cfg.server.max_connections);
   cobble::net::http_server server{opts, std::move(routes)};
+  // The admin API on its own listener (by default on the loopback address only), so that the
+  // public one serves nothing but the BOINC protocol, files and the web (docs/security.md).
+  auto admin_opts = opts;
+  admin_opts.address = cfg.server.admin_address;
+  admin_opts.port = cfg.server.admin_port;
+  admin_opts.threads = 1;
+  admin_opts.max_connections = admin_connections;
+  cobble::net::http_server admin_server{admin_opts, cobble::net::admin_routes(actx)};
+  ctx->admin_http = &admin_server.stats();
   std::uint16_t bound = 0;
+  std::uint16_t admin_bound = 0;
   try {
     bound = server.start();
   } catch (const std::exception& e) {
@@ -382,7 +417,24 @@ int program_main(int argc, char** argv) {
               << e.what() << '\n';
     return 1;
   }
+  try {
+    admin_bound = admin_server.start();
+  } catch (const std::exception& e) {
+    std::cerr << "cobbled: cannot listen for the admin API on " << admin_opts.address << ":"
+              << admin_opts.port << " (server.admin_address, server.admin_port): " << e.what()
+              << '\n';
+    return 1;
+  }
   ctx->http = &server.stats();
+  // The CLI (and scripts) find the admin API here: `cobble --data-dir DIR` reads it.
+  auto admin_base = local_url(admin_opts.address, admin_bound);
+  try {
+    write_durably(data / "admin_url", admin_base, S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH);
+  } catch (const std::exception& e) {
+    std::cerr << "cobbled: cannot write " << (data / "admin_url").string() << ": " << e.what()
+              << '\n';
+    return 1;
+  }
 
   auto base = cfg.server.public_url.empty() ? "http://" + opts.address + ":" + std::to_string(bound)
                                             : cfg.server.public_url;
@@ -415,7 +467,7 @@ int program_main(int argc, char** argv) {
     if (!config_file.empty())
       std::cout << "account keys: cobble user list (not printed: they are secrets)\n";
   }
-  std::cout << "admin API: " << base << "/api/ (token in "
+  std::cout << "admin API: " << admin_base << "/api/ (token in "
             << (cfg.server.admin_token.empty() ? (data / "admin_token").string()
                                                : std::string{"the configuration"})
             << ")" << std::endl;
@@ -424,6 +476,7 @@ int program_main(int argc, char** argv) {
   sigwait(&signals, &sig);
   spdlog::info("signal {}: stopping", sig);
   server.stop();
+  admin_server.stop();
   {
     caf::scoped_actor self{sys};
     self

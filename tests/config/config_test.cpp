@@ -23,6 +23,8 @@ constexpr std::string_view full = R"(# every key, none at its default
 server:
   listen: 0.0.0.0:9090
   public_url: https://boinc.example.org
+  admin_address: 10.0.0.5
+  admin_port: 9091
   data_dir: /var/lib/cobble
   durability: async
   worker_threads: 8
@@ -123,6 +125,8 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
   CHECK(s.listen_address == t.listen_address);
   CHECK(s.port == t.port);
   CHECK(s.public_url == t.public_url);
+  CHECK(s.admin_address == t.admin_address);
+  CHECK(s.admin_port == t.admin_port);
   CHECK(s.data_dir == t.data_dir);
   CHECK(s.mode == t.mode);
   CHECK(s.worker_threads == t.worker_threads);
@@ -201,6 +205,8 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(s.listen_address == "0.0.0.0");
   CHECK(s.port == 9090);
   CHECK(s.public_url == "https://boinc.example.org");
+  CHECK(s.admin_address == "10.0.0.5");
+  CHECK(s.admin_port == 9091);
   CHECK(s.data_dir == "/var/lib/cobble");
   CHECK(s.mode == durability::async);
   CHECK(s.worker_threads == 8);
@@ -293,6 +299,8 @@ TEST_CASE("the embedded demo equals its YAML text", "[config]") {
   CHECK(cfg.source == "<embedded demo>");
   CHECK(cfg.server.listen_address == "127.0.0.1");
   CHECK(cfg.server.port == 8080);
+  CHECK(cfg.server.admin_address == "127.0.0.1");
+  CHECK(cfg.server.admin_port == 8081);
   CHECK(cfg.server.data_dir == "cobble-data");
   REQUIRE(cfg.projects.size() == 1);
   const auto& p = cfg.projects[0];

@@ -254,6 +254,26 @@ TEST_CASE("errors: listen address", "[config][errors]") {
                "server.public_url", "http://");
 }
 
+TEST_CASE("errors: admin listener", "[config][errors]") {
+  expect_error("server:\n  admin_port: 65536\nprojects: [{name: p}]\n", 2, "server.admin_port",
+               "out of range");
+  expect_error("server:\n  admin_port: -1\nprojects: [{name: p}]\n", 2, "server.admin_port",
+               "out of range");
+  expect_error("server:\n  admin_port: http\nprojects: [{name: p}]\n", 2, "server.admin_port",
+               "integer");
+  expect_error("server:\n  admin_address: \"\"\nprojects: [{name: p}]\n", 2, "server.admin_address",
+               "must not be empty");
+  // The public port equal to the default admin port: the error points at the public port.
+  expect_error("server:\n  port: 8081\nprojects: [{name: p}]\n", 2, "server.port",
+               "must differ from server.port (both are 8081)");
+  expect_error("server:\n  port: 9000\n  admin_port: 9000\nprojects: [{name: p}]\n", 3,
+               "server.admin_port", "own listener");
+  // 0 picks a free port for each: both 0 is fine.
+  CHECK(load_string("server: {port: 0, admin_port: 0}\nprojects: [{name: p}]\n", "zero.yaml")
+          .server.admin_port
+        == 0);
+}
+
 TEST_CASE("errors: missing or empty projects", "[config][errors]") {
   expect_error("", 1, "projects", "at least one project");
   expect_error("server:\n  worker_threads: 4\n", 1, "projects", "at least one project");

@@ -211,7 +211,8 @@ projects:
 struct server {
   fs::path data;
   std::unique_ptr<child_process> proc;
-  unsigned short port = 0;
+  unsigned short port = 0;       ///< The public listener.
+  unsigned short admin_port = 0; ///< The admin API's listener.
   std::string account_key;
   std::string token;
 
@@ -220,26 +221,31 @@ struct server {
     opts.die_with_parent = true;
     proc = std::make_unique<child_process>(
       std::vector<std::string>{cobble::test::program("tools/cobbled"), "--config", config.string(),
-                               "--data-dir", data.string(), "--port", "0", "--log-level", "warn"},
+                               "--data-dir", data.string(), "--port", "0", "--admin-port", "0",
+                               "--log-level", "warn"},
       opts);
     auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
     INFO("cobbled output:\n" << tail(proc->lines(), 50));
     REQUIRE(listening);
     port = static_cast<unsigned short>(std::stoi(listening->substr(listening->rfind(':') + 1)));
-    REQUIRE(proc->wait_for("admin API:", 30s));
+    auto admin = proc->wait_for("admin API:", 30s);
+    REQUIRE(admin);
+    admin_port = cobble::test::admin_port_of(*admin);
+    REQUIRE(admin_port != 0);
     std::ifstream in{data / "admin_token"};
     std::getline(in, token);
     REQUIRE(!token.empty());
     // With --config cobbled prints no account key: the admin API lists them.
-    account_key = cobble::test::account_key_of(port, token, project, "demo");
+    account_key = cobble::test::account_key_of(admin_port, token, project, "demo");
     REQUIRE(!account_key.empty());
   }
 
   std::string base() const { return "http://127.0.0.1:" + std::to_string(port); }
   std::string master_url() const { return base() + "/" + project + "/"; }
 
+  /// GET on the admin API.
   json get(const std::string& target) const {
-    http_client c{"127.0.0.1", port};
+    http_client c{"127.0.0.1", admin_port};
     auto r = c.get(target, token);
     INFO("GET " << target << " -> " << r.status << " " << r.body);
     REQUIRE(r.status == 200);
@@ -248,7 +254,7 @@ struct server {
 
   /// POSTs a work spec (or batch) to the admin API; the answer, which must be a 201.
   json create_work(const json& spec) const {
-    http_client c{"127.0.0.1", port};
+    http_client c{"127.0.0.1", admin_port};
     auto r = c.post("/api/projects/" + project + "/workunits", spec.dump(), token,
                     "application/json");
     INFO("create " << spec.dump() << ": " << r.status << " " << r.body);
@@ -257,8 +263,9 @@ struct server {
   }
 
   std::vector<std::string> cli(std::vector<std::string> args, const std::string& what) const {
-    std::vector<std::string> argv{cobble::test::program("tools/cobble"), "--server", base(),
-                                  "--data-dir", data.string()};
+    // No --server: cobble finds the admin API in the data directory's admin_url.
+    std::vector<std::string> argv{cobble::test::program("tools/cobble"), "--data-dir",
+                                  data.string()};
     argv.insert(argv.end(), args.begin(), args.end());
     auto [code, out] = cobble::test::run_command(argv, 60s);
     INFO(what << ": cobble exited " << code << ":\n" << out);

@@ -109,7 +109,7 @@ bool could_get_work(const server& s, std::uint64_t hostid) {
 /// Stages an input file through the admin API (POST /api/projects/P/files, raw bytes); the
 /// server's answer {"stored_name", "md5", "nbytes", "existed"}.
 json stage_file(const server& s, const std::string& content) {
-  http_client c{"127.0.0.1", s.port};
+  http_client c{"127.0.0.1", s.admin_port};
   auto r = c.post("/api/projects/" + project + "/files", content, s.token,
                   "application/octet-stream");
   INFO("POST /api/projects/" << project << "/files -> " << r.status << " " << r.body);

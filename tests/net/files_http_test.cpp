@@ -50,7 +50,7 @@ TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {
   auto content = pattern(100000, 7);
   std::ofstream{input, std::ios::binary} << content;
   auto [code, out] = run_command({cobble::test::program("tools/cobble"), "--server",
-                                  "http://127.0.0.1:" + std::to_string(s.port), "--data-dir",
+                                  "http://127.0.0.1:" + std::to_string(s.admin_port), "--data-dir",
                                   s.data.string(), "work", "create", "--app", "testapp", "--count",
                                   "2", "--input", input.string() + ":in.txt"},
                                  60s);
@@ -202,7 +202,7 @@ TEST_CASE("assimilation keeps the canonical output and deletes finished work's f
   auto input = dir.path() / "input.dat";
   std::ofstream{input, std::ios::binary} << pattern(5000, 3);
   auto [code, out] = run_command({cobble::test::program("tools/cobble"), "--server",
-                                  "http://127.0.0.1:" + std::to_string(s.port), "--data-dir",
+                                  "http://127.0.0.1:" + std::to_string(s.admin_port), "--data-dir",
                                   s.data.string(), "work", "create", "--app", "testapp", "--name",
                                   "wu_files", "--input", input.string() + ":in.txt"},
                                  60s);

@@ -1,8 +1,8 @@
 #pragma once
 
-// Test support: a real cobbled on its own data directory (127.0.0.1, port 0), scheduler
-// requests in the exact shape a BOINC 7.20.5 client sends (from tests/net/fixtures), and a
-// reader of scheduler replies.
+// Test support: a real cobbled on its own data directory (127.0.0.1, port 0 and admin port 0),
+// scheduler requests in the exact shape a BOINC 7.20.5 client sends (from tests/net/fixtures),
+// and a reader of scheduler replies.
 
 #include "http_client.hpp"
 #include "process.hpp"
@@ -38,7 +38,8 @@ inline std::string read_file(const fs::path& p) {
 struct server {
   fs::path data;
   std::unique_ptr<child_process> proc;
-  unsigned short port = 0;
+  unsigned short port = 0;       ///< The public listener: BOINC protocol, files, web.
+  unsigned short admin_port = 0; ///< The admin API's listener.
   std::string account_key;
   std::string token;
 
@@ -55,6 +56,8 @@ struct server {
                                   data.string(),
                                   "--port",
                                   "0",
+                                  "--admin-port",
+                                  "0",
                                   "--log-level",
                                   "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -65,10 +68,12 @@ struct server {
     port = static_cast<unsigned short>(std::stoi(listening->substr(listening->rfind(':') + 1)));
     auto admin = proc->wait_for("admin API:", 30s);
     REQUIRE(admin);
+    admin_port = admin_port_of(*admin);
+    REQUIRE(admin_port != 0);
     std::ifstream in{data / "admin_token"};
     std::getline(in, token);
     REQUIRE(!token.empty());
-    account_key = account_key_of(port, token, "demo", "demo");
+    account_key = account_key_of(admin_port, token, "demo", "demo");
     REQUIRE(!account_key.empty());
   }
 
@@ -280,7 +285,7 @@ inline int upload(http_client& c, const parsed_reply& reply, const std::string& 
 }
 
 inline json admin_get(server& s, const std::string& target) {
-  http_client c{"127.0.0.1", s.port};
+  http_client c{"127.0.0.1", s.admin_port};
   auto r = c.get(target, s.token);
   INFO(target << " -> " << r.status << " " << r.body);
   REQUIRE(r.status == 200);
@@ -288,7 +293,7 @@ inline json admin_get(server& s, const std::string& target) {
 }
 
 inline void create_work(server& s, const std::string& name) {
-  http_client c{"127.0.0.1", s.port};
+  http_client c{"127.0.0.1", s.admin_port};
   auto r = c.post("/api/projects/demo/workunits", json{{"app", "testapp"}, {"name", name}}.dump(),
                   s.token, "application/json");
   INFO(r.body);

@@ -77,6 +77,16 @@ private:
 
 /// The account key of `user` in `project`, from the admin API (cobbled prints none with
 /// --config); empty if there is no such user.
+/// The port of cobbled's start-up line "admin API: http://127.0.0.1:PORT/api/ (token in ...)";
+/// 0 when the line has none.
+inline unsigned short admin_port_of(const std::string& line) {
+  auto end = line.find("/api/");
+  auto colon = end == std::string::npos ? end : line.rfind(':', end);
+  if (colon == std::string::npos)
+    return 0;
+  return static_cast<unsigned short>(std::stoi(line.substr(colon + 1, end - colon - 1)));
+}
+
 inline std::string account_key_of(unsigned short port, const std::string& token,
                                   const std::string& project, const std::string& user) {
   http_client api("127.0.0.1", port);

@@ -289,12 +289,11 @@ TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
   std::uint64_t last = 0;
   {
     // One more event after the newest snapshot, so recovery must read it.
-    cobble::test::child_process server{
-      {cobble::test::program("tools/cobbled"), "--data-dir", dir.path().string(), "--port", "0"}};
-    auto line = server.wait_for("listening on http://127.0.0.1:", 60s);
+    cobble::test::child_process server{{cobble::test::program("tools/cobbled"), "--data-dir",
+                                        dir.path().string(), "--port", "0", "--admin-port", "0"}};
+    auto line = server.wait_for("admin API:", 60s);
     REQUIRE(line);
-    auto port = static_cast<unsigned short>(std::stoi(line->substr(line->rfind(':') + 1)));
-    REQUIRE(server.wait_for("admin API:", 30s));
+    auto port = cobble::test::admin_port_of(*line);
     std::ifstream in{dir.path() / "admin_token"};
     std::string token;
     std::getline(in, token);
@@ -315,7 +314,8 @@ TEST_CASE("cobbled refuses to start on a corrupt event and overwrites nothing",
   }
   corrupt_event(dir.path(), last);
   auto [code, out] = cobble::test::run_command({cobble::test::program("tools/cobbled"),
-                                                "--data-dir", dir.path().string(), "--port", "0"},
+                                                "--data-dir", dir.path().string(), "--port", "0",
+                                                "--admin-port", "0"},
                                                60s);
   INFO(out);
   CHECK(code == 1);

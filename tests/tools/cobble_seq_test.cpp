@@ -52,7 +52,7 @@ TEST_CASE("an operator runs a sequence with cobble seq and the host is told when
           "[integration][sequences]") {
   temp_dir dir{"cobble-seq"};
   server s{dir.path()};
-  auto online = "--server http://127.0.0.1:" + std::to_string(s.port) + " --token " + s.token;
+  auto online = "--server http://127.0.0.1:" + std::to_string(s.admin_port) + " --token " + s.token;
   auto offline = "--data-dir '" + s.data.string() + "'";
 
   auto created = run_cobble(online

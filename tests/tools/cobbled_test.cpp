@@ -1,8 +1,8 @@
 // Tests of cobbled as a child process: what it prints at start (account keys are secrets,
-// printed only for the embedded demo) and how it starts on damaged or incomplete data: a
-// damaged write-ahead log, a damaged newest snapshot, a lost upload secret. Each runs the
-// real cobbled on a data directory filled through the real path (admin and scheduler
-// requests).
+// printed only for the embedded demo), the admin API on a listener of its own, and how it starts on
+// damaged or incomplete data: a damaged write-ahead log, a damaged newest snapshot, a lost upload
+// secret. Each runs the real cobbled on a data directory filled through the real path (admin and
+// scheduler requests).
 
 #include "../support/cobbled.hpp"
 #include "storage/event_store.hpp"
@@ -56,7 +56,9 @@ fs::path wal_of(const fs::path& data) {
 
 /// cobbled on `data` expected to refuse: its exit code and output.
 std::pair<int, std::string> start_refused(const fs::path& data) {
-  return run_command({program("tools/cobbled"), "--data-dir", data.string(), "--port", "0"}, 60s);
+  return run_command({program("tools/cobbled"), "--data-dir", data.string(), "--port", "0",
+                      "--admin-port", "0"},
+                     60s);
 }
 
 std::pair<int, std::string> verify(const fs::path& data) {
@@ -98,7 +100,7 @@ TEST_CASE("with --config cobbled prints no account key and says where to find th
                         "      - name: testapp\n"
                         "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
   server s{dir.path() / "data", {"--config", cfg.string()}};
-  auto alice = account_key_of(s.port, s.token, "demo", "alice");
+  auto alice = account_key_of(s.admin_port, s.token, "demo", "alice");
   REQUIRE(!alice.empty());
   auto lines = s.proc->lines();
   INFO(server::join(lines));
@@ -295,7 +297,7 @@ TEST_CASE("cobbled refuses to start while the disk is below server.min_free_disk
                         "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
   auto data = dir.path() / "data";
   auto [code, out] = run_command({program("tools/cobbled"), "--config", cfg.string(), "--data-dir",
-                                  data.string(), "--port", "0"},
+                                  data.string(), "--port", "0", "--admin-port", "0"},
                                  60s);
   INFO(out);
   CHECK(code == 1);
@@ -305,4 +307,89 @@ TEST_CASE("cobbled refuses to start while the disk is below server.min_free_disk
   CHECK_THAT(out, Catch::Contains("Free space on that file system"));
   CHECK_FALSE(fs::exists(data / "log")); // the log was not even opened
   CHECK_FALSE(fs::exists(data / "upload_secret"));
+}
+
+TEST_CASE("the admin API listens on its own port, and the public one answers /api/ with 404",
+          "[tools][cobbled][admin]") {
+  temp_dir dir{"cobbled-admin"};
+  server s{dir.path()};
+  REQUIRE(s.admin_port != s.port);
+  auto lines = s.proc->lines();
+  INFO(server::join(lines));
+  CHECK(any_line_has(lines, "listening on http://127.0.0.1:" + std::to_string(s.port)));
+  CHECK(
+    any_line_has(lines, "admin API: http://127.0.0.1:" + std::to_string(s.admin_port) + "/api/"));
+
+  // A stranger on the public port finds no admin API, token or not; nothing is created.
+  http_client pub{"127.0.0.1", s.port};
+  CHECK(pub.get("/api/projects", s.token).status == 404);
+  CHECK(pub.get("/api/projects/demo/users", s.token).status == 404);
+  auto posted = pub.post("/api/projects/demo/workunits", R"({"app": "testapp", "name": "wu_pub"})",
+                         s.token, "application/json");
+  CHECK(posted.status == 404);
+  // The public port still serves the BOINC side: the master page and the scheduler.
+  CHECK(pub.get("/demo/").status == 200);
+  auto reply = rpc(pub, make_request(s.account_key, 0, 100, 1, {}));
+  CHECK(reply.hostid.has_value());
+
+  // The admin port answers the API with the token, and refuses it without; it serves no
+  // scheduler.
+  http_client adm{"127.0.0.1", s.admin_port};
+  auto projects = adm.get("/api/projects", s.token);
+  INFO(projects.body);
+  REQUIRE(projects.status == 200);
+  auto list = json::parse(projects.body);
+  REQUIRE(list.is_array());
+  REQUIRE(list.size() == 1);
+  CHECK(list[0]["name"] == "demo");
+  CHECK(adm.get("/api/projects").status == 401);
+  CHECK(adm.get("/demo/").status == 404);
+  CHECK(adm.get("/metrics").status == 404);
+  // /metrics stays public and counts the admin listener's refusal apart.
+  auto metrics = pub.get("/metrics");
+  REQUIRE(metrics.status == 200);
+  CHECK_THAT(metrics.body, Catch::Contains("\ncobble_admin_http_refused_early_total 1\n"));
+  CHECK_THAT(metrics.body, Catch::Contains("\ncobble_http_refused_early_total 0\n"));
+  CHECK(workunits(s).empty()); // the public POST created nothing
+
+  // The data directory names the admin API, and cobble finds it there with --data-dir alone.
+  CHECK(read_file(s.data / "admin_url")
+        == "http://127.0.0.1:" + std::to_string(s.admin_port) + "\n");
+  auto [code, out] = run_command({program("tools/cobble"), "--data-dir", s.data.string(), "status"},
+                                 60s);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("project demo (Cobble demo project)"));
+  // --server wins over the file: the public port has no admin API.
+  auto [code2, out2] = run_command({program("tools/cobble"), "--server",
+                                    "http://127.0.0.1:" + std::to_string(s.port), "--data-dir",
+                                    s.data.string(), "status"},
+                                   60s);
+  INFO(out2);
+  CHECK(code2 == 1);
+  CHECK_THAT(out2, Catch::Contains("HTTP 404"));
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("cobbled refuses to start when the admin port is taken, saying which setting",
+          "[tools][cobbled][admin]") {
+  temp_dir dir{"cobbled-admin-taken"};
+  server s{dir.path() / "first"};
+  auto [code, out] = run_command({program("tools/cobbled"), "--data-dir",
+                                  (dir.path() / "second").string(), "--port", "0", "--admin-port",
+                                  std::to_string(s.port)},
+                                 60s);
+  INFO(out);
+  CHECK(code == 1);
+  CHECK_THAT(out, Catch::Contains("cannot listen for the admin API on 127.0.0.1:"
+                                  + std::to_string(s.port)
+                                  + " (server.admin_address, server.admin_port)"));
+  auto [code2, out2] = run_command({program("tools/cobbled"), "--data-dir",
+                                    (dir.path() / "third").string(), "--port", "9123",
+                                    "--admin-port", "9123"},
+                                   60s);
+  INFO(out2);
+  CHECK(code2 == 1);
+  CHECK_THAT(out2, Catch::Contains("server.admin_port: must differ from server.port"));
+  CHECK(s.stop() == 0);
 }

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <regex>
 #include <thread>
@@ -158,7 +159,8 @@ struct server {
   std::vector<std::string> extra;
   std::string binary;
   std::unique_ptr<child> proc;
-  std::uint16_t port = 0;
+  std::uint16_t port = 0;       ///< The public listener: scheduler RPCs, /metrics.
+  std::uint16_t admin_port = 0; ///< The admin API's listener (the public one before it had one).
   std::string key, token;
   double recovery_reported = 0; ///< "recovered N events in X s"
   double start_seconds = 0;     ///< Process start to "listening".
@@ -169,6 +171,8 @@ struct server {
   void start() {
     std::vector<std::string> args{binary, "--data-dir",  data.string(), "--port",
                                   "0",    "--log-level", "error"};
+    if (has_admin_port())
+      args.insert(args.end(), {"--admin-port", "0"});
     args.insert(args.end(), extra.begin(), extra.end());
     if (std::find(extra.begin(), extra.end(), "--config") == extra.end()) {
       if (auto config = demo_without_host_limits(); !config.empty()) {
@@ -195,13 +199,19 @@ struct server {
     auto in = rec->find(" events in ");
     recovery_reported = std::stod(rec->substr(in + 11));
     port = static_cast<std::uint16_t>(std::stoi(listening->substr(listening->rfind(':') + 1)));
-    if (!proc->wait_for("admin API:", 60s))
+    // "admin API: http://127.0.0.1:PORT/api/ (token in ...)", the public port in older ones.
+    auto admin = proc->wait_for("admin API:", 60s);
+    if (!admin || admin->find("/api/") == std::string::npos)
       fail("printed no admin API line");
+    auto api_at = admin->find("/api/");
+    auto colon = admin->rfind(':', api_at);
+    admin_port = static_cast<std::uint16_t>(
+      std::stoi(admin->substr(colon + 1, api_at - colon - 1)));
     std::ifstream tf{data / "admin_token"};
     std::getline(tf, token);
     // cobbled prints no account key with --config: the admin API lists them.
-    auto users = http_call(port, boost::beast::http::verb::get, "/api/projects/demo/users", {},
-                           token);
+    auto users = http_call(admin_port, boost::beast::http::verb::get, "/api/projects/demo/users",
+                           {}, token);
     if (users.status != 200)
       fail("listed no users: " + std::to_string(users.status) + " " + users.body);
     for (const auto& u : json::parse(users.body))
@@ -245,6 +255,17 @@ struct server {
     return proc->wait(600s).value_or(-1);
   }
 
+  /// Whether `binary` takes --admin-port (a baseline cobbled may predate the admin listener).
+  bool has_admin_port() {
+    if (!admin_port_flag) {
+      child help{{binary, "--help"}};
+      admin_port_flag = help.wait_for("--admin-port", 60s).has_value();
+      help.wait(60s);
+    }
+    return *admin_port_flag;
+  }
+  std::optional<bool> admin_port_flag;
+
   void kill9() {
     proc->signal(SIGKILL);
     proc->wait(60s);
@@ -256,7 +277,7 @@ struct server {
   }
 
   json project() const {
-    auto r = http_call(port, boost::beast::http::verb::get, "/api/projects/demo", {}, token);
+    auto r = http_call(admin_port, boost::beast::http::verb::get, "/api/projects/demo", {}, token);
     if (r.status != 200)
       throw std::runtime_error("GET /api/projects/demo: " + std::to_string(r.status) + " "
                                + r.body);
@@ -275,7 +296,7 @@ double create_work(const server& s, std::uint64_t workunits, double job_seconds)
                                           {"count", n},
                                           {"rsc_fpops_est", job_seconds * 1e9},
                                           {"rsc_fpops_bound", job_seconds * 1e10}}})}};
-    auto r = http_call(s.port, boost::beast::http::verb::post, "/api/projects/demo/workunits",
+    auto r = http_call(s.admin_port, boost::beast::http::verb::post, "/api/projects/demo/workunits",
                        body.dump(), s.token);
     if (r.status != 201)
       throw std::runtime_error("creating work: HTTP " + std::to_string(r.status) + " " + r.body);
@@ -548,8 +569,8 @@ int cmd_hostile(hostile_cli& c) {
   }
   auto s = start_with_work(fs::path{c.work_dir} / "hostile", {"--config", config.string()},
                            c.bin.cobbled, c.workunits, c.o.job_seconds);
-  auto users = http_call(s->port, boost::beast::http::verb::get, "/api/projects/demo/users", {},
-                         s->token);
+  auto users = http_call(s->admin_port, boost::beast::http::verb::get, "/api/projects/demo/users",
+                         {}, s->token);
   auto o = c.o;
   o.port = s->port;
   auto a = c.a;

@@ -1,5 +1,7 @@
 #include "tools/cobble/admin.hpp"
 
+#include "tools/common/admin_url.hpp"
+
 #include <boost/beast/http/status.hpp>
 
 #include <cctype>
@@ -80,9 +82,10 @@ json api_client::call(http::verb verb, const std::string& path, std::string body
 
 const api_client& online::api() {
   if (!api_) {
+    auto [base, from] = server();
     common::http_url url;
     try {
-      url = common::parse_http_url(g_.server, "--server");
+      url = common::parse_http_url(base, from);
     } catch (const common::url_error& e) {
       throw usage_error(e.what());
     }
@@ -104,6 +107,15 @@ std::string online::project_path() {
     }
   }
   return "/api/projects/" + path_escape(project_);
+}
+
+std::pair<std::string, std::string> online::server() const {
+  if (!g_.server.empty())
+    return {g_.server, "--server"};
+  if (!g_.data_dir.empty())
+    if (auto url = common::read_admin_url(g_.data_dir))
+      return {*url, (std::filesystem::path{g_.data_dir} / common::admin_url_file).string()};
+  return {common::default_admin_url, "the default server"};
 }
 
 std::string online::token() const {

@@ -16,6 +16,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cobble::cli {
@@ -49,14 +50,17 @@ public:
   /// Reads the options when first asked, so they may still change until then (parsing).
   explicit online(const global_options& g) : g_(g) {}
 
-  /// The client of --server with the token of --token or --data-dir; a usage_error for a bad
-  /// URL or no token at all.
+  /// The client of the admin API (see server()) with the token of --token or --data-dir; a
+  /// usage_error for a bad URL or no token at all.
   const api_client& api();
 
   /// "/api/projects/<name>", the project from --project or the server's first project.
   std::string project_path();
 
 private:
+  /// The admin API's base URL and where it came from (for errors): --server, else the URL in
+  /// <data-dir>/admin_url, else the default.
+  std::pair<std::string, std::string> server() const;
   std::string token() const;
 
   const global_options& g_;

@@ -27,7 +27,9 @@ struct failure : std::runtime_error {
 
 /// Options every command shares.
 struct global_options {
-  std::string server = "http://127.0.0.1:8080";
+  /// --server (or COBBLE_SERVER); empty: the URL in <data_dir>/admin_url, else the default
+  /// (tools/common/admin_url.hpp).
+  std::string server;
   std::string token;
   std::string data_dir;
   std::string project;

@@ -11,6 +11,7 @@
 /// declares its subcommands in its own file (commands.hpp).
 
 #include "tools/cobble/commands.hpp"
+#include "tools/common/admin_url.hpp"
 #include "tools/heap.hpp"
 #include "tools/prefault.hpp"
 
@@ -25,13 +26,16 @@ using namespace cobble::cli;
 
 /// Declares the options that come before the command.
 void add_global_options(CLI::App& app, global_options& g) {
-  app.add_option("--server", g.server, "Base URL of the server's admin API")
-    ->envname("COBBLE_SERVER")
-    ->capture_default_str();
+  app
+    .add_option("--server", g.server,
+                std::string{"Base URL of the server's admin API (default: the URL cobbled wrote "
+                            "to DIR/admin_url of --data-dir, else "}
+                  + cobble::common::default_admin_url + ")")
+    ->envname("COBBLE_SERVER");
   app.add_option("--token", g.token, "Admin API token")->envname("COBBLE_ADMIN_TOKEN");
   app.add_option("--data-dir", g.data_dir,
-                 "Server data directory: the token is read from DIR/admin_token; the log "
-                 "commands read DIR/log");
+                 "Server data directory: the token is read from DIR/admin_token and the admin "
+                 "API's URL from DIR/admin_url; the log commands read DIR/log");
   app.add_option("--project", g.project, "Project name (default: the server's first project)");
   app.add_flag("--json", g.json, "Print raw JSON");
   app.add_option("--timeout", g.timeout, "Seconds to wait for each HTTP answer")

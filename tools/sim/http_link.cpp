@@ -19,8 +19,10 @@ using common::http_response;
 
 class http_server_link final : public server_link {
 public:
-  http_server_link(common::http_url url, std::string token, std::chrono::milliseconds timeout)
-    : http_(std::move(url), {"cobble-sim", timeout}), token_(std::move(token)),
+  http_server_link(common::http_url url, common::http_url admin_url, std::string token,
+                   std::chrono::milliseconds timeout)
+    : http_(std::move(url), {"cobble-sim", timeout}),
+      admin_(std::move(admin_url), {"cobble-sim", timeout}), token_(std::move(token)),
       start_(std::chrono::steady_clock::now()) {
     run_tag_ = "r"
                + std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
@@ -131,7 +133,8 @@ public:
   std::string work_name(const std::string& name) const override { return run_tag_ + "_" + name; }
 
 private:
-  /// An admin API request carries the token and JSON; a scheduler RPC carries XML.
+  /// An admin API request carries the token and JSON and goes to the admin listener; a
+  /// scheduler RPC or an upload carries XML and goes to the public one.
   http_response call(http::verb verb, const std::string& path, std::string body, bool admin) {
     common::http_request req;
     req.verb = verb;
@@ -141,10 +144,11 @@ private:
       req.content_type = admin ? "application/json" : "text/xml";
     if (admin)
       req.token = token_;
-    return http_.send(req);
+    return (admin ? admin_ : http_).send(req);
   }
 
-  common::http_client http_;
+  common::http_client http_;  ///< The public listener.
+  common::http_client admin_; ///< The admin API's listener.
   std::string token_;
   std::chrono::steady_clock::time_point start_;
   double elapsed_ = 0;
@@ -153,14 +157,16 @@ private:
 
 } // namespace
 
-void check_server_url(const std::string& url) {
-  common::parse_http_url(url, "--server");
+void check_server_url(const std::string& url, std::string_view option) {
+  common::parse_http_url(url, option);
 }
 
 std::unique_ptr<server_link>
-http_link(const std::string& url, const std::string& token, std::chrono::milliseconds timeout) {
-  return std::make_unique<http_server_link>(common::parse_http_url(url, "--server"), token,
-                                            timeout);
+http_link(const std::string& url, const std::string& admin_url, const std::string& token,
+          std::chrono::milliseconds timeout) {
+  return std::make_unique<http_server_link>(common::parse_http_url(url, "--server"),
+                                            common::parse_http_url(admin_url, "--admin-server"),
+                                            token, timeout);
 }
 
 } // namespace cobble::sim

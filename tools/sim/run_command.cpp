@@ -1,6 +1,7 @@
 #include "tools/sim/run_command.hpp"
 
 #include "config/config.hpp"
+#include "tools/common/admin_url.hpp"
 #include "tools/sim/emulator.hpp"
 #include "tools/sim/http_link.hpp"
 #include "tools/sim/report.hpp"
@@ -13,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace cobble::sim {
 
@@ -21,6 +23,7 @@ void add_run_command(CLI::App& app, int& rc) {
     std::string scenario;
     std::string report;
     std::string server;
+    std::string admin_server;
     std::string token;
     std::string data_dir;
     double timeout = 30;
@@ -40,10 +43,15 @@ void add_run_command(CLI::App& app, int& rc) {
   cmd->add_option("--server", o->server,
                   "Drive a running cobbled at this base URL (http://HOST:PORT) over HTTP in "
                   "real time instead of an in-process node in virtual time");
+  cmd->add_option("--admin-server", o->admin_server,
+                  "Base URL of that cobbled's admin API (default: the URL in DIR/admin_url of "
+                  "--data-dir, else "
+                    + std::string{common::default_admin_url} + ")");
   cmd->add_option("--token", o->token, "Admin token of --server (env COBBLE_ADMIN_TOKEN)")
     ->envname("COBBLE_ADMIN_TOKEN");
   cmd->add_option("--data-dir", o->data_dir,
-                  "The server's data directory: read the admin token from DIR/admin_token");
+                  "The server's data directory: read the admin token from DIR/admin_token and "
+                  "the admin API's URL from DIR/admin_url");
   cmd->add_option("--timeout", o->timeout, "Seconds to wait for each HTTP answer (--server)")
     ->check(CLI::PositiveNumber);
   cmd->callback([o, &rc] {
@@ -61,14 +69,20 @@ void add_run_command(CLI::App& app, int& rc) {
       rc = 0;
       return;
     }
-    if (o->server.empty() && (!o->token.empty() || !o->data_dir.empty())) {
-      std::cerr << "cobble-sim: --token and --data-dir need --server\n";
+    if (o->server.empty()
+        && (!o->token.empty() || !o->data_dir.empty() || !o->admin_server.empty())) {
+      std::cerr << "cobble-sim: --token, --admin-server and --data-dir need --server\n";
       rc = 2;
       return;
     }
+    if (!o->server.empty() && o->admin_server.empty()) {
+      auto kept = o->data_dir.empty() ? std::nullopt : common::read_admin_url(o->data_dir);
+      o->admin_server = kept ? *kept : common::default_admin_url;
+    }
     if (!o->server.empty()) {
       try {
-        check_server_url(o->server);
+        check_server_url(o->server, "--server");
+        check_server_url(o->admin_server, "--admin-server");
       } catch (const std::invalid_argument& e) {
         std::cerr << "cobble-sim: " << e.what() << "\n";
         rc = 2;
@@ -95,7 +109,7 @@ void add_run_command(CLI::App& app, int& rc) {
     try {
       auto link = o->server.empty()
                     ? in_process_link(sc)
-                    : http_link(o->server, o->token,
+                    : http_link(o->server, o->admin_server, o->token,
                                 std::chrono::milliseconds(static_cast<long>(o->timeout * 1000)));
       res = run_scenario(sc, *link, ro);
     } catch (const std::exception& e) {

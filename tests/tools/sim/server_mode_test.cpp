@@ -57,11 +57,14 @@ hosts:
   }
   auto data = dir.path() / "data";
   test::child_process server({cobbled, "--config", config, "--data-dir", data.string(), "--port",
-                              "0", "--log-level", "warn", "--durability", "async"});
+                              "0", "--admin-port", "0", "--log-level", "warn", "--durability",
+                              "async"});
   auto listening = server.wait_for("listening on http://127.0.0.1:", 60s);
   REQUIRE(listening);
   auto port = std::stoi(listening->substr(listening->rfind(':') + 1));
-  REQUIRE(server.wait_for("admin API:", 30s));
+  auto admin_line = server.wait_for("admin API:", 30s);
+  REQUIRE(admin_line);
+  auto admin_port = test::admin_port_of(*admin_line);
   auto url = "http://127.0.0.1:" + std::to_string(port);
 
   test::child_process run(
@@ -77,7 +80,7 @@ hosts:
   // The server saw them: results reported and validated (replication 1).
   std::string token;
   std::ifstream(data / "admin_token") >> token;
-  test::http_client api("127.0.0.1", static_cast<unsigned short>(port));
+  test::http_client api("127.0.0.1", admin_port);
   auto status = api.get("/api/projects/sims", token);
   REQUIRE(status.status == 200);
   auto j = nlohmann::json::parse(status.body);
@@ -87,7 +90,9 @@ hosts:
   CHECK(j["hosts"].get<long>() == 1);
 
   // A wrong token is a clear failure, not a silent run.
-  test::child_process bad({sim, "run", "-q", "--server", url, "--token", "wrong", scenario});
+  test::child_process bad({sim, "run", "-q", "--server", url, "--admin-server",
+                           "http://127.0.0.1:" + std::to_string(admin_port), "--token", "wrong",
+                           scenario});
   auto bad_out = all_output(bad, 60s);
   CHECK(bad.wait(30s) == 1);
   CHECK(bad_out.find("HTTP 401") != std::string::npos);
