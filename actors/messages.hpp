@@ -156,10 +156,15 @@ struct project_summary {
 /// What a project holds in memory, for /metrics; cheap enough for every scrape.
 struct project_gauges {
   std::string project;
-  std::size_t hosts = 0;         ///< Hosts held in memory (every host that ever called).
-  std::size_t host_bytes = 0;    ///< Their estimated bytes (state and registration).
-  std::size_t hosts_sampled = 0; ///< Hosts measured for the estimate (all, up to a cap).
-  std::size_t workunits = 0;     ///< Workunits held in memory.
+  std::size_t hosts = 0;             ///< Hosts held in memory (every host that ever called).
+  std::size_t host_bytes = 0;        ///< Their estimated bytes (state and registration).
+  std::size_t hosts_sampled = 0;     ///< Live hosts measured for the estimate (all, up to a cap).
+  std::size_t hosts_live = 0;        ///< Hosts whose state is decoded (used lately).
+  std::size_t hosts_passivated = 0;  ///< Hosts whose state is kept encoded.
+  std::size_t passivated_bytes = 0;  ///< The passivated states' bytes (exact).
+  std::size_t host_passivations = 0; ///< Hosts passivated since start.
+  std::size_t host_activations = 0;  ///< Passivated hosts decoded again since start.
+  std::size_t workunits = 0;         ///< Workunits held in memory.
   std::size_t active_workunits = 0;
 };
 

@@ -39,7 +39,7 @@ void start(project_ptr self, project_init in) {
   st.log = in.log;
   st.clk = in.clk;
   st.assimilator = in.assimilator;
-  st.hosts = std::move(in.hosts);
+  st.hosts = host_table{std::move(in.hosts)};
   st.versions = std::move(in.versions);
   for (auto& [id, seq] : in.sequences)
     spawn_sequence(self, std::move(seq));
@@ -66,6 +66,8 @@ void start(project_ptr self, project_init in) {
       hand_over_files(self, id, st.config.file_grace_period - us_to_seconds(now - since));
     }
   st.next_sequence_check = now + seconds_to_us(std::max(st.config.sequence_check_interval, 0.01));
+  // Hosts idle since before the restart need not be decoded until they call again.
+  passivate_idle_hosts(self);
   schedule_tick(self);
   schedule_normalization(self);
 }
@@ -216,7 +218,7 @@ caf::result<workunit_view_ptr> show_workunit(project_ptr self, const std::string
 }
 
 caf::result<host_view_ptr> show_host(project_ptr self, id_type id) {
-  auto v = host_view_of(self->state.logic.state, self->state.hosts, id);
+  auto v = host_view_of(self->state.logic.state, self->state.hosts.copy_of(id), id);
   if (!v)
     return caf::make_error(ec::unknown_host, "no host " + std::to_string(id));
   return host_view_ptr{std::make_shared<host_view>(std::move(*v))};
@@ -309,6 +311,7 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::tick) {
       append(self, sweep_deadlines(self));
       check_sequences(self);
+      passivate_idle_hosts(self);
       schedule_tick(self);
     },
     [self](atom::normalize) {

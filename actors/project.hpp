@@ -16,6 +16,7 @@
 #include "actors/assimilator.hpp"
 #include "actors/clock.hpp"
 #include "actors/host_logic.hpp"
+#include "actors/host_table.hpp"
 #include "actors/project_logic.hpp"
 #include "config/config.hpp"
 
@@ -51,8 +52,10 @@ struct project_actor_state {
   log_actor log;
   clock_ptr clk;
   assimilator_actor assimilator;
-  /// Every host's state: the project decides for its hosts (host_logic).
-  std::unordered_map<id_type, host_state> hosts;
+  /// Every host's state, live or passivated: the project decides for its hosts
+  /// (host_logic). Idle hosts are passivated on the tick (config: passivate_hosts_after,
+  /// max_live_hosts).
+  host_table hosts;
   host_settings host_config; ///< What host_logic needs of the configuration.
   /// When each host last had a work request served (limits.min_sendwork_interval). Not
   /// durable, and no event: a rate limit is soft state, and an event per RPC for it would

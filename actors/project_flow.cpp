@@ -21,6 +21,7 @@ host_settings host_settings_of(const project_state& ps, const config::project_co
 
 std::vector<event> route(project_ptr self, std::vector<event> events, decided_by who) {
   auto& st = self->state;
+  auto now = st.clk->now();
   for (const auto& e : events) {
     if (!who.project)
       st.logic.apply_delivered(e);
@@ -28,16 +29,14 @@ std::vector<event> route(project_ptr self, std::vector<event> events, decided_by
     for (auto h : owners.hosts) {
       if (h == who.host)
         continue;
-      auto i = st.hosts.find(h);
-      if (i == st.hosts.end()) {
-        if (!std::holds_alternative<ev::host_registered>(e.data))
-          continue;
-        i = st.hosts.emplace(h, host_state{}).first;
-      }
+      auto* hs = std::holds_alternative<ev::host_registered>(e.data) ? &st.hosts.add(h, now)
+                                                                     : st.hosts.find(h, now);
+      if (hs == nullptr)
+        continue;
       std::string name;
       if (auto r = result_of(e.data))
         name = st.logic.state.result_name(*r);
-      apply(i->second, e, name, st.logic.state.credit);
+      apply(*hs, e, name, st.logic.state.credit);
     }
     // A sequence decides only events of its own; they never go back to it.
     if (owners.sequence != 0 && !who.sequence && st.sequences.count(owners.sequence))
@@ -116,10 +115,10 @@ std::vector<event> run_transitions(project_ptr self, const std::set<id_type>& di
   }
   // Hosts learn the verdicts after the validation: each records its own statistics update.
   for (auto& [host, list] : notices) {
-    auto h = st.hosts.find(host);
-    if (h == st.hosts.end())
+    auto* hs = st.hosts.find(host, now);
+    if (hs == nullptr)
       continue;
-    host_logic hl{h->second, st.host_config};
+    host_logic hl{*hs, st.host_config};
     move_into(events, route(self, hl.learn(list, now), decided_by{false, host, false}));
   }
   for (auto wu : finished)
@@ -133,10 +132,10 @@ std::vector<event> sweep_deadlines(project_ptr self) {
   std::vector<event> events;
   std::set<id_type> dirty;
   for (auto& [host, names] : st.logic.overdue(now)) {
-    auto h = st.hosts.find(host);
-    if (h == st.hosts.end())
+    auto* hs = st.hosts.find(host, now);
+    if (hs == nullptr)
       continue;
-    host_logic hl{h->second, st.host_config};
+    host_logic hl{*hs, st.host_config};
     auto timed_out = route(self, hl.time_out(names, now), decided_by{false, host, false});
     for (const auto& e : timed_out)
       if (auto r = result_of(e.data))
@@ -145,6 +144,21 @@ std::vector<event> sweep_deadlines(project_ptr self) {
   }
   move_into(events, run_transitions(self, dirty));
   return events;
+}
+
+// -- hosts in memory ----------------------------------------------------------------------
+
+void passivate_idle_hosts(project_ptr self) {
+  auto& st = self->state;
+  auto now = st.clk->now();
+  passivation_policy policy{seconds_to_us(std::max(st.config.passivate_hosts_after, 0.0)),
+                            static_cast<std::size_t>(std::max(st.config.max_live_hosts, 0))};
+  if (auto n = st.hosts.passivate(now, policy); n > 0)
+    spdlog::debug("project {}: {} idle hosts passivated", st.config.name, n);
+  // A work-request time older than the interval no longer holds anything back.
+  auto interval = st.config.limits.min_sendwork_interval.value_or(st.config.request_delay);
+  auto cutoff = now - seconds_to_us(std::max(interval, 0.0));
+  std::erase_if(st.last_work_request, [cutoff](const auto& kv) { return kv.second <= cutoff; });
 }
 
 // -- work sequences ---------------------------------------------------------------------
@@ -307,7 +321,7 @@ void schedule_tick(project_ptr self) {
 caf::result<project_world_ptr> live_world(project_ptr self) {
   auto& st = self->state;
   // Copy-constructed: a project_state copies but does not copy-assign (wu_table).
-  auto out = std::make_shared<project_world>(project_world{st.logic.state, st.hosts, {}, {}});
+  auto out = std::make_shared<project_world>(project_world{st.logic.state, st.hosts.all(), {}, {}});
   auto pending = std::make_shared<std::size_t>(st.sequences.size() + st.versions.size());
   auto rp = self->make_response_promise<project_world_ptr>();
   if (*pending == 0) {

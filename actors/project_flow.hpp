@@ -63,6 +63,11 @@ std::vector<event> absorb_sequence_events(project_ptr self, const std::vector<ev
 /// workunits move along. Returns the events (for appending).
 std::vector<event> sweep_deadlines(project_ptr self);
 
+/// Passivates the hosts idle for config.passivate_hosts_after, then the least recently used
+/// beyond config.max_live_hosts, and forgets work-request times older than the interval
+/// they enforce. Run between messages: it invalidates references into the host table.
+void passivate_idle_hosts(project_ptr self);
+
 /// Spawns the actor of a sequence (linked: it ends with its project).
 work_sequence_actor spawn_sequence(project_ptr self, sequence_state st);
 

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cmath>
+#include <stdexcept>
 
 namespace cobble {
 
@@ -221,8 +222,10 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
     return;
   }
   auto reply = begin_reply(self, who, now);
-  auto& hs = st.hosts.at(who.host);
-  host_logic host{hs, st.host_config};
+  auto* hs = st.hosts.find(who.host, now);
+  if (hs == nullptr) // admitted hosts are registered, and every registered host has a state
+    throw std::logic_error("no state of admitted host " + std::to_string(who.host));
+  host_logic host{*hs, st.host_config};
   auto info = host_info_from(*req);
   if (!who.new_host)
     if (auto described = host.describe(info, now))

@@ -46,16 +46,11 @@ workunit_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit
 }
 
 std::optional<host_view>
-host_view_of(const project_state& ps, const std::unordered_map<id_type, host_state>& hosts,
-             id_type id) {
+host_view_of(const project_state& ps, std::optional<host_state> state, id_type id) {
   auto reg = ps.hosts.find(id);
   if (reg == ps.hosts.end())
     return std::nullopt;
-  host_view v;
-  v.reg = reg->second;
-  if (auto h = hosts.find(id); h != hosts.end())
-    v.state = h->second;
-  return v;
+  return host_view{reg->second, std::move(state)};
 }
 
 std::vector<host_view>
@@ -72,28 +67,33 @@ host_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit) {
   return out;
 }
 
-project_gauges gauges_of(const project_state& ps,
-                         const std::unordered_map<id_type, host_state>& hosts, std::size_t sample) {
+project_gauges gauges_of(const project_state& ps, const host_table& hosts, std::size_t sample) {
   project_gauges g;
   g.project = ps.name;
+  auto t = hosts.gauges();
   g.hosts = std::max(hosts.size(), ps.hosts.size());
+  g.hosts_live = t.live;
+  g.hosts_passivated = t.passivated;
+  g.passivated_bytes = t.passive_bytes;
+  g.host_passivations = t.passivations;
+  g.host_activations = t.activations;
   g.workunits = ps.workunits.size();
   g.active_workunits = ps.active_workunits;
-  // Per host besides its state: an unordered_map node (next pointer, key) and a bucket
-  // pointer, and its registration's std::map node (three pointers and the colour).
-  constexpr std::size_t per_host = 3 * sizeof(void*) + sizeof(id_type) + 4 * sizeof(void*)
-                                   + sizeof(std::pair<const id_type, host_reg>);
+  // Per live host besides its state: a hash-map node (next pointer, key, last use) and a
+  // bucket pointer. Per host: its registration's std::map node (three pointers and the
+  // colour).
+  constexpr std::size_t per_live = 2 * sizeof(void*) + sizeof(id_type) + sizeof(time_us);
+  constexpr std::size_t per_host = 4 * sizeof(void*) + sizeof(std::pair<const id_type, host_reg>);
   std::size_t measured = 0;
-  for (const auto& entry : hosts) {
-    if (g.hosts_sampled == sample)
-      break;
-    measured += memory_bytes(entry.second);
+  hosts.sample_live(sample, [&](id_type, const host_state& s) {
+    measured += memory_bytes(s);
     ++g.hosts_sampled;
-  }
+  });
   auto mean = g.hosts_sampled > 0
                 ? static_cast<double>(measured) / static_cast<double>(g.hosts_sampled)
                 : static_cast<double>(sizeof(host_state));
-  g.host_bytes = static_cast<std::size_t>(static_cast<double>(g.hosts) * (mean + per_host));
+  g.host_bytes = static_cast<std::size_t>(static_cast<double>(g.hosts_live) * (mean + per_live))
+                 + g.passivated_bytes + g.hosts * per_host;
   return g;
 }
 

@@ -3,6 +3,7 @@
 /// The read views of a project for the admin API and the CLI: pure functions over the
 /// project's state (and its hosts' states), with the names an operator reads.
 
+#include "actors/host_table.hpp"
 #include "actors/messages.hpp"
 #include "actors/state.hpp"
 
@@ -24,20 +25,20 @@ const workunit_rec* workunit_by_key(const project_state& ps, const std::string& 
 std::vector<workunit_view>
 workunit_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit);
 
-/// One host with its state; nullopt when no such host is registered.
+/// One host with its state (`state`, when the project holds one); nullopt when no such host
+/// is registered.
 std::optional<host_view>
-host_view_of(const project_state& ps, const std::unordered_map<id_type, host_state>& hosts,
-             id_type id);
+host_view_of(const project_state& ps, std::optional<host_state> state, id_type id);
 
 /// Hosts by id (their registrations), from `offset`, at most `limit`.
 std::vector<host_view>
 host_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit);
 
-/// Hosts and workunits held in memory. The bytes of the hosts are measured on at most
-/// `sample` of them and scaled to all, so that a scrape stays short with a million hosts.
+/// Hosts and workunits held in memory. The bytes of the live hosts are measured on at most
+/// `sample` of them and scaled to all, so that a scrape stays short with a million hosts;
+/// the passivated hosts' bytes are the table's exact count.
 project_gauges
-gauges_of(const project_state& ps, const std::unordered_map<id_type, host_state>& hosts,
-          std::size_t sample = 1024);
+gauges_of(const project_state& ps, const host_table& hosts, std::size_t sample = 1024);
 
 /// Every user account (with authenticators).
 std::vector<user_rec> users_of(const project_state& ps);

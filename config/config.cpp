@@ -619,8 +619,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   mapping m(p, node, path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
              "file_grace_period", "sequence_high_water", "sequences_per_host",
-             "sequence_check_interval", "sequence_slow_replica_lag", "credit", "limits", "users",
-             "apps"});
+             "sequence_check_interval", "sequence_slow_replica_lag", "passivate_hosts_after",
+             "max_live_hosts", "credit", "limits", "users", "apps"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -633,6 +633,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_integer(m, "sequences_per_host", out.sequences_per_host);
   read_duration(m, "sequence_check_interval", out.sequence_check_interval);
   read_integer(m, "sequence_slow_replica_lag", out.sequence_slow_replica_lag);
+  read_duration(m, "passivate_hosts_after", out.passivate_hosts_after);
+  read_integer(m, "max_live_hosts", out.max_live_hosts);
   if (m.has("credit"))
     parse_credit(p, m.get("credit"), m.child("credit"), out.credit);
   if (m.has("limits"))
@@ -743,6 +745,8 @@ private:
     positive(path + ".sequences_per_host", p.sequences_per_host);
     positive(path + ".sequence_check_interval", p.sequence_check_interval);
     not_negative(path + ".sequence_slow_replica_lag", p.sequence_slow_replica_lag);
+    not_negative(path + ".passivate_hosts_after", p.passivate_hosts_after);
+    not_negative(path + ".max_live_hosts", p.max_live_hosts);
     check_credit(p.credit, path + ".credit");
     check_limits(p.limits, path + ".limits");
     std::set<std::string> users;
@@ -1048,6 +1052,8 @@ std::string to_yaml(const cobble_config& cfg) {
     raw("sequences_per_host", std::to_string(p.sequences_per_host));
     raw("sequence_check_interval", format_duration(p.sequence_check_interval));
     raw("sequence_slow_replica_lag", std::to_string(p.sequence_slow_replica_lag));
+    raw("passivate_hosts_after", format_duration(p.passivate_hosts_after));
+    raw("max_live_hosts", std::to_string(p.max_live_hosts));
     const auto& c = p.credit;
     out << YAML::Key << "credit" << YAML::Value << YAML::BeginMap;
     raw("normalization_interval", format_duration(c.normalization_interval));

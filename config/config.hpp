@@ -185,6 +185,12 @@ struct project_config {
   /// Replicated sequences: take the chain from a host this many elements behind its peer
   /// (a slow host holding back the other's credit); 0: never.
   int sequence_slow_replica_lag = 0;
+  /// Hosts in memory (docs/architecture.md): a host's state not used for this many seconds
+  /// is passivated (kept encoded, decoded again on its next use); 0: never for its age.
+  double passivate_hosts_after = 600;
+  /// Host states kept decoded at most: beyond it the least recently used are passivated on
+  /// the next deadline sweep; 0: no cap.
+  int max_live_hosts = 100000;
   credit_config credit;
   limits_config limits;
   std::vector<app_config> apps;

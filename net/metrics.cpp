@@ -44,22 +44,35 @@ void gauge(std::string& out, const char* name, const char* help, std::uint64_t v
 void project_gauges_text(std::string& out, const std::vector<project_gauges>& projects) {
   struct column {
     const char* name;
+    const char* type;
     const char* help;
     std::size_t project_gauges::*field;
   };
-  static constexpr std::array<column, 4> columns{{
-    {"cobble_hosts_in_memory", "Hosts whose state the project holds in memory.",
+  static constexpr std::array<column, 9> columns{{
+    {"cobble_hosts_in_memory", "gauge", "Hosts whose state the project holds, live or passivated.",
      &project_gauges::hosts},
-    {"cobble_host_state_bytes",
-     "Estimated bytes of those hosts' states and registrations (measured on up to 1024).",
+    {"cobble_hosts_live", "gauge",
+     "Hosts whose state is decoded (used within passivate_hosts_after, at most max_live_hosts).",
+     &project_gauges::hosts_live},
+    {"cobble_hosts_passivated", "gauge", "Hosts whose state is kept encoded until next used.",
+     &project_gauges::hosts_passivated},
+    {"cobble_host_state_bytes", "gauge",
+     "Estimated bytes of the hosts' states and registrations (live states measured on up to "
+     "1024).",
      &project_gauges::host_bytes},
-    {"cobble_workunits_in_memory", "Workunits the project holds in memory.",
+    {"cobble_host_passivated_bytes", "gauge", "Bytes of the passivated hosts' encoded states.",
+     &project_gauges::passivated_bytes},
+    {"cobble_host_passivations_total", "counter", "Hosts passivated since start.",
+     &project_gauges::host_passivations},
+    {"cobble_host_activations_total", "counter", "Passivated hosts decoded again since start.",
+     &project_gauges::host_activations},
+    {"cobble_workunits_in_memory", "gauge", "Workunits the project holds in memory.",
      &project_gauges::workunits},
-    {"cobble_workunits_active", "Workunits neither assimilated nor failed.",
+    {"cobble_workunits_active", "gauge", "Workunits neither assimilated nor failed.",
      &project_gauges::active_workunits},
   }};
   for (const auto& c : columns) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} gauge\n", c.name, c.help, c.name);
+    out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", c.name, c.help, c.name, c.type);
     for (const auto& p : projects)
       out += fmt::format("{}{{project=\"{}\"}} {}\n", c.name, p.project, p.*c.field);
   }

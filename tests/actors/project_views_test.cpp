@@ -34,16 +34,19 @@ TEST_CASE("memory_bytes grows with a host's results and long strings", "[project
 TEST_CASE("gauges_of counts hosts and scales a sample's bytes to all", "[project_views]") {
   project_state ps;
   ps.name = "demo";
-  std::unordered_map<id_type, host_state> hosts;
+  std::unordered_map<id_type, host_state> states;
   for (id_type id = 1; id <= 10; ++id) {
-    hosts[id] = host_with(id, 1, 4);
+    states[id] = host_with(id, 1, 4);
     ps.hosts[id] = host_reg{id, 1, 0, {}};
   }
+  auto one = memory_bytes(states[1]);
+  host_table hosts{states};
   auto all = gauges_of(ps, hosts);
   CHECK(all.project == "demo");
   CHECK(all.hosts == 10);
+  CHECK(all.hosts_live == 10);
+  CHECK(all.hosts_passivated == 0);
   CHECK(all.hosts_sampled == 10);
-  auto one = memory_bytes(hosts[1]);
   CHECK(all.host_bytes > 10 * one); // plus the map nodes and the registrations
   CHECK(all.host_bytes < 20 * one); // but not a second copy of the state
 
@@ -52,5 +55,28 @@ TEST_CASE("gauges_of counts hosts and scales a sample's bytes to all", "[project
   CHECK(sampled.hosts_sampled == 3);
   CHECK(sampled.host_bytes == all.host_bytes);
 
-  CHECK(gauges_of(project_state{}, {}).host_bytes == 0);
+  CHECK(gauges_of(project_state{}, host_table{}).host_bytes == 0);
+}
+
+TEST_CASE("passivated hosts count their exact bytes, far fewer than live ones", "[project_views]") {
+  project_state ps;
+  ps.name = "demo";
+  std::unordered_map<id_type, host_state> states;
+  for (id_type id = 1; id <= 10; ++id) {
+    states[id] = host_with(id, 1, 40);
+    states[id].last_rpc = static_cast<time_us>(id);
+    ps.hosts[id] = host_reg{id, 1, 0, {}};
+  }
+  host_table hosts{states};
+  auto live = gauges_of(ps, hosts);
+  // Hosts 1..4 were last used before 5: idle for 5 us at 9, they go.
+  CHECK(hosts.passivate(9, passivation_policy{5, 0}) == 4);
+  auto half = gauges_of(ps, hosts);
+  CHECK(half.hosts == 10);
+  CHECK(half.hosts_live == 6);
+  CHECK(half.hosts_passivated == 4);
+  CHECK(half.host_passivations == 4);
+  CHECK(half.passivated_bytes > 4 * encode_passivated(states[1]).size());
+  CHECK(half.passivated_bytes < 4 * memory_bytes(states[1]));
+  CHECK(half.host_bytes < live.host_bytes);
 }

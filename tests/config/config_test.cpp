@@ -45,6 +45,8 @@ projects:
     request_delay: 7
     next_rpc_delay: 1.5m
     deadline_check_interval: 0.5s
+    passivate_hosts_after: 2h
+    max_live_hosts: 5000
     limits:
       min_sendwork_interval: 1m
       max_ncpus: 16
@@ -149,6 +151,8 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
     CHECK(p.request_delay == q.request_delay);
     CHECK(p.next_rpc_delay == q.next_rpc_delay);
     CHECK(p.deadline_check_interval == q.deadline_check_interval);
+    CHECK(p.passivate_hosts_after == q.passivate_hosts_after);
+    CHECK(p.max_live_hosts == q.max_live_hosts);
     REQUIRE(p.users.size() == q.users.size());
     for (std::size_t j = 0; j < p.users.size(); ++j) {
       CHECK(p.users[j].name == q.users[j].name);
@@ -229,6 +233,10 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(p.request_delay == 7);
   CHECK(p.next_rpc_delay == 90.0);
   CHECK(p.deadline_check_interval == 0.5);
+  CHECK(p.passivate_hosts_after == 7200);
+  CHECK(p.max_live_hosts == 5000);
+  CHECK(cfg.projects[1].passivate_hosts_after == 600); // the defaults
+  CHECK(cfg.projects[1].max_live_hosts == 100000);
   CHECK(p.limits.min_sendwork_interval == 60.0);
   CHECK(p.limits.max_ncpus == 16);
   CHECK(p.limits.max_ngpus == 2);

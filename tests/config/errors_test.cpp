@@ -148,6 +148,10 @@ TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
                "projects[0].limits.app_units_factor", "must be over 1, got 1");
   expect_error("projects:\n  - name: p\n    deadline_check_interval: 0\n", 3,
                "projects[0].deadline_check_interval", "must be positive");
+  expect_error("projects:\n  - name: p\n    max_live_hosts: -1\n", 3, "projects[0].max_live_hosts",
+               "must not be negative");
+  expect_error("projects:\n  - name: p\n    passivate_hosts_after: -5s\n", 3,
+               "projects[0].passivate_hosts_after", "must not be negative");
   expect_error(with_app("        delay_bound: -1d\n") + version, 5,
                "projects[0].apps[0].delay_bound", "must be positive");
   expect_error(with_app("        max_jobs_per_rpc: 0\n") + version, 5,

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -162,6 +163,9 @@ struct server {
   std::uint16_t port = 0;       ///< The public listener: scheduler RPCs, /metrics.
   std::uint16_t admin_port = 0; ///< The admin API's listener (the public one before it had one).
   std::string key, token;
+  /// Project settings written into the demo configuration (key, value), where the build's
+  /// --print-config has the key (an older build does not: the setting is left out).
+  std::vector<std::pair<std::string, std::string>> project_settings;
   double recovery_reported = 0; ///< "recovered N events in X s"
   double start_seconds = 0;     ///< Process start to "listening".
 
@@ -175,7 +179,7 @@ struct server {
       args.insert(args.end(), {"--admin-port", "0"});
     args.insert(args.end(), extra.begin(), extra.end());
     if (std::find(extra.begin(), extra.end(), "--config") == extra.end()) {
-      if (auto config = demo_without_host_limits(); !config.empty()) {
+      if (auto config = bench_demo_config(); !config.empty()) {
         args.emplace_back("--config");
         args.push_back(config);
       }
@@ -221,20 +225,43 @@ struct server {
       fail("has no user demo");
   }
 
-  /// The generator plays thousands of hosts under the demo's one account, each asking again
-  /// at once: a cobbled with the limits of a public project (10 new hosts per account a day,
-  /// a minimum interval between a host's work requests) would refuse it. For such a build
-  /// this writes its demo configuration with those two off, beside the data directory, and
-  /// returns its path; for an older build (a --baseline), nothing.
-  std::string demo_without_host_limits() const {
+  /// The build's effective demo configuration (--print-config), a line each.
+  std::vector<std::string> printed_config() const {
     child print{{binary, "--print-config"}};
     print.wait(60s);
     print.drain();
+    return print.lines();
+  }
+
+  /// Whether the build's configuration has a key (a newer setting than a baseline's).
+  bool config_has(const std::string& setting) const {
+    auto lines = printed_config();
+    return std::any_of(lines.begin(), lines.end(), [&](const std::string& l) {
+      return l.find(" " + setting + ":") != std::string::npos;
+    });
+  }
+
+  /// The generator plays thousands of hosts under the demo's one account, each asking again
+  /// at once: a cobbled with the limits of a public project (10 new hosts per account a day,
+  /// a minimum interval between a host's work requests) would refuse it. For such a build
+  /// this writes its demo configuration with those two off and `project_settings` set,
+  /// beside the data directory, and returns its path; for an older build (a --baseline),
+  /// nothing.
+  std::string bench_demo_config() const {
     std::string yaml;
-    for (const auto& l : print.lines()) {
-      if (l.find("max_new_hosts_per_day:") != std::string::npos)
-        yaml += l.substr(0, l.find("max_new_hosts_per_day:")) + "max_new_hosts_per_day: 0\n";
-      else if (l.find("min_sendwork_interval:") == std::string::npos)
+    for (const auto& l : printed_config()) {
+      auto key_at = l.find_first_not_of(' ');
+      auto colon = l.find(':');
+      auto name = key_at == std::string::npos || colon == std::string::npos
+                    ? std::string{}
+                    : l.substr(key_at, colon - key_at);
+      auto set = std::find_if(project_settings.begin(), project_settings.end(),
+                              [&](const auto& kv) { return kv.first == name; });
+      if (name == "max_new_hosts_per_day")
+        yaml += l.substr(0, key_at) + "max_new_hosts_per_day: 0\n";
+      else if (set != project_settings.end())
+        yaml += l.substr(0, key_at) + name + ": " + set->second + "\n";
+      else if (name != "min_sendwork_interval")
         yaml += l + "\n";
       if (l.ends_with("limits:"))
         yaml += l.substr(0, l.find("limits:")) + "  min_sendwork_interval: 0s\n";
@@ -701,66 +728,93 @@ struct hosts_cli {
   binaries bin;
   load_options o;
   std::size_t hosts = 1000000;
+  double passivate_after = 10; ///< Seconds, for the run with passivation on.
   std::string work_dir = "bench-data";
   std::string report;
 };
 
 int cmd_hosts(hosts_cli& c) {
   struct row {
-    std::string build;
+    std::string build, passivation;
     double seconds = 0;
     std::uint64_t rss0 = 0, rss1 = 0;
-    double in_memory = 0, estimate = 0;
+    double in_memory = 0, live = 0, passivated = 0, estimate = 0;
     load_result load;
   };
+  // Both runs wait as long after the load before reading memory: long enough for every host
+  // to be idle past passivate_after and for the next deadline sweep (10 s) to passivate it.
+  auto settle = std::chrono::duration<double>(c.passivate_after + 12);
   std::vector<row> rows;
   for (const auto& [label, binary] : c.bin.builds()) {
-    std::cout << c.hosts << " hosts, " << label << ":\n";
     auto dir = fs::path{c.work_dir} / "hosts";
-    fs::remove_all(dir);
-    server s{dir, {"--durability", "sync"}, binary};
-    s.start();
-    row r;
-    r.build = label;
-    r.rss0 = resident_bytes(s.proc->pid());
-    auto o = c.o;
-    o.port = s.port;
-    o.account_key = s.key;
-    // The warm-up lasts until every host has registered; the window after it is short.
-    o.warmup_seconds = 0;
-    o.seconds = 0.5;
-    generator g{c.hosts};
-    auto t0 = std::chrono::steady_clock::now();
-    r.load = g.run(o);
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    r.rss1 = resident_bytes(s.proc->pid());
-    auto m = s.metrics();
-    r.in_memory = metric(m, "cobble_hosts_in_memory{project=\"demo\"}");
-    r.estimate = metric(m, "cobble_host_state_bytes{project=\"demo\"}");
-    std::cout << fmt::format("  {} RPCs in {:.1f} s; resident {:.0f} MB before, {:.0f} MB after; "
-                             "/metrics: {:.0f} hosts in memory, {:.0f} MB estimated\n",
-                             r.load.all_rpcs, r.seconds, static_cast<double>(r.rss0) / 1e6,
-                             static_cast<double>(r.rss1) / 1e6, r.in_memory, r.estimate / 1e6);
-    auto code = s.stop();
-    if (code != 0)
-      std::cout << "  warning: cobbled exited with " << code << "\n";
-    fs::remove_all(dir);
-    rows.push_back(r);
+    std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> runs;
+    if (server{dir, {}, binary}.config_has("passivate_hosts_after"))
+      runs = {{"off", {{"passivate_hosts_after", "0s"}, {"max_live_hosts", "0"}}},
+              {fmt::format("after {:g} s", c.passivate_after),
+               {{"passivate_hosts_after", fmt::format("{:g}s", c.passivate_after)}}}};
+    else
+      runs = {{"not built", {}}};
+    for (const auto& [passivation, settings] : runs) {
+      std::cout << c.hosts << " hosts, " << label << ", passivation " << passivation << ":\n";
+      fs::remove_all(dir);
+      server s{dir, {"--durability", "sync"}, binary};
+      s.project_settings = settings;
+      s.start();
+      row r;
+      r.build = label;
+      r.passivation = passivation;
+      r.rss0 = resident_bytes(s.proc->pid());
+      auto o = c.o;
+      o.port = s.port;
+      o.account_key = s.key;
+      // The warm-up lasts until every host has registered; the window after it is short.
+      o.warmup_seconds = 0;
+      o.seconds = 0.5;
+      generator g{c.hosts};
+      auto t0 = std::chrono::steady_clock::now();
+      r.load = g.run(o);
+      r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::this_thread::sleep_for(settle);
+      r.rss1 = resident_bytes(s.proc->pid());
+      auto m = s.metrics();
+      r.in_memory = metric(m, "cobble_hosts_in_memory{project=\"demo\"}");
+      r.live = metric(m, "cobble_hosts_live{project=\"demo\"}");
+      r.passivated = metric(m, "cobble_hosts_passivated{project=\"demo\"}");
+      r.estimate = metric(m, "cobble_host_state_bytes{project=\"demo\"}");
+      std::cout << fmt::format(
+        "  {} RPCs in {:.1f} s; resident {:.0f} MB before, {:.0f} MB {:.0f} s after; "
+        "/metrics: {:.0f} hosts in memory ({:.0f} live, {:.0f} passivated), {:.0f} MB "
+        "estimated\n",
+        r.load.all_rpcs, r.seconds, static_cast<double>(r.rss0) / 1e6,
+        static_cast<double>(r.rss1) / 1e6, settle.count(), r.in_memory, r.live, r.passivated,
+        r.estimate / 1e6);
+      auto code = s.stop();
+      if (code != 0)
+        std::cout << "  warning: cobbled exited with " << code << "\n";
+      fs::remove_all(dir);
+      rows.push_back(r);
+    }
   }
   std::string md = fmt::format(
     "{} distinct simulated hosts each register with one scheduler RPC (durability sync, no "
     "work queued, so no host holds a job), on {} connections. Resident memory of cobbled "
-    "before and after; the estimate is `cobble_host_state_bytes` from /metrics.\n\n",
-    c.hosts, c.o.connections);
-  md += "| cobbled | hosts in memory (/metrics) | RPCs | seconds | resident before MB | resident "
-        "after MB | per host bytes | /metrics estimate MB |\n|---|---|---|---|---|---|---|---|\n";
+    "before and {:.0f} s after the load (with passivation on, every host is then idle past "
+    "`passivate_hosts_after` and a deadline sweep has passed); the estimate is "
+    "`cobble_host_state_bytes` from /metrics.\n\n",
+    c.hosts, c.o.connections, settle.count());
+  md += "| cobbled | passivation | hosts in memory (live / passivated) | RPCs | seconds | "
+        "resident before MB | resident after MB | per host bytes | /metrics estimate MB "
+        "|\n|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& r : rows) {
     // Every host registered during the warm-up; the old builds have no host gauge.
     auto per_host = (static_cast<double>(r.rss1) - static_cast<double>(r.rss0))
                     / static_cast<double>(c.hosts);
-    md += fmt::format("| {} | {} | {} | {:.1f} | {:.0f} | {:.0f} | {:.0f} | {} |\n", r.build,
-                      r.in_memory > 0 ? grouped(r.in_memory) : "not shown",
-                      grouped(static_cast<double>(r.load.all_rpcs)), r.seconds,
+    auto held = r.in_memory <= 0            ? std::string{"not shown"}
+                : r.live + r.passivated > 0 ? fmt::format("{} ({} / {})", grouped(r.in_memory),
+                                                          grouped(r.live), grouped(r.passivated))
+                                            : grouped(r.in_memory);
+    md += fmt::format("| {} | {} | {} | {} | {:.1f} | {:.0f} | {:.0f} | {:.0f} | {} |\n", r.build,
+                      r.passivation, held, grouped(static_cast<double>(r.load.all_rpcs)), r.seconds,
                       static_cast<double>(r.rss0) / 1e6, static_cast<double>(r.rss1) / 1e6,
                       per_host,
                       r.estimate > 0 ? fmt::format("{:.0f}", r.estimate / 1e6) : "not shown");
@@ -1084,6 +1138,12 @@ int program_main(int argc, char** argv) {
   add_binary_options(hosts, hoc.bin);
   add_baseline_options(hosts, hoc.bin);
   hosts->add_option("--hosts", hoc.hosts, "Distinct hosts")->capture_default_str();
+  hosts
+    ->add_option("--passivate-after", hoc.passivate_after,
+                 "Seconds of passivate_hosts_after in the run with passivation on (a build "
+                 "with passivation is measured with it off, then on)")
+    ->capture_default_str()
+    ->check(CLI::PositiveNumber);
   hosts->add_option("--connections", hoc.o.connections, "Keep-alive connections")
     ->capture_default_str();
   hosts->add_option("--work-dir", hoc.work_dir, "Where the data directory is made")

@@ -1,0 +1,135 @@
+#include "actors/host_table.hpp"
+
+#include "storage/codec.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+namespace cobble {
+
+namespace {
+
+/// Bytes a passivated host costs besides its encoding's characters: the hash-map node (next
+/// pointer, key, the string object) and a bucket pointer.
+constexpr std::size_t passive_entry_bytes = sizeof(void*)
+                                            + sizeof(std::pair<const id_type, std::string>)
+                                            + sizeof(void*);
+
+std::size_t passive_cost(const std::string& blob) {
+  // libstdc++ keeps up to 15 characters in the string object itself.
+  return passive_entry_bytes + (blob.capacity() > 15 ? blob.capacity() + 1 : 0);
+}
+
+} // namespace
+
+std::string encode_passivated(const host_state& s) {
+  auto blob = storage::encode(s);
+  blob.shrink_to_fit();
+  return blob;
+}
+
+std::optional<host_state> decode_passivated(std::string_view blob) {
+  host_state s;
+  if (!storage::decode(blob, s))
+    return std::nullopt;
+  return s;
+}
+
+host_table::host_table(std::unordered_map<id_type, host_state> states) {
+  live_.reserve(states.size());
+  for (auto& [id, s] : states) {
+    auto used = s.last_rpc;
+    live_.emplace(id, live_host{std::move(s), used});
+  }
+}
+
+host_state* host_table::find(id_type id, time_us now) {
+  if (auto i = live_.find(id); i != live_.end()) {
+    i->second.used = std::max(i->second.used, now);
+    return &i->second.state;
+  }
+  auto p = passive_.find(id);
+  if (p == passive_.end())
+    return nullptr;
+  auto s = decode_passivated(p->second);
+  // The table wrote the encoding itself, in this process: a failure is a bug, not bad input.
+  if (!s)
+    throw std::logic_error("passivated state of host " + std::to_string(id) + " does not decode");
+  passive_bytes_ -= passive_cost(p->second);
+  passive_.erase(p);
+  ++activations_;
+  return &live_.emplace(id, live_host{std::move(*s), now}).first->second.state;
+}
+
+host_state& host_table::add(id_type id, time_us now) {
+  if (auto* s = find(id, now))
+    return *s;
+  return live_.emplace(id, live_host{host_state{}, now}).first->second.state;
+}
+
+std::optional<host_state> host_table::copy_of(id_type id) const {
+  if (auto i = live_.find(id); i != live_.end())
+    return i->second.state;
+  if (auto p = passive_.find(id); p != passive_.end())
+    return decode_passivated(p->second);
+  return std::nullopt;
+}
+
+std::unordered_map<id_type, host_state> host_table::all() const {
+  std::unordered_map<id_type, host_state> out;
+  out.reserve(size());
+  for (const auto& [id, h] : live_)
+    out.emplace(id, h.state);
+  for (const auto& [id, blob] : passive_)
+    if (auto s = decode_passivated(blob))
+      out.emplace(id, std::move(*s));
+  return out;
+}
+
+void host_table::passivate_one(std::unordered_map<id_type, live_host>::iterator it) {
+  auto blob = encode_passivated(it->second.state);
+  passive_bytes_ += passive_cost(blob);
+  passive_.insert_or_assign(it->first, std::move(blob));
+  live_.erase(it);
+  ++passivations_;
+}
+
+std::size_t host_table::passivate(time_us now, const passivation_policy& policy) {
+  std::size_t n = 0;
+  if (policy.idle_after > 0) {
+    auto cutoff = now - policy.idle_after;
+    for (auto i = live_.begin(); i != live_.end();) {
+      auto next = std::next(i);
+      if (i->second.used <= cutoff) {
+        passivate_one(i);
+        ++n;
+      }
+      i = next;
+    }
+  }
+  if (policy.max_live > 0 && live_.size() > policy.max_live) {
+    // The least recently used go first; ties by id, so the choice does not depend on the
+    // hash map's order.
+    std::vector<std::pair<time_us, id_type>> by_use;
+    by_use.reserve(live_.size());
+    for (const auto& [id, h] : live_)
+      by_use.emplace_back(h.used, id);
+    auto excess = live_.size() - policy.max_live;
+    std::nth_element(by_use.begin(), by_use.begin() + static_cast<std::ptrdiff_t>(excess - 1),
+                     by_use.end());
+    for (std::size_t k = 0; k < excess; ++k) {
+      passivate_one(live_.find(by_use[k].second));
+      ++n;
+    }
+  }
+  return n;
+}
+
+host_table_gauges host_table::gauges() const {
+  return host_table_gauges{live_.size(), passive_.size(), passive_bytes_, passivations_,
+                           activations_};
+}
+
+} // namespace cobble

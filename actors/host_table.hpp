@@ -1,0 +1,110 @@
+#pragma once
+
+/// The host states a project holds, live or passivated (docs/architecture.md, "Hosts in
+/// memory: live and passivated").
+///
+/// A live host's state is decoded in a hash map, ready for the project's decisions. A host
+/// not used for a while is passivated: its state is encoded with the snapshot codec into one
+/// compact string and the decoded state is freed. The next use (an RPC, a verdict, a timeout,
+/// a view) decodes it again: identical, since the codec writes every field bit for bit. So
+/// the decoded states in memory are bounded by the hosts in use, not by every host that ever
+/// called; passivated hosts cost their encoding (a few hundred bytes, about a third of a
+/// decoded state).
+///
+/// Passivation is invisible to the event log, to replay and to snapshots: it changes where a
+/// state is kept, never what it is. References returned by `find` and `add` stay valid until
+/// the next `passivate` (the project actor passivates on its tick, between messages).
+
+#include "actors/state.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+namespace cobble {
+
+/// When hosts are passivated.
+struct passivation_policy {
+  /// A live host not used for this long is passivated; 0: never for its age.
+  time_us idle_after = 0;
+  /// Live hosts kept at most: beyond it the least recently used are passivated; 0: no cap.
+  std::size_t max_live = 0;
+};
+
+/// What a host table holds, for /metrics.
+struct host_table_gauges {
+  std::size_t live = 0;           ///< Decoded host states.
+  std::size_t passivated = 0;     ///< Encoded host states.
+  std::size_t passive_bytes = 0;  ///< Bytes of the encodings and their map entries.
+  std::uint64_t passivations = 0; ///< Since start.
+  std::uint64_t activations = 0;  ///< Since start.
+};
+
+/// The host states of one project, live or passivated.
+class host_table {
+public:
+  host_table() = default;
+
+  /// Takes over recovered states, all live, each last used at its host's last RPC.
+  explicit host_table(std::unordered_map<id_type, host_state> states);
+
+  /// The state of host `id`, activated if it was passivated, marked used at `now`; null for
+  /// a host the table does not hold.
+  host_state* find(id_type id, time_us now);
+
+  /// A new host's (empty) state, live and used at `now`; the host's existing state if it has
+  /// one.
+  host_state& add(id_type id, time_us now);
+
+  /// A copy of host `id`'s state, live or passivated, leaving it as it is (for views).
+  std::optional<host_state> copy_of(id_type id) const;
+
+  /// Every host's state, decoded (for comparing live and replayed states).
+  std::unordered_map<id_type, host_state> all() const;
+
+  /// Passivates the live hosts not used since `now - idle_after`, then the least recently
+  /// used beyond `max_live`. Invalidates references from `find` and `add`. Returns how many
+  /// were passivated.
+  std::size_t passivate(time_us now, const passivation_policy& policy);
+
+  /// Hosts held, live and passivated.
+  std::size_t size() const { return live_.size() + passive_.size(); }
+
+  /// How many hosts are live and passivated, and the passivated ones' bytes.
+  host_table_gauges gauges() const;
+
+  /// Calls `f(id, state)` for at most `n` live hosts (for sampling their memory).
+  template <class F>
+  void sample_live(std::size_t n, F f) const {
+    for (const auto& [id, h] : live_) {
+      if (n-- == 0)
+        return;
+      f(id, h.state);
+    }
+  }
+
+private:
+  struct live_host {
+    host_state state;
+    time_us used = 0;
+  };
+
+  void passivate_one(std::unordered_map<id_type, live_host>::iterator it);
+
+  std::unordered_map<id_type, live_host> live_;
+  std::unordered_map<id_type, std::string> passive_;
+  std::size_t passive_bytes_ = 0;
+  std::uint64_t passivations_ = 0;
+  std::uint64_t activations_ = 0;
+};
+
+/// A host state encoded for passivation (the snapshot codec, without a format byte: the
+/// encoding never leaves the process).
+std::string encode_passivated(const host_state& s);
+
+/// Decodes an encoding of encode_passivated; nullopt when it is malformed.
+std::optional<host_state> decode_passivated(std::string_view blob);
+
+} // namespace cobble
