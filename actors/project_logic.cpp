@@ -126,7 +126,7 @@ project_logic::create_work(const work_batch& batch, time_us now, work_created& o
          {positive("rsc_fpops_est", w.rsc_fpops_est),
           positive("rsc_fpops_bound", w.rsc_fpops_bound),
           positive("rsc_memory_bound", w.rsc_memory_bound),
-          positive("rsc_disk_bound", w.rsc_disk_bound), positive("delay_bound", w.delay_bound)})
+          positive("rsc_disk_bound", w.rsc_disk_bound), check_delay_bound(w.delay_bound)})
       if (err)
         return caf::make_error(ec::invalid_argument, where + describe(err));
     if (w.predicted_app_units

@@ -62,6 +62,17 @@ caf::error positive(const char* what, const std::optional<T>& x) {
   return {};
 }
 
+/// An error unless an optional delay bound is positive and at most config::max_delay_bound
+/// (ten years: a deadline in microseconds must not overflow).
+inline caf::error check_delay_bound(const std::optional<double>& x) {
+  if (auto err = positive("delay_bound", x))
+    return err;
+  if (x && !(*x <= config::max_delay_bound))
+    return caf::make_error(ec::invalid_argument,
+                           "delay_bound must be at most ten years (315360000 s)");
+  return {};
+}
+
 /// The version of `app` the host runs for resource `t`, if any (job_selection.cpp).
 std::optional<version_choice>
 choose_version(const app_rec& app, const job_request& req, resource_type t);

@@ -48,7 +48,7 @@ caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, t
        {positive("rsc_fpops_est", spec.rsc_fpops_est),
         positive("rsc_fpops_bound", spec.rsc_fpops_bound),
         positive("rsc_memory_bound", spec.rsc_memory_bound),
-        positive("rsc_disk_bound", spec.rsc_disk_bound), positive("delay_bound", spec.delay_bound)})
+        positive("rsc_disk_bound", spec.rsc_disk_bound), check_delay_bound(spec.delay_bound)})
     if (err)
       return bad(describe(err));
   if (state.next_seq > max_sequence_id)

@@ -850,6 +850,9 @@ private:
              + "): no quorum could ever form",
            key("min_quorum"));
     positive(key("delay_bound"), a.delay_bound);
+    if (a.delay_bound > max_delay_bound)
+      fail(key("delay_bound"),
+           "must be at most ten years (3650d), got " + format_number(a.delay_bound) + " s");
     positive(key("max_jobs_per_rpc"), a.max_jobs_per_rpc);
     positive(key("max_jobs_per_day"), a.max_jobs_per_day);
     check_autoflops(a.autoflops, key("autoflops"));

@@ -145,6 +145,10 @@ struct credit_config {
   bool operator==(const credit_config&) const = default;
 };
 
+/// The longest delay bound of a workunit, in seconds: ten years. A deadline is a dispatch
+/// time plus the bound in microseconds since 1970, which must not overflow.
+inline constexpr double max_delay_bound = 10 * 365 * 86400.0;
+
 /// Limits a hostile client cannot widen (docs/security.md, "Limits a client cannot widen").
 struct limits_config {
   /// Seconds between two work requests of one host that are served; a sooner one gets

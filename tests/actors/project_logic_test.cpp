@@ -257,6 +257,13 @@ TEST_CASE("create_work creates workunits with the app's defaults", "[project_log
   CHECK(f.wu(id).params->rsc_fpops_bound >= 1e15);
 }
 
+TEST_CASE("a delay bound of ten years, the longest, is accepted", "[project_logic]") {
+  logic_fixture f;
+  auto w = spec("long");
+  w.delay_bound = config::max_delay_bound;
+  CHECK(f.wu(f.create_one(w)).params->delay_bound == config::max_delay_bound);
+}
+
 TEST_CASE("create_work rejects bad batches and then creates nothing", "[project_logic]") {
   logic_fixture f;
   f.create({spec("taken")});
@@ -317,6 +324,11 @@ TEST_CASE("create_work rejects bad batches and then creates nothing", "[project_
     w = spec("b");
     w.delay_bound = 0;
     CHECK(is(f.create_error({w}), ec::invalid_argument));
+    // Issue 19: 9.2e12 s overflowed the deadline (dispatch time + bound in microseconds).
+    w.delay_bound = 9.2e12;
+    auto err = f.create_error({w});
+    CHECK(is(err, ec::invalid_argument));
+    CHECK_THAT(describe(err), Catch::Contains("at most ten years"));
   }
   SECTION("an input without a name, or with a name that leaves its directory") {
     for (const auto& in :

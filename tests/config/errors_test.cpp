@@ -154,6 +154,8 @@ TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
                "projects[0].passivate_hosts_after", "must not be negative");
   expect_error(with_app("        delay_bound: -1d\n") + version, 5,
                "projects[0].apps[0].delay_bound", "must be positive");
+  expect_error(with_app("        delay_bound: 3651d\n") + version, 5,
+               "projects[0].apps[0].delay_bound", "must be at most ten years (3650d)");
   expect_error(with_app("        max_jobs_per_rpc: 0\n") + version, 5,
                "projects[0].apps[0].max_jobs_per_rpc", "must be positive");
   expect_error(with_app("        max_error_results: -1\n") + version, 5,
