@@ -728,7 +728,7 @@ struct hosts_cli {
   binaries bin;
   load_options o;
   std::size_t hosts = 1000000;
-  double passivate_after = 10; ///< Seconds, for the run with passivation on.
+  double passivate_after = 2; ///< Seconds, for the run with passivation on.
   std::string work_dir = "bench-data";
   std::string report;
 };
@@ -741,17 +741,23 @@ int cmd_hosts(hosts_cli& c) {
     double in_memory = 0, live = 0, passivated = 0, estimate = 0;
     load_result load;
   };
-  // Both runs wait as long after the load before reading memory: long enough for every host
-  // to be idle past passivate_after and for the next deadline sweep (10 s) to passivate it.
-  auto settle = std::chrono::duration<double>(c.passivate_after + 12);
+  // Both runs sweep every second (the project's tick passivates), so that hosts are
+  // passivated while others still register and their memory is used again, as in a project
+  // whose hosts come and go. Both wait as long after the load before reading memory: long
+  // enough for every host to be idle past passivate_after and for a sweep to passivate it.
+  auto settle = std::chrono::duration<double>(c.passivate_after + 3);
   std::vector<row> rows;
   for (const auto& [label, binary] : c.bin.builds()) {
     auto dir = fs::path{c.work_dir} / "hosts";
     std::vector<std::pair<std::string, std::vector<std::pair<std::string, std::string>>>> runs;
     if (server{dir, {}, binary}.config_has("passivate_hosts_after"))
-      runs = {{"off", {{"passivate_hosts_after", "0s"}, {"max_live_hosts", "0"}}},
+      runs = {{"off",
+               {{"passivate_hosts_after", "0s"},
+                {"max_live_hosts", "0"},
+                {"deadline_check_interval", "1s"}}},
               {fmt::format("after {:g} s", c.passivate_after),
-               {{"passivate_hosts_after", fmt::format("{:g}s", c.passivate_after)}}}};
+               {{"passivate_hosts_after", fmt::format("{:g}s", c.passivate_after)},
+                {"deadline_check_interval", "1s"}}}};
     else
       runs = {{"not built", {}}};
     for (const auto& [passivation, settings] : runs) {
@@ -798,9 +804,9 @@ int cmd_hosts(hosts_cli& c) {
   std::string md = fmt::format(
     "{} distinct simulated hosts each register with one scheduler RPC (durability sync, no "
     "work queued, so no host holds a job), on {} connections. Resident memory of cobbled "
-    "before and {:.0f} s after the load (with passivation on, every host is then idle past "
-    "`passivate_hosts_after` and a deadline sweep has passed); the estimate is "
-    "`cobble_host_state_bytes` from /metrics.\n\n",
+    "before and {:.0f} s after the load; the project sweeps every second, and with "
+    "passivation on every host is then idle past `passivate_hosts_after` and passivated; "
+    "the estimate is `cobble_host_state_bytes` from /metrics.\n\n",
     c.hosts, c.o.connections, settle.count());
   md += "| cobbled | passivation | hosts in memory (live / passivated) | RPCs | seconds | "
         "resident before MB | resident after MB | per host bytes | /metrics estimate MB "
