@@ -2,11 +2,9 @@
 
 #include "actors/event_codec.hpp"
 #include "actors/events.hpp"
-#include "actors/messages.hpp"
 #include "actors/state.hpp"
 #include "tools/client/app_units.hpp"
-#include "tools/sim/harness.hpp"
-#include "tools/sim/lab_yaml.hpp"
+#include "tools/sim/lab.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -14,23 +12,14 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <iostream>
 #include <map>
 #include <optional>
-#include <queue>
-#include <random>
-#include <sstream>
 
 namespace cobble::sim {
 
 // -- scenario files -----------------------------------------------------------------
 
 namespace {
-
-auto positive = [](auto x) { return x > 0 && std::isfinite(static_cast<double>(x)); };
-auto fraction = [](double x) { return x > 0 && x <= 1; };
-auto probability = [](double x) { return x >= 0 && x <= 1; };
 
 void parse_autoflops(const checked_map& parent, const YAML::Node& n, const std::string& path,
                      config::autoflops_config& c) {
@@ -72,12 +61,7 @@ void parse_autoflops(const checked_map& parent, const YAML::Node& n, const std::
 } // namespace
 
 af_scenario parse_af_scenario(const std::string& yaml, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::Exception& e) {
-    throw af_scenario_error(source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  auto root = parse_lab_yaml(yaml, source);
   af_scenario s;
   s.file = source;
   checked_map top(root, source, "", {"seed", "jobs", "max_days", "app", "populations"});
@@ -98,8 +82,7 @@ af_scenario parse_af_scenario(const std::string& yaml, const std::string& source
     m.read(
       "noise", s.noise, [](double x) { return x >= 0 && x <= 3; }, "in [0, 3]");
     m.choice("noise_kind", s.noise_kind, {"lognormal", "normal"});
-    m.read(
-      "time_noise", s.time_noise, [](double x) { return x >= 0 && x <= 1; }, "in [0, 1]");
+    m.read("time_noise", s.time_noise, probability, "in [0, 1]");
     m.read("flops_per_au", s.flops_per_au, positive, "positive");
     m.read("cpu_version", s.cpu_version);
     m.read("gpu_version", s.gpu_version);
@@ -110,65 +93,46 @@ af_scenario parse_af_scenario(const std::string& yaml, const std::string& source
     if (auto f = a["autoflops"]; f.IsDefined() && !f.IsNull())
       parse_autoflops(m, f, "app.autoflops", s.autoflops);
   }
-  auto pops = root["populations"];
-  if (!pops.IsDefined() || !pops.IsSequence() || pops.size() == 0)
-    top.fail(pops.IsDefined() ? pops : root, "populations",
-             "a list of at least one population is required");
-  for (std::size_t i = 0; i < pops.size(); ++i) {
-    auto path = "populations[" + std::to_string(i) + "]";
-    checked_map m(pops[i], source, path,
-                  {"name", "count", "device", "cpu_flops_min", "cpu_flops_max", "gpu_factor_min",
-                   "gpu_factor_max", "efficiency_min", "efficiency_max"});
-    af_population p;
-    m.read("name", p.name);
-    if (p.name.empty())
-      p.name = "pop" + std::to_string(i);
-    m.read(
-      "count", p.count, [](int x) { return x >= 1 && x <= 10000; }, "1 to 10000");
-    m.choice("device", p.device, {"cpu", "gpu"});
-    if (p.device == "gpu" && !s.gpu_version)
-      m.fail(pops[i], m.child("device"), "the app has no gpu version");
-    if (p.device == "cpu" && !s.cpu_version)
-      m.fail(pops[i], m.child("device"), "the app has no cpu version");
-    m.read("cpu_flops_min", p.cpu_flops_min, positive, "positive");
-    m.read("cpu_flops_max", p.cpu_flops_max, positive, "positive");
-    m.read("gpu_factor_min", p.gpu_factor_min, positive, "positive");
-    m.read("gpu_factor_max", p.gpu_factor_max, positive, "positive");
-    m.read("efficiency_min", p.efficiency_min, fraction, "in (0, 1]");
-    m.read("efficiency_max", p.efficiency_max, fraction, "in (0, 1]");
-    if (p.cpu_flops_max < p.cpu_flops_min || p.gpu_factor_max < p.gpu_factor_min
-        || p.efficiency_max < p.efficiency_min)
-      m.fail(pops[i], path, "a _max is below its _min");
-    s.populations.push_back(std::move(p));
-  }
+  read_lab_list(top, "populations", "population",
+                {"name", "count", "device", "cpu_flops_min", "cpu_flops_max", "gpu_factor_min",
+                 "gpu_factor_max", "efficiency_min", "efficiency_max"},
+                [&](const checked_map& m, const YAML::Node& n, const std::string& path,
+                    std::size_t i) {
+                  af_population p;
+                  m.read("name", p.name);
+                  if (p.name.empty())
+                    p.name = "pop" + std::to_string(i);
+                  read_host_population(m, n, path, p, [&] {
+                    m.choice("device", p.device, {"cpu", "gpu"});
+                    if (p.device == "gpu" && !s.gpu_version)
+                      m.fail(n, m.child("device"), "the app has no gpu version");
+                    if (p.device == "cpu" && !s.cpu_version)
+                      m.fail(n, m.child("device"), "the app has no cpu version");
+                  });
+                  s.populations.push_back(std::move(p));
+                });
   return s;
 }
 
 af_scenario load_af_scenario(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in)
-    throw af_scenario_error(file.string() + ":0: cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_af_scenario(ss.str(), file.string());
+  return parse_af_scenario(read_lab_file(file), file.string());
 }
 
 // -- the run ------------------------------------------------------------------------
 
 namespace {
 
-constexpr const char* platform = "x86_64-pc-linux-gnu";
 constexpr const char* app_name = "afapp";
-constexpr const char* md5 = "00112233445566778899aabbccddeeff";
-constexpr int version_num = 100;
 /// BOINC's ERR_RSC_LIMIT_EXCEEDED: the client aborted the job at its elapsed-time limit.
 constexpr int err_rsc_limit_exceeded = -177;
 
+/// A job's truth, known to the lab only.
 struct af_truth {
   double predicted = 0;
   double actual = 0;
 };
 
+/// What a host is running.
 struct af_job {
   std::string name;
   id_type wu = 0;
@@ -176,96 +140,44 @@ struct af_job {
   bool killed = false; ///< Ran past the bound: aborted by the client's time limit.
 };
 
-struct af_host {
-  const af_population* pop = nullptr;
-  bool gpu = false;
-  double cpu_flops = 0;
-  double gpu_flops = 0;
-  double efficiency = 0;
-  id_type id = 0;
+/// A host that keeps its seconds per app unit, as Cobble's client library does.
+struct af_host : emulated_host {
   std::optional<af_job> job;
   client::seconds_per_app_unit spau;
 };
 
-struct af_run {
+/// A run of the AutoFlops lab: one project, one app, and the completion-time figures.
+struct af_run : lab_run {
   const af_scenario& s;
-  std::mt19937_64 rng;
-  harness h;
   std::vector<af_host> hosts;
   std::string auth;
-  std::map<id_type, af_truth> truth;
-  std::map<std::string, id_type> wu_ids;
-  std::uint64_t created = 0, dispatched = 0, rpcs = 0, next_wu = 1;
+  job_book<af_truth> book;
+  std::uint64_t created = 0, dispatched = 0;
   std::map<std::string, af_version_figure> figures; ///< "CPU", "GPU"
 
   static harness_options options(const af_scenario& s, const std::filesystem::path& dir) {
-    harness_options o;
-    o.data_dir = dir;
-    config::cobble_config cfg;
-    cfg.source = s.file;
-    auto& p = cfg.projects.emplace_back();
-    p.name = "af";
-    p.long_name = "AutoFlops lab";
-    p.deadline_check_interval = 3600;
-    p.users.push_back({"lab", "lab@example.org", "lab-af"});
-    // Honest hosts of one account at the lab's own pace (see credit_lab.cpp).
-    p.limits = lab_limits();
-    auto& a = p.apps.emplace_back();
-    a.name = app_name;
-    a.min_quorum = a.target_nresults = 1;
-    // A replacement of a timed-out job goes to another of the account's hosts.
-    a.one_result_per_user_per_wu = false;
-    a.max_jobs_per_rpc = 1;
-    a.delay_bound = s.delay_bound;
+    auto o = lab_harness_options(s.file, dir);
+    auto& a = add_lab_project(o.config, "af", "AutoFlops lab", app_name, 1, s.delay_bound,
+                              s.cpu_version, s.gpu_version);
     a.rsc_fpops_est = s.flops_per_au * s.predicted_min;
     a.rsc_fpops_bound = a.rsc_fpops_est * 1e6;
     a.credit_policy = s.credit_policy == "app_units" ? config::credit_policy_kind::app_units
                                                      : config::credit_policy_kind::pfc;
     a.autoflops = s.autoflops;
-    if (s.cpu_version) {
-      auto& v = a.versions.emplace_back();
-      v.platform = platform;
-      v.version_num = version_num;
-    }
-    if (s.gpu_version) {
-      auto& v = a.versions.emplace_back();
-      v.platform = platform;
-      v.version_num = version_num;
-      v.plan_class = "cuda";
-      v.avg_ncpus = 0.05;
-      v.coproc_type = "NVIDIA";
-      v.coproc_count = 1;
-    }
-    o.config = std::move(cfg);
     return o;
   }
 
   af_run(const af_scenario& sc, const std::filesystem::path& dir)
-    : s(sc), rng(sc.seed), h(options(sc, dir)) {
-    auto a = h.authenticator("af", "lab");
-    if (!a)
-      throw std::runtime_error("lab: no account");
-    auth = *a;
+    : lab_run(sc.seed, options(sc, dir)), s(sc), auth(lab_account("af")) {
     for (const auto& pop : s.populations)
       for (int i = 0; i < pop.count; ++i) {
         af_host x;
-        x.pop = &pop;
-        x.gpu = pop.device == "gpu";
-        x.cpu_flops = uniform(pop.cpu_flops_min, pop.cpu_flops_max);
-        x.gpu_flops = x.gpu ? x.cpu_flops * log_uniform(pop.gpu_factor_min, pop.gpu_factor_max) : 0;
-        double lo = pop.efficiency_min > 0 ? pop.efficiency_min : (x.gpu ? 0.05 : 0.35);
-        double hi = pop.efficiency_max > 0 ? pop.efficiency_max : (x.gpu ? 0.15 : 0.65);
-        x.efficiency = uniform(lo, std::max(lo, hi));
+        static_cast<emulated_host&>(x) = draw_host(pop);
         hosts.push_back(std::move(x));
       }
   }
 
-  double uniform(double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, std::nextafter(hi, hi + 1))(rng);
-  }
-  double log_uniform(double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); }
-  double normal(double sigma) { return std::normal_distribution<double>(0, sigma)(rng); }
-
+  /// Keeps enough unsent work for the hosts.
   void feed(bool force = false) {
     auto want = static_cast<std::uint64_t>(2 * hosts.size() + 8);
     if (!force && created - dispatched >= want)
@@ -286,14 +198,7 @@ struct af_run {
       b.items.push_back(std::move(w));
       made.push_back(t);
     }
-    auto out = h.create_work("af", std::move(b));
-    if (!out)
-      throw std::runtime_error("lab: creating work failed: " + caf::to_string(out.error()));
-    for (std::size_t i = 0; i < (*out)->ids.size(); ++i) {
-      truth[(*out)->ids[i]] = made[i];
-      wu_ids[(*out)->names[i]] = (*out)->ids[i];
-    }
-    created += (*out)->ids.size();
+    created += book.create(h, "af", std::move(b), made);
   }
 
   std::string version_key(const af_host& x) const {
@@ -301,69 +206,36 @@ struct af_run {
   }
 
   sched_request request(af_host& x, bool want_work) {
-    sched_request r;
-    r.authenticator = auth;
-    r.hostid = x.id;
-    r.rpc_seqno = static_cast<std::int64_t>(rpcs);
-    r.core_client_major_version = 7;
-    r.core_client_minor_version = 20;
-    r.platform_name = platform;
-    r.host.host_cpid = "af" + std::to_string(&x - hosts.data());
-    r.host.p_ncpus = 1;
-    r.host.p_fpops = x.cpu_flops;
-    r.host.os_name = "Linux";
-    if (x.gpu) {
-      coproc_description c;
-      c.type = resource_type::nvidia;
-      c.count = 1;
-      c.peak_flops = x.gpu_flops;
-      if (want_work)
-        c.request = resource_request{1, 1, 0};
-      r.coprocs.push_back(c);
-    } else if (want_work) {
-      r.cpu = resource_request{1, 1, 0};
-    }
+    auto r = lab_run::request(x, auth, "af" + std::to_string(&x - hosts.data()), want_work);
     if (auto spau = x.spau.get(version_key(x)))
       r.app_unit_versions.push_back(
-        app_unit_version{app_name, version_num, x.gpu ? "cuda" : "", *spau, 0});
+        app_unit_version{app_name, lab_version_num, x.gpu ? "cuda" : "", *spau, 0});
     if (x.job) {
-      reported_result rr;
-      rr.name = x.job->name;
-      rr.platform = platform;
-      rr.version_num = version_num;
-      rr.plan_class = x.gpu ? "cuda" : "";
+      auto rr = report(x.job->name, x.gpu ? "cuda" : "", !x.job->killed);
       rr.final_elapsed_time = x.job->elapsed;
       rr.final_cpu_time = x.job->elapsed;
       if (x.job->killed) {
         rr.state = 3; // compute error
         rr.exit_status = err_rsc_limit_exceeded;
       } else {
-        rr.state = 5;
-        rr.app_units = truth.at(x.job->wu).actual;
-        rr.files.push_back(reported_file{x.job->name + "_0", 64, md5});
+        rr.app_units = book.truth.at(x.job->wu).actual;
       }
       r.results.push_back(std::move(rr));
     }
     return r;
   }
 
+  /// One RPC of host i at the current virtual time; returns when it wants to come back.
   std::optional<time_us> step(std::size_t i) {
     auto& x = hosts[i];
     bool want = dispatched < static_cast<std::uint64_t>(s.jobs);
     if (want)
       feed();
-    auto req = request(x, want);
-    h.upload_outputs(h.project("af"), req); // before the report, as a client does
-    auto reply = h.rpc("af", std::move(req));
-    ++rpcs;
-    if (!reply)
-      throw std::runtime_error("lab: RPC failed: " + caf::to_string(reply.error()));
-    const auto& rep = **reply;
-    if (rep.hostid)
-      x.id = *rep.hostid;
+    auto reply = rpc("af", request(x, want), x);
+    const auto& rep = *reply;
     if (x.job) {
       if (!x.job->killed)
-        x.spau.add(version_key(x), x.job->elapsed, truth.at(x.job->wu).actual, 0.1);
+        x.spau.add(version_key(x), x.job->elapsed, book.truth.at(x.job->wu).actual, 0.1);
       x.job.reset();
     }
     if (rep.results.empty()) {
@@ -374,11 +246,8 @@ struct af_run {
     }
     ++dispatched;
     const auto& res = rep.results[0];
-    auto split = split_indexed_name(res.name);
-    auto wu = wu_ids.at(std::string{split->first});
-    const auto& t = truth.at(wu);
-    double peak = x.gpu ? x.gpu_flops : x.cpu_flops;
-    double busy = t.actual * s.flops_per_au / (peak * x.efficiency)
+    auto [wu, t] = book.of_result(res.name);
+    double busy = t.actual * s.flops_per_au / (x.peak() * x.efficiency)
                   * std::exp(normal(std::max(s.time_noise, 1e-9)));
     af_job j;
     j.name = res.name;
@@ -413,45 +282,26 @@ struct af_run {
 
 af_result run_autoflops_lab(const af_scenario& s, const std::filesystem::path& data_dir) {
   af_run run{s, data_dir};
-  using item = std::pair<time_us, std::size_t>;
-  std::priority_queue<item, std::vector<item>, std::greater<>> queue;
-  auto start = run.h.now();
-  for (std::size_t i = 0; i < run.hosts.size(); ++i)
-    queue.push({start + static_cast<time_us>(i) * us_per_second, i});
-  auto limit = start + seconds_to_us(s.max_days * 86400);
   std::uint64_t seen_seq = 0, samples = 0;
-  while (!queue.empty()) {
-    auto [t, i] = queue.top();
-    queue.pop();
-    if (t > limit)
-      break;
-    if (t > run.h.now())
-      run.h.advance(t - run.h.now());
+  af_result r;
+  r.virtual_days = run.run_hosts(run.hosts.size(), s.max_days, [&](std::size_t i) {
     // Warm-up: count the app-unit samples logged so far.
     if (!run.warm) {
-      run.h.run();
-      auto last = run.h.store().last_seq();
-      if (last > seen_seq) {
-        (void)run.h.store().scan(seen_seq + 1, last, [&](const storage::event_record& rec) {
-          if (rec.kind == ev::autoflops_sampled::kind)
-            if (auto e = from_record(rec))
-              if (std::get<ev::autoflops_sampled>(e->data).predicted > 0)
-                ++samples;
-          return true;
-        });
-        seen_seq = last;
-      }
+      seen_seq = run.scan_log(seen_seq + 1, [&](const storage::event_record& rec) {
+        if (rec.kind == ev::autoflops_sampled::kind)
+          if (auto e = from_record(rec))
+            if (std::get<ev::autoflops_sampled>(e->data).predicted > 0)
+              ++samples;
+        return true;
+      });
       run.warm = samples >= s.autoflops.min_samples;
     }
-    if (auto next = run.step(i))
-      queue.push({*next, i});
-  }
-  af_result r;
+    return run.step(i);
+  });
   r.scenario = s.file;
   r.seed = s.seed;
   r.hosts = static_cast<int>(run.hosts.size());
   r.rpcs = run.rpcs;
-  r.virtual_days = us_to_seconds(run.h.now() - start) / 86400;
   r.true_flops_per_au = s.flops_per_au;
   r.credit_policy = s.credit_policy;
   af_version_figure all;
@@ -470,13 +320,12 @@ af_result run_autoflops_lab(const af_scenario& s, const std::filesystem::path& d
   r.versions.push_back(all);
 
   // est_flops_per_au after each validated job, and credit per true work, from the log.
-  run.h.run();
   world w;
   std::vector<double> est;
   std::map<std::string, std::pair<double, double>> credit; // device -> credit, true FLOPs
   std::map<std::string, std::uint64_t> credit_jobs;
   std::map<std::uint32_t, bool> gpu_of_version;
-  auto err = run.h.store().scan(1, run.h.store().last_seq(), [&](const storage::event_record& rec) {
+  run.scan_log(1, [&](const storage::event_record& rec) {
     auto e = from_record(rec);
     if (!e)
       return true;
@@ -494,10 +343,10 @@ af_result run_autoflops_lab(const af_scenario& s, const std::filesystem::path& d
         r.array_full_at = est.size();
     }
     if (auto v = std::get_if<ev::workunit_validated>(&e->data)) {
-      auto t = run.truth.find(v->wu);
+      auto t = run.book.truth.find(v->wu);
       for (std::size_t k = 0; k < v->verdicts.size() && k < v->credit.size(); ++k) {
         const auto& d = v->verdicts[k];
-        if (!d.valid || t == run.truth.end())
+        if (!d.valid || t == run.book.truth.end())
           continue;
         auto dev = gpu_of_version[d.app_version_id] ? "GPU" : "CPU";
         credit[dev].first += v->credit[k].granted;
@@ -508,8 +357,6 @@ af_result run_autoflops_lab(const af_scenario& s, const std::filesystem::path& d
     }
     return true;
   });
-  if (err)
-    throw std::runtime_error("lab: reading the log failed: " + caf::to_string(err));
   if (!est.empty() && est.back() > 0) {
     r.est_flops_per_au = est.back();
     std::size_t k = est.size();
@@ -519,7 +366,7 @@ af_result run_autoflops_lab(const af_scenario& s, const std::filesystem::path& d
   }
   for (const auto& [dev, cw] : credit)
     r.credit.push_back(
-      af_credit_figure{dev, credit_jobs[dev], cw.second > 0 ? cw.first / cw.second * 1e12 : 0});
+      af_credit_figure{dev, credit_jobs[dev], credit_per_tflop(cw.first, cw.second)});
   return r;
 }
 
@@ -556,44 +403,32 @@ std::string format_af_table(const af_result& r) {
 }
 
 void add_autoflops_command(CLI::App& app) {
-  auto cmd = app.add_subcommand(
+  lab_command_text text{
     "autoflops",
     "Run an AutoFlops scenario: emulated CPU and GPU hosts of mixed speed and efficiency run "
     "jobs with noisy predicted app units through the real actors in virtual time; prints the "
     "fractions of jobs within the completion time estimate and bound, how fast "
-    "est_flops_per_au settles and credit per unit of true work (see docs/autoflops.md)");
-  auto file = std::make_shared<std::string>();
-  auto seed = std::make_shared<std::optional<std::uint64_t>>();
+    "est_flops_per_au settles and credit per unit of true work (see docs/autoflops.md)",
+    "Scenario YAML file (tools/sim/scenarios/autoflops*.yaml)",
+    "Run in this (new) data directory and keep it (for `cobble log tail`)"};
   auto jobs = std::make_shared<std::optional<int>>();
-  auto keep = std::make_shared<std::string>();
-  cmd->add_option("SCENARIO", *file, "Scenario YAML file (tools/sim/scenarios/autoflops*.yaml)")
-    ->required();
-  cmd->add_option_function<std::uint64_t>(
-    "--seed", [seed](std::uint64_t x) { *seed = x; }, "Override the scenario's random seed");
-  cmd
-    ->add_option_function<int>(
-      "--jobs", [jobs](int x) { *jobs = x; }, "Override the scenario's number of jobs")
-    ->check(CLI::Range(1, 10000000));
-  cmd->add_option("--data-dir", *keep,
-                  "Run in this (new) data directory and keep it (for `cobble log tail`)");
-  cmd->callback([file, seed, jobs, keep] {
-    try {
-      auto s = load_af_scenario(*file);
-      if (*seed)
-        s.seed = **seed;
-      if (*jobs)
-        s.jobs = **jobs;
-      if (!keep->empty() && std::filesystem::exists(*keep) && !std::filesystem::is_empty(*keep))
-        throw std::runtime_error("--data-dir " + *keep + " exists and is not empty");
-      std::cout << format_af_table(run_autoflops_lab(s, *keep));
-    } catch (const af_scenario_error& e) {
-      std::cerr << "cobble-sim autoflops: " << e.what() << "\n";
-      throw CLI::RuntimeError(2);
-    } catch (const std::exception& e) {
-      std::cerr << "cobble-sim autoflops: " << e.what() << "\n";
-      throw CLI::RuntimeError(1);
-    }
-  });
+  auto options = [jobs](CLI::App& cmd) {
+    cmd
+      .add_option_function<int>(
+        "--jobs", [jobs](int x) { *jobs = x; }, "Override the scenario's number of jobs")
+      ->check(CLI::Range(1, 10000000));
+  };
+  add_lab_command(app, text, options,
+                  [jobs](const std::string& file, std::optional<std::uint64_t> seed) {
+                    auto s = load_af_scenario(file);
+                    if (seed)
+                      s.seed = *seed;
+                    if (*jobs)
+                      s.jobs = **jobs;
+                    return lab_runner{[s](const std::filesystem::path& dir) {
+                      return format_af_table(run_autoflops_lab(s, dir));
+                    }};
+                  });
 }
 
 } // namespace cobble::sim

@@ -11,7 +11,7 @@
 /// est_flops_per_au takes to settle, and credit per unit of true work on CPUs and GPUs.
 
 #include "config/config.hpp"
-#include "tools/sim/lab_yaml.hpp"
+#include "tools/sim/lab.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -26,17 +26,7 @@ class App;
 namespace cobble::sim {
 
 /// A group of emulated hosts.
-struct af_population {
-  std::string name;
-  int count = 1;
-  std::string device = "cpu"; ///< cpu | gpu (one NVIDIA GPU; it asks only for GPU work)
-  double cpu_flops_min = 2e9; ///< CPU benchmark, uniform in [min, max].
-  double cpu_flops_max = 4e9;
-  double gpu_factor_min = 10; ///< GPU peak = CPU benchmark × factor, log-uniform.
-  double gpu_factor_max = 100;
-  double efficiency_min = 0; ///< Actual/peak FLOPS, uniform; 0: the device's default
-  double efficiency_max = 0; ///< (CPU 0.35-0.65, GPU 0.05-0.15).
-};
+using af_population = host_population;
 
 /// A scenario file.
 struct af_scenario {
@@ -63,7 +53,9 @@ struct af_scenario {
 /// A scenario that cannot be used: what() reads "FILE:LINE: KEY: message".
 using af_scenario_error = lab_scenario_error;
 
+/// Reads a scenario file; throws af_scenario_error.
 af_scenario load_af_scenario(const std::filesystem::path& file);
+/// Parses scenario text; `source` names it in errors; throws af_scenario_error.
 af_scenario parse_af_scenario(const std::string& yaml, const std::string& source);
 
 /// Completion-time figures of one device class (or "all").
@@ -88,14 +80,8 @@ struct af_credit_figure {
 };
 
 /// A run's figures.
-struct af_result {
-  std::string scenario;
-  std::uint64_t seed = 0;
-  int hosts = 0;
-  std::uint64_t rpcs = 0;
-  std::uint64_t validated = 0;
-  std::uint64_t checks = 0; ///< Cherry-picking check replicas created.
-  double virtual_days = 0;
+struct af_result : lab_totals {
+  std::uint64_t checks = 0;                ///< Cherry-picking check replicas created.
   std::vector<af_version_figure> versions; ///< CPU, GPU, all.
   double est_flops_per_au = 0;             ///< Final estimate.
   double true_flops_per_au = 0;

@@ -2,23 +2,15 @@
 
 #include "actors/event_codec.hpp"
 #include "actors/events.hpp"
-#include "actors/messages.hpp"
-#include "tools/sim/harness.hpp"
-#include "tools/sim/lab_yaml.hpp"
+#include "tools/sim/lab.hpp"
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <fstream>
-#include <iostream>
-#include <queue>
-#include <random>
 #include <set>
-#include <sstream>
 
 namespace cobble::sim {
 
@@ -28,9 +20,6 @@ namespace {
 
 const char* const adversary_kinds[] = {"inflate_elapsed", "inflate_benchmark", "huge_pfc",
                                        "cherry_picker", "slow_multithread"};
-
-auto positive = [](auto x) { return x > 0 && std::isfinite(static_cast<double>(x)); };
-auto at_least_one = [](auto x) { return x >= 1; };
 
 void parse_credit(const checked_map& parent, const YAML::Node& n, const std::string& path,
                   config::credit_config& c) {
@@ -42,7 +31,6 @@ void parse_credit(const checked_map& parent, const YAML::Node& n, const std::str
   m.read("normalization_interval", c.normalization_interval, positive, "positive (seconds)");
   m.read("version_average_samples", c.version_average_samples, at_least_one, "at least 1");
   m.read("host_average_samples", c.host_average_samples, at_least_one, "at least 1");
-  auto fraction = [](double x) { return x > 0 && x <= 1; };
   m.read("version_alpha", c.version_alpha, fraction, "in (0, 1]");
   m.read("host_alpha", c.host_alpha, fraction, "in (0, 1]");
   m.read("version_sample_threshold", c.version_sample_threshold);
@@ -53,9 +41,7 @@ void parse_credit(const checked_map& parent, const YAML::Node& n, const std::str
     "cheat_factor", c.cheat_factor, [](double x) { return x > 1; }, "above 1");
   m.read("flops_per_cobblestone", c.flops_per_cobblestone, positive, "positive");
   m.read("credit_half_life", c.credit_half_life, positive, "positive (seconds)");
-  m.read(
-    "error_rate_initial", c.error_rate_initial, [](double x) { return x >= 0 && x <= 1; },
-    "in [0, 1]");
+  m.read("error_rate_initial", c.error_rate_initial, probability, "in [0, 1]");
   m.read("error_rate_alpha", c.error_rate_alpha, fraction, "in (0, 1]");
   std::string est;
   m.read("version_pfc", est);
@@ -70,12 +56,7 @@ void parse_credit(const checked_map& parent, const YAML::Node& n, const std::str
 } // namespace
 
 lab_scenario parse_lab_scenario(const std::string& yaml, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml);
-  } catch (const YAML::ParserException& e) {
-    throw scenario_error(source + ":" + std::to_string(e.mark.line + 1) + ": " + e.msg);
-  }
+  auto root = parse_lab_yaml(yaml, source);
   lab_scenario s;
   s.file = source;
   if (!root.IsDefined() || root.IsNull())
@@ -89,128 +70,100 @@ lab_scenario parse_lab_scenario(const std::string& yaml, const std::string& sour
   top.read("max_days", s.max_days, positive, "positive");
   if (s.skip_jobs >= s.jobs_per_host)
     top.fail(root["skip_jobs"], "skip_jobs", "must be below jobs_per_host");
-  auto projects = root["projects"];
-  if (!projects.IsDefined() || !projects.IsSequence() || projects.size() == 0)
-    top.fail(projects.IsDefined() ? projects : root, "projects",
-             "a list of at least one project "
-             "is required");
   std::set<std::string> names;
-  for (std::size_t i = 0; i < projects.size(); ++i) {
-    auto path = "projects[" + std::to_string(i) + "]";
-    checked_map m(projects[i], source, path,
-                  {"name", "replication", "host_scale_check", "versions", "job_min", "job_max",
-                   "size_noise", "bound_factor", "delay_bound", "credit"});
-    lab_project p;
-    m.read("name", p.name);
-    if (p.name.empty()
-        || p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-") != std::string::npos)
-      m.fail(projects[i], m.child("name"), "every project needs a name of [a-z0-9_-]");
-    if (!names.insert(p.name).second)
-      m.fail(projects[i]["name"], m.child("name"), "duplicate project name '" + p.name + "'");
-    m.read(
-      "replication", p.replication, [](int x) { return x >= 1 && x <= 5; }, "1 to 5");
-    m.read("host_scale_check", p.host_scale_check);
-    if (auto v = m.get("versions"); v.IsDefined()) {
-      if (!v.IsSequence() || v.size() == 0)
-        m.fail(v, m.child("versions"), "expected a list of cpu and/or gpu");
-      p.cpu_version = p.gpu_version = false;
-      for (const auto& x : v) {
-        auto name = x.as<std::string>();
-        if (name == "cpu")
-          p.cpu_version = true;
-        else if (name == "gpu")
-          p.gpu_version = true;
-        else
-          m.fail(x, m.child("versions"), "unknown version '" + name + "' (cpu or gpu)");
-      }
-    }
-    m.read("job_min", p.job_min, positive, "positive");
-    m.read("job_max", p.job_max, positive, "positive");
-    if (p.job_max < p.job_min)
-      m.fail(projects[i]["job_max"], m.child("job_max"), "must be at least job_min");
-    m.read("size_noise", p.size_noise, at_least_one, "at least 1");
-    m.read("bound_factor", p.bound_factor, at_least_one, "at least 1");
-    m.read("delay_bound", p.delay_bound, positive, "positive (seconds)");
-    if (auto c = m.get("credit"); c.IsDefined() && !c.IsNull())
-      parse_credit(m, c, m.child("credit"), p.credit);
-    s.projects.push_back(std::move(p));
-  }
-  auto pops = root["populations"];
-  if (!pops.IsDefined() || !pops.IsSequence() || pops.size() == 0)
-    top.fail(pops.IsDefined() ? pops : root, "populations",
-             "a list of at least one population is required");
-  for (std::size_t i = 0; i < pops.size(); ++i) {
-    auto path = "populations[" + std::to_string(i) + "]";
-    checked_map m(pops[i], source, path,
-                  {"name", "project", "count", "device", "cpu_flops_min", "cpu_flops_max",
-                   "gpu_factor_min", "gpu_factor_max", "efficiency_min", "efficiency_max",
-                   "adversary", "factor", "cheat_at", "jobs"});
-    lab_population p;
-    m.read("name", p.name);
-    m.read("project", p.project);
-    if (p.project.empty() && s.projects.size() == 1)
-      p.project = s.projects[0].name;
-    auto proj = std::find_if(s.projects.begin(), s.projects.end(),
-                             [&](auto& x) { return x.name == p.project; });
-    if (proj == s.projects.end())
-      m.fail(pops[i]["project"].IsDefined() ? pops[i]["project"] : pops[i], m.child("project"),
-             "no project named '" + p.project + "'");
-    if (p.name.empty())
-      p.name = p.project + "-" + std::to_string(i);
-    m.read(
-      "count", p.count, [](int x) { return x >= 1 && x <= 10000; }, "1 to 10000");
-    m.read("device", p.device);
-    if (p.device != "cpu" && p.device != "gpu")
-      m.fail(pops[i]["device"], m.child("device"), "must be cpu or gpu");
-    if (p.device == "gpu" && !proj->gpu_version)
-      m.fail(pops[i]["device"], m.child("device"),
-             "project '" + proj->name + "' has no gpu version");
-    if (p.device == "cpu" && !proj->cpu_version)
-      m.fail(pops[i], m.child("device"), "project '" + proj->name + "' has no cpu version");
-    m.read("cpu_flops_min", p.cpu_flops_min, positive, "positive");
-    m.read("cpu_flops_max", p.cpu_flops_max, positive, "positive");
-    m.read("gpu_factor_min", p.gpu_factor_min, positive, "positive");
-    m.read("gpu_factor_max", p.gpu_factor_max, positive, "positive");
-    auto eff = [](double x) { return x > 0 && x <= 1; };
-    m.read("efficiency_min", p.efficiency_min, eff, "in (0, 1]");
-    m.read("efficiency_max", p.efficiency_max, eff, "in (0, 1]");
-    if (p.cpu_flops_max < p.cpu_flops_min || p.gpu_factor_max < p.gpu_factor_min
-        || p.efficiency_max < p.efficiency_min)
-      m.fail(pops[i], path, "a _max is below its _min");
-    m.read("adversary", p.adversary);
-    if (!p.adversary.empty()
-        && std::find(std::begin(adversary_kinds), std::end(adversary_kinds), p.adversary)
-             == std::end(adversary_kinds))
-      m.fail(pops[i]["adversary"], m.child("adversary"),
-             "unknown adversary '" + p.adversary
-               + "' (inflate_elapsed, inflate_benchmark, huge_pfc, cherry_picker, "
-                 "slow_multithread)");
-    m.read("factor", p.factor, at_least_one, "at least 1");
-    m.read(
-      "cheat_at", p.cheat_at, [](int x) { return x >= 1; }, "at least 1");
-    p.jobs = s.jobs_per_host;
-    m.read(
-      "jobs", p.jobs, [&](int x) { return x > s.skip_jobs; }, "above skip_jobs");
-    s.populations.push_back(std::move(p));
-  }
+  read_lab_list(top, "projects", "project",
+                {"name", "replication", "host_scale_check", "versions", "job_min", "job_max",
+                 "size_noise", "bound_factor", "delay_bound", "credit"},
+                [&](const checked_map& m, const YAML::Node& n, const std::string&, std::size_t) {
+                  lab_project p;
+                  m.read("name", p.name);
+                  if (p.name.empty()
+                      || p.name.find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789_-")
+                           != std::string::npos)
+                    m.fail(n, m.child("name"), "every project needs a name of [a-z0-9_-]");
+                  if (!names.insert(p.name).second)
+                    m.fail(n["name"], m.child("name"), "duplicate project name '" + p.name + "'");
+                  m.read(
+                    "replication", p.replication, [](int x) { return x >= 1 && x <= 5; }, "1 to 5");
+                  m.read("host_scale_check", p.host_scale_check);
+                  if (auto v = m.get("versions"); v.IsDefined()) {
+                    if (!v.IsSequence() || v.size() == 0)
+                      m.fail(v, m.child("versions"), "expected a list of cpu and/or gpu");
+                    p.cpu_version = p.gpu_version = false;
+                    for (const auto& x : v) {
+                      auto name = x.as<std::string>();
+                      if (name == "cpu")
+                        p.cpu_version = true;
+                      else if (name == "gpu")
+                        p.gpu_version = true;
+                      else
+                        m.fail(x, m.child("versions"),
+                               "unknown version '" + name + "' (cpu or gpu)");
+                    }
+                  }
+                  m.read("job_min", p.job_min, positive, "positive");
+                  m.read("job_max", p.job_max, positive, "positive");
+                  if (p.job_max < p.job_min)
+                    m.fail(n["job_max"], m.child("job_max"), "must be at least job_min");
+                  m.read("size_noise", p.size_noise, at_least_one, "at least 1");
+                  m.read("bound_factor", p.bound_factor, at_least_one, "at least 1");
+                  m.read("delay_bound", p.delay_bound, positive, "positive (seconds)");
+                  if (auto c = m.get("credit"); c.IsDefined() && !c.IsNull())
+                    parse_credit(m, c, m.child("credit"), p.credit);
+                  s.projects.push_back(std::move(p));
+                });
+  read_lab_list(
+    top, "populations", "population",
+    {"name", "project", "count", "device", "cpu_flops_min", "cpu_flops_max", "gpu_factor_min",
+     "gpu_factor_max", "efficiency_min", "efficiency_max", "adversary", "factor", "cheat_at",
+     "jobs"},
+    [&](const checked_map& m, const YAML::Node& n, const std::string& path, std::size_t i) {
+      lab_population p;
+      m.read("name", p.name);
+      m.read("project", p.project);
+      if (p.project.empty() && s.projects.size() == 1)
+        p.project = s.projects[0].name;
+      auto proj = std::find_if(s.projects.begin(), s.projects.end(),
+                               [&](auto& x) { return x.name == p.project; });
+      if (proj == s.projects.end())
+        m.fail(n["project"].IsDefined() ? n["project"] : n, m.child("project"),
+               "no project named '" + p.project + "'");
+      if (p.name.empty())
+        p.name = p.project + "-" + std::to_string(i);
+      read_host_population(m, n, path, p, [&] {
+        m.read("device", p.device);
+        if (p.device != "cpu" && p.device != "gpu")
+          m.fail(n["device"], m.child("device"), "must be cpu or gpu");
+        if (p.device == "gpu" && !proj->gpu_version)
+          m.fail(n["device"], m.child("device"), "project '" + proj->name + "' has no gpu version");
+        if (p.device == "cpu" && !proj->cpu_version)
+          m.fail(n, m.child("device"), "project '" + proj->name + "' has no cpu version");
+      });
+      m.read("adversary", p.adversary);
+      if (!p.adversary.empty()
+          && std::find(std::begin(adversary_kinds), std::end(adversary_kinds), p.adversary)
+               == std::end(adversary_kinds))
+        m.fail(n["adversary"], m.child("adversary"),
+               "unknown adversary '" + p.adversary
+                 + "' (inflate_elapsed, inflate_benchmark, huge_pfc, cherry_picker, "
+                   "slow_multithread)");
+      m.read("factor", p.factor, at_least_one, "at least 1");
+      m.read("cheat_at", p.cheat_at, at_least_one, "at least 1");
+      p.jobs = s.jobs_per_host;
+      m.read(
+        "jobs", p.jobs, [&](int x) { return x > s.skip_jobs; }, "above skip_jobs");
+      s.populations.push_back(std::move(p));
+    });
   return s;
 }
 
 lab_scenario load_lab_scenario(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in)
-    throw scenario_error(file.string() + ":0: cannot read the file");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_lab_scenario(ss.str(), file.string());
+  return parse_lab_scenario(read_lab_file(file), file.string());
 }
 
 // -- the run ------------------------------------------------------------------------
 
 namespace {
-
-constexpr const char* platform = "x86_64-pc-linux-gnu";
-constexpr const char* md5 = "00112233445566778899aabbccddeeff";
 
 /// A job's truth, known to the lab only.
 struct job_truth {
@@ -228,14 +181,10 @@ struct running_job {
   bool abort = false;
 };
 
-struct lab_host {
+/// A host of a population, honest or not.
+struct credit_host : emulated_host {
   const lab_population* pop = nullptr;
   std::size_t project = 0;
-  bool gpu = false;
-  double cpu_flops = 0;
-  double gpu_flops = 0;
-  double efficiency = 0;
-  id_type id = 0;
   int completed = 0; ///< Jobs reported (successes and aborts).
   int successes = 0;
   std::optional<running_job> job;
@@ -243,100 +192,51 @@ struct lab_host {
   std::map<id_type, double> busy_of; ///< wu -> true busy seconds, for successes.
 };
 
-struct lab_run {
+/// A run of the credit lab: the hosts of every project and the jobs made for them.
+struct credit_run : lab_run {
   const lab_scenario& s;
-  std::mt19937_64 rng;
-  harness h;
-  std::vector<lab_host> hosts;
+  std::vector<credit_host> hosts;
   std::vector<std::string> auth;
-  std::vector<std::map<id_type, job_truth>> truth;
-  std::vector<std::map<std::string, id_type>> wu_ids; ///< By workunit name.
+  std::vector<job_book<job_truth>> books; ///< By project.
   std::vector<std::uint64_t> created_results, dispatched;
   std::vector<int> hosts_of_project;
-  std::uint64_t rpcs = 0;
-  std::uint64_t next_wu = 1;
 
   static harness_options options(const lab_scenario& s, const std::filesystem::path& dir) {
-    harness_options o;
-    o.data_dir = dir;
-    config::cobble_config cfg;
-    cfg.source = s.file;
+    auto o = lab_harness_options(s.file, dir);
     for (const auto& lp : s.projects) {
-      auto& p = cfg.projects.emplace_back();
-      p.name = lp.name;
-      p.long_name = "credit lab " + lp.name;
-      p.credit = lp.credit;
-      p.deadline_check_interval = 3600;
-      p.users.push_back({"lab", "lab@example.org", "lab-" + lp.name});
-      // The lab's hosts are honest, share one account and ask at the lab's own pace: the
-      // limits against hostile clients (docs/security.md) would only distort the figures.
-      p.limits = lab_limits();
-      auto& a = p.apps.emplace_back();
-      a.name = "labapp";
-      a.min_quorum = a.target_nresults = lp.replication;
-      a.one_result_per_user_per_wu = false; // every lab host belongs to the one user
-      a.max_jobs_per_rpc = 1;
-      a.delay_bound = lp.delay_bound;
+      auto& a = add_lab_project(o.config, lp.name, "credit lab " + lp.name, "labapp",
+                                lp.replication, lp.delay_bound, lp.cpu_version, lp.gpu_version);
+      o.config.projects.back().credit = lp.credit;
       a.host_scale_check = lp.host_scale_check;
       a.rsc_fpops_est = lp.job_min;
       a.rsc_fpops_bound = lp.job_min * lp.bound_factor;
-      if (lp.cpu_version) {
-        auto& v = a.versions.emplace_back();
-        v.platform = platform;
-        v.version_num = 100;
-      }
-      if (lp.gpu_version) {
-        auto& v = a.versions.emplace_back();
-        v.platform = platform;
-        v.version_num = 100;
-        v.plan_class = "cuda";
-        v.avg_ncpus = 0.05;
-        v.coproc_type = "NVIDIA";
-        v.coproc_count = 1;
-      }
     }
-    o.config = std::move(cfg);
     return o;
   }
 
-  lab_run(const lab_scenario& sc, const std::filesystem::path& dir)
-    : s(sc), rng(sc.seed), h(options(sc, dir)) {
-    truth.resize(s.projects.size());
-    wu_ids.resize(s.projects.size());
+  credit_run(const lab_scenario& sc, const std::filesystem::path& dir)
+    : lab_run(sc.seed, options(sc, dir)), s(sc) {
+    books.resize(s.projects.size());
     created_results.assign(s.projects.size(), 0);
     dispatched.assign(s.projects.size(), 0);
     hosts_of_project.assign(s.projects.size(), 0);
-    for (const auto& p : s.projects) {
-      auto a = h.authenticator(p.name, "lab");
-      if (!a)
-        throw std::runtime_error("lab: no account in project " + p.name);
-      auth.push_back(*a);
-    }
+    for (const auto& p : s.projects)
+      auth.push_back(lab_account(p.name));
     for (const auto& pop : s.populations) {
       auto pi = static_cast<std::size_t>(
         std::find_if(s.projects.begin(), s.projects.end(),
                      [&](auto& p) { return p.name == pop.project; })
         - s.projects.begin());
       for (int i = 0; i < pop.count; ++i) {
-        lab_host x;
+        credit_host x;
+        static_cast<emulated_host&>(x) = draw_host(pop);
         x.pop = &pop;
         x.project = pi;
-        x.gpu = pop.device == "gpu";
-        x.cpu_flops = uniform(pop.cpu_flops_min, pop.cpu_flops_max);
-        x.gpu_flops = x.gpu ? x.cpu_flops * log_uniform(pop.gpu_factor_min, pop.gpu_factor_max) : 0;
-        double lo = pop.efficiency_min > 0 ? pop.efficiency_min : (x.gpu ? 0.05 : 0.35);
-        double hi = pop.efficiency_max > 0 ? pop.efficiency_max : (x.gpu ? 0.15 : 0.65);
-        x.efficiency = uniform(lo, std::max(lo, hi));
         hosts.push_back(x);
         ++hosts_of_project[pi];
       }
     }
   }
-
-  double uniform(double lo, double hi) {
-    return std::uniform_real_distribution<double>(lo, std::nextafter(hi, hi + 1))(rng);
-  }
-  double log_uniform(double lo, double hi) { return std::exp(uniform(std::log(lo), std::log(hi))); }
 
   /// Keeps enough unsent work in a project for its hosts.
   void feed(std::size_t p, bool force = false) {
@@ -359,55 +259,26 @@ struct lab_run {
       b.items.push_back(std::move(w));
       made.push_back(t);
     }
-    auto out = h.create_work(lp.name, std::move(b));
-    if (!out)
-      throw std::runtime_error("lab: creating work failed: " + caf::to_string(out.error()));
-    for (std::size_t i = 0; i < (*out)->ids.size(); ++i) {
-      truth[p][(*out)->ids[i]] = made[i];
-      wu_ids[p][(*out)->names[i]] = (*out)->ids[i];
-    }
-    created_results[p] += (*out)->ids.size() * static_cast<std::uint64_t>(lp.replication);
+    created_results[p] += books[p].create(h, lp.name, std::move(b), made)
+                          * static_cast<std::uint64_t>(lp.replication);
   }
 
-  bool is(const lab_host& x, const char* kind) const { return x.pop->adversary == kind; }
+  bool is(const credit_host& x, const char* kind) const { return x.pop->adversary == kind; }
 
-  sched_request request(lab_host& x, bool want_work) {
-    sched_request r;
-    r.authenticator = auth[x.project];
-    r.hostid = x.id;
-    r.rpc_seqno = static_cast<std::int64_t>(rpcs);
-    r.core_client_major_version = 7;
-    r.core_client_minor_version = 20;
-    r.platform_name = platform;
-    r.host.host_cpid = "lab" + std::to_string(&x - hosts.data());
-    r.host.p_ncpus = 1;
+  sched_request request(credit_host& x, bool want_work) {
     double bench = is(x, "inflate_benchmark") ? x.pop->factor : 1;
-    r.host.p_fpops = x.describe_cheat ? 1e300 : x.cpu_flops * bench;
-    r.host.os_name = "Linux";
-    if (x.gpu) {
-      coproc_description c;
-      c.type = resource_type::nvidia;
-      c.count = 1;
-      c.peak_flops = x.gpu_flops * bench;
-      if (want_work)
-        c.request = resource_request{1, 1, 0};
-      r.coprocs.push_back(c);
-    } else if (want_work) {
-      r.cpu = resource_request{1, 1, 0};
-    }
+    auto r = lab_run::request(x, auth[x.project], "lab" + std::to_string(&x - hosts.data()),
+                              want_work, bench);
+    if (x.describe_cheat)
+      r.host.p_fpops = 1e300;
     if (x.job) {
-      reported_result rr;
-      rr.name = x.job->name;
-      rr.platform = platform;
-      rr.version_num = 100;
+      auto rr = report(x.job->name, "", !x.job->abort);
       if (x.job->abort) {
         rr.state = client_state_aborted;
         rr.exit_status = -221;
       } else {
-        rr.state = 5;
         rr.final_elapsed_time = x.job->elapsed;
         rr.final_cpu_time = x.job->cpu;
-        rr.files.push_back(reported_file{x.job->name + "_0", 64, md5});
       }
       r.results.push_back(std::move(rr));
     }
@@ -420,16 +291,8 @@ struct lab_run {
     bool want = x.successes + (x.job && !x.job->abort ? 1 : 0) < x.pop->jobs;
     if (want)
       feed(x.project);
-    auto req = request(x, want);
-    const auto& name = s.projects[x.project].name;
-    h.upload_outputs(h.project(name), req); // before the report, as a client does
-    auto reply = h.rpc(name, std::move(req));
-    ++rpcs;
-    if (!reply)
-      throw std::runtime_error("lab: RPC failed: " + caf::to_string(reply.error()));
-    const auto& rep = **reply;
-    if (rep.hostid)
-      x.id = *rep.hostid;
+    auto reply = rpc(s.projects[x.project].name, request(x, want), x);
+    const auto& rep = *reply;
     x.describe_cheat = false;
     if (x.job) {
       ++x.completed;
@@ -448,17 +311,14 @@ struct lab_run {
     }
     ++dispatched[x.project];
     const auto& res = rep.results[0];
-    auto split = split_indexed_name(res.name);
-    auto wu = wu_ids[x.project].at(std::string{split->first});
-    const auto& t = truth[x.project].at(wu);
+    auto [wu, t] = books[x.project].of_result(res.name);
     running_job j;
     j.name = res.name;
     j.wu = wu;
-    double peak = x.gpu ? x.gpu_flops : x.cpu_flops;
     double eff = x.efficiency;
     if (is(x, "slow_multithread"))
       eff /= x.pop->factor; // its threads mostly wait
-    j.busy = t.est * t.factor / (peak * eff);
+    j.busy = t.est * t.factor / (x.peak() * eff);
     j.elapsed = j.busy * (is(x, "inflate_elapsed") ? x.pop->factor : 1);
     j.cpu = is(x, "slow_multithread") ? j.elapsed / x.pop->factor : j.elapsed;
     if (is(x, "cherry_picker")) {
@@ -489,44 +349,28 @@ struct credited_job {
 
 lab_result run_credit_lab(const lab_scenario& s, const std::filesystem::path& data_dir) {
   auto wall0 = std::chrono::steady_clock::now();
-  lab_run run{s, data_dir};
-  using item = std::pair<time_us, std::size_t>;
-  std::priority_queue<item, std::vector<item>, std::greater<>> queue;
-  auto start = run.h.now();
-  for (std::size_t i = 0; i < run.hosts.size(); ++i)
-    queue.push({start + static_cast<time_us>(i) * us_per_second, i});
-  auto limit = start + seconds_to_us(s.max_days * 86400);
-  while (!queue.empty()) {
-    auto [t, i] = queue.top();
-    queue.pop();
-    if (t > limit)
-      break;
-    if (t > run.h.now())
-      run.h.advance(t - run.h.now());
-    if (auto next = run.step(i))
-      queue.push({*next, i});
-  }
+  credit_run run{s, data_dir};
   lab_result r;
+  r.virtual_days = run.run_hosts(run.hosts.size(), s.max_days,
+                                 [&](std::size_t i) { return run.step(i); });
   r.scenario = s.file;
   r.seed = s.seed;
   r.hosts = static_cast<int>(run.hosts.size());
   r.rpcs = run.rpcs;
-  r.virtual_days = us_to_seconds(run.h.now() - start) / 86400;
 
   // Every figure comes from the validations in the log.
   std::map<std::pair<std::size_t, id_type>, std::size_t> host_index;
   for (std::size_t i = 0; i < run.hosts.size(); ++i)
     host_index[{run.hosts[i].project, run.hosts[i].id}] = i;
   std::vector<std::vector<credited_job>> jobs(run.hosts.size());
-  run.h.run();
-  auto err = run.h.store().scan(1, run.h.store().last_seq(), [&](const storage::event_record& rec) {
+  run.scan_log(1, [&](const storage::event_record& rec) {
     if (rec.kind != ev::workunit_validated::kind)
       return true;
     auto e = from_record(rec);
     if (!e)
       return true;
     const auto& v = std::get<ev::workunit_validated>(e->data);
-    auto& truth = run.truth.at(e->project);
+    const auto& truth = run.books.at(e->project).truth;
     auto t = truth.find(v.wu);
     for (std::size_t k = 0; k < v.verdicts.size() && k < v.credit.size(); ++k) {
       const auto& d = v.verdicts[k];
@@ -544,8 +388,6 @@ lab_result run_credit_lab(const lab_scenario& s, const std::filesystem::path& da
     }
     return true;
   });
-  if (err)
-    throw std::runtime_error("lab: reading the log failed: " + caf::to_string(err));
 
   auto skip = static_cast<std::size_t>(s.skip_jobs);
   for (std::size_t p = 0; p < s.projects.size(); ++p) {
@@ -592,7 +434,7 @@ lab_result run_credit_lab(const lab_scenario& s, const std::filesystem::path& da
       d.device = name;
       d.hosts = device_counts[name].first;
       d.jobs = device_counts[name].second;
-      d.credit_per_tflop = cw.second > 0 ? cw.first / cw.second * 1e12 : 0;
+      d.credit_per_tflop = credit_per_tflop(cw.first, cw.second);
       r.devices.push_back(d);
     }
     if (by_device.count("CPU") && by_device.count("GPU") && by_device["CPU"].second > 0
@@ -700,37 +542,21 @@ std::string format_table(const lab_result& r) {
 }
 
 void add_credit_command(CLI::App& app) {
-  auto cmd = app.add_subcommand(
+  lab_command_text text{
     "credit",
     "Run a credit-lab scenario: emulated hosts (honest CPU and GPU hosts, adversaries) "
     "through the real project, host and app-version actors in virtual time; prints device "
     "neutrality, project neutrality, adversaries' granted/deserved credit and how fast host "
-    "scales settle (see docs/credit.md)");
-  auto file = std::make_shared<std::string>();
-  auto seed = std::make_shared<std::optional<std::uint64_t>>();
-  auto keep = std::make_shared<std::string>();
-  cmd->add_option("SCENARIO", *file, "Scenario YAML file (tools/sim/scenarios/credit-*.yaml)")
-    ->required();
-  cmd->add_option_function<std::uint64_t>(
-    "--seed", [seed](std::uint64_t x) { *seed = x; }, "Override the scenario's random seed");
-  cmd->add_option("--data-dir", *keep,
-                  "Run in this (new) data directory and keep it, so that `cobble log tail` and "
-                  "`cobble log replay` can show every credit decision");
-  cmd->callback([file, seed, keep] {
-    try {
-      auto s = load_lab_scenario(*file);
-      if (*seed)
-        s.seed = **seed;
-      if (!keep->empty() && std::filesystem::exists(*keep) && !std::filesystem::is_empty(*keep))
-        throw std::runtime_error("--data-dir " + *keep + " exists and is not empty");
-      std::cout << format_table(run_credit_lab(s, *keep));
-    } catch (const scenario_error& e) {
-      std::cerr << "cobble-sim credit: " << e.what() << "\n";
-      throw CLI::RuntimeError(2);
-    } catch (const std::exception& e) {
-      std::cerr << "cobble-sim credit: " << e.what() << "\n";
-      throw CLI::RuntimeError(1);
-    }
+    "scales settle (see docs/credit.md)",
+    "Scenario YAML file (tools/sim/scenarios/credit-*.yaml)",
+    "Run in this (new) data directory and keep it, so that `cobble log tail` and "
+    "`cobble log replay` can show every credit decision"};
+  add_lab_command(app, text, {}, [](const std::string& file, std::optional<std::uint64_t> seed) {
+    auto s = load_lab_scenario(file);
+    if (seed)
+      s.seed = *seed;
+    return lab_runner{
+      [s](const std::filesystem::path& dir) { return format_table(run_credit_lab(s, dir)); }};
   });
 }
 

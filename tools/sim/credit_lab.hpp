@@ -8,7 +8,7 @@
 /// Every figure is computed from the event log the run leaves (workunit_validated events).
 
 #include "config/config.hpp"
-#include "tools/sim/lab_yaml.hpp"
+#include "tools/sim/lab.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -40,17 +40,8 @@ struct lab_project {
 };
 
 /// A group of emulated hosts attached to one project.
-struct lab_population {
-  std::string name;
+struct lab_population : host_population {
   std::string project;
-  int count = 1;
-  std::string device = "cpu"; ///< cpu | gpu (one NVIDIA GPU; it asks only for GPU work)
-  double cpu_flops_min = 2e9; ///< CPU benchmark (p_fpops), uniform in [min, max].
-  double cpu_flops_max = 4e9;
-  double gpu_factor_min = 10; ///< GPU peak = CPU benchmark × factor, log-uniform.
-  double gpu_factor_max = 100;
-  double efficiency_min = 0; ///< Actual/peak FLOPS, uniform; 0: the device's default
-  double efficiency_max = 0; ///< (CPU 0.35-0.65, GPU 0.05-0.15).
   /// "" (honest), inflate_elapsed, inflate_benchmark, huge_pfc, cherry_picker,
   /// slow_multithread.
   std::string adversary;
@@ -111,13 +102,7 @@ struct project_figure {
 };
 
 /// A run's figures.
-struct lab_result {
-  std::string scenario;
-  std::uint64_t seed = 0;
-  int hosts = 0;
-  std::uint64_t rpcs = 0;
-  std::uint64_t validated = 0; ///< Validated results.
-  double virtual_days = 0;
+struct lab_result : lab_totals {
   double wall_seconds = 0;
   std::vector<project_figure> projects;
   std::vector<device_figure> devices;
