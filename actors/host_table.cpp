@@ -3,6 +3,7 @@
 #include "storage/codec.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <stdexcept>
 #include <utility>
 #include <vector>
@@ -97,10 +98,12 @@ void host_table::passivate_one(std::unordered_map<id_type, live_host>::iterator 
 }
 
 std::size_t host_table::passivate(time_us now, const passivation_policy& policy) {
+  auto budget = policy.max_per_call > 0 ? policy.max_per_call
+                                        : std::numeric_limits<std::size_t>::max();
   std::size_t n = 0;
   if (policy.idle_after > 0) {
     auto cutoff = now - policy.idle_after;
-    for (auto i = live_.begin(); i != live_.end();) {
+    for (auto i = live_.begin(); i != live_.end() && n < budget;) {
       auto next = std::next(i);
       if (i->second.used <= cutoff) {
         passivate_one(i);
@@ -109,14 +112,14 @@ std::size_t host_table::passivate(time_us now, const passivation_policy& policy)
       i = next;
     }
   }
-  if (policy.max_live > 0 && live_.size() > policy.max_live) {
+  if (policy.max_live > 0 && live_.size() > policy.max_live && n < budget) {
     // The least recently used go first; ties by id, so the choice does not depend on the
     // hash map's order.
     std::vector<std::pair<time_us, id_type>> by_use;
     by_use.reserve(live_.size());
     for (const auto& [id, h] : live_)
       by_use.emplace_back(h.used, id);
-    auto excess = live_.size() - policy.max_live;
+    auto excess = std::min(live_.size() - policy.max_live, budget - n);
     std::nth_element(by_use.begin(), by_use.begin() + static_cast<std::ptrdiff_t>(excess - 1),
                      by_use.end());
     for (std::size_t k = 0; k < excess; ++k) {

@@ -8,7 +8,7 @@
 /// compact string and the decoded state is freed. The next use (an RPC, a verdict, a timeout,
 /// a view) decodes it again: identical, since the codec writes every field bit for bit. So
 /// the decoded states in memory are bounded by the hosts in use, not by every host that ever
-/// called; passivated hosts cost their encoding (a few hundred bytes, about a third of a
+/// called; passivated hosts cost their encoding (a few hundred bytes, about half of a
 /// decoded state).
 ///
 /// Passivation is invisible to the event log, to replay and to snapshots: it changes where a
@@ -31,6 +31,9 @@ struct passivation_policy {
   time_us idle_after = 0;
   /// Live hosts kept at most: beyond it the least recently used are passivated; 0: no cap.
   std::size_t max_live = 0;
+  /// Hosts passivated by one call at most, so that one sweep never holds the project long
+  /// (after a restart every host may be idle); the rest go on later calls. 0: no cap.
+  std::size_t max_per_call = 0;
 };
 
 /// What a host table holds, for /metrics.
@@ -65,8 +68,8 @@ public:
   std::unordered_map<id_type, host_state> all() const;
 
   /// Passivates the live hosts not used since `now - idle_after`, then the least recently
-  /// used beyond `max_live`. Invalidates references from `find` and `add`. Returns how many
-  /// were passivated.
+  /// used beyond `max_live`, at most `max_per_call` in all. Invalidates references from
+  /// `find` and `add`. Returns how many were passivated.
   std::size_t passivate(time_us now, const passivation_policy& policy);
 
   /// Hosts held, live and passivated.

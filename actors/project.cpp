@@ -66,8 +66,6 @@ void start(project_ptr self, project_init in) {
       hand_over_files(self, id, st.config.file_grace_period - us_to_seconds(now - since));
     }
   st.next_sequence_check = now + seconds_to_us(std::max(st.config.sequence_check_interval, 0.01));
-  // Hosts idle since before the restart need not be decoded until they call again.
-  passivate_idle_hosts(self);
   schedule_tick(self);
   schedule_normalization(self);
 }

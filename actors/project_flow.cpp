@@ -148,11 +148,22 @@ std::vector<event> sweep_deadlines(project_ptr self) {
 
 // -- hosts in memory ----------------------------------------------------------------------
 
+namespace {
+
+/// Hosts one sweep passivates at most: about 40 ms of encoding (printed by
+/// tests/actors/host_table_test.cpp), so that a sweep after a
+/// restart (when every host may be idle) does not hold the project's RPCs for seconds; a
+/// million idle hosts are passivated over the next few minutes.
+constexpr std::size_t hosts_passivated_per_sweep = 20'000;
+
+} // namespace
+
 void passivate_idle_hosts(project_ptr self) {
   auto& st = self->state;
   auto now = st.clk->now();
   passivation_policy policy{seconds_to_us(std::max(st.config.passivate_hosts_after, 0.0)),
-                            static_cast<std::size_t>(std::max(st.config.max_live_hosts, 0))};
+                            static_cast<std::size_t>(std::max(st.config.max_live_hosts, 0)),
+                            hosts_passivated_per_sweep};
   if (auto n = st.hosts.passivate(now, policy); n > 0)
     spdlog::debug("project {}: {} idle hosts passivated", st.config.name, n);
   // A work-request time older than the interval no longer holds anything back.
