@@ -38,18 +38,18 @@ std::optional<host_state> decode_passivated(std::string_view blob) {
   return s;
 }
 
-host_table::host_table(std::unordered_map<id_type, host_state> states) {
-  live_.reserve(states.size());
-  for (auto& [id, s] : states) {
-    auto used = s.last_rpc;
-    live_.emplace(id, live_host{std::move(s), used});
-  }
+host_table::host_table(std::unordered_map<id_type, host_state> states) : live_(std::move(states)) {}
+
+time_us host_table::used(id_type id, const host_state& s) const {
+  auto u = used_.find(id);
+  return u != used_.end() ? u->second : s.last_rpc;
 }
 
 host_state* host_table::find(id_type id, time_us now) {
   if (auto i = live_.find(id); i != live_.end()) {
-    i->second.used = std::max(i->second.used, now);
-    return &i->second.state;
+    auto& u = used_[id];
+    u = std::max(u, now);
+    return &i->second;
   }
   auto p = passive_.find(id);
   if (p == passive_.end())
@@ -61,18 +61,20 @@ host_state* host_table::find(id_type id, time_us now) {
   passive_bytes_ -= passive_cost(p->second);
   passive_.erase(p);
   ++activations_;
-  return &live_.emplace(id, live_host{std::move(*s), now}).first->second.state;
+  used_[id] = now;
+  return &live_.emplace(id, std::move(*s)).first->second;
 }
 
 host_state& host_table::add(id_type id, time_us now) {
   if (auto* s = find(id, now))
     return *s;
-  return live_.emplace(id, live_host{host_state{}, now}).first->second.state;
+  used_[id] = now;
+  return live_.emplace(id, host_state{}).first->second;
 }
 
 std::optional<host_state> host_table::copy_of(id_type id) const {
   if (auto i = live_.find(id); i != live_.end())
-    return i->second.state;
+    return i->second;
   if (auto p = passive_.find(id); p != passive_.end())
     return decode_passivated(p->second);
   return std::nullopt;
@@ -81,18 +83,19 @@ std::optional<host_state> host_table::copy_of(id_type id) const {
 std::unordered_map<id_type, host_state> host_table::all() const {
   std::unordered_map<id_type, host_state> out;
   out.reserve(size());
-  for (const auto& [id, h] : live_)
-    out.emplace(id, h.state);
+  for (const auto& [id, s] : live_)
+    out.emplace(id, s);
   for (const auto& [id, blob] : passive_)
     if (auto s = decode_passivated(blob))
       out.emplace(id, std::move(*s));
   return out;
 }
 
-void host_table::passivate_one(std::unordered_map<id_type, live_host>::iterator it) {
-  auto blob = encode_passivated(it->second.state);
+void host_table::passivate_one(std::unordered_map<id_type, host_state>::iterator it) {
+  auto blob = encode_passivated(it->second);
   passive_bytes_ += passive_cost(blob);
   passive_.insert_or_assign(it->first, std::move(blob));
+  used_.erase(it->first);
   live_.erase(it);
   ++passivations_;
 }
@@ -105,7 +108,7 @@ std::size_t host_table::passivate(time_us now, const passivation_policy& policy)
     auto cutoff = now - policy.idle_after;
     for (auto i = live_.begin(); i != live_.end() && n < budget;) {
       auto next = std::next(i);
-      if (i->second.used <= cutoff) {
+      if (used(i->first, i->second) <= cutoff) {
         passivate_one(i);
         ++n;
       }
@@ -117,8 +120,8 @@ std::size_t host_table::passivate(time_us now, const passivation_policy& policy)
     // hash map's order.
     std::vector<std::pair<time_us, id_type>> by_use;
     by_use.reserve(live_.size());
-    for (const auto& [id, h] : live_)
-      by_use.emplace_back(h.used, id);
+    for (const auto& [id, s] : live_)
+      by_use.emplace_back(used(id, s), id);
     auto excess = std::min(live_.size() - policy.max_live, budget - n);
     std::nth_element(by_use.begin(), by_use.begin() + static_cast<std::ptrdiff_t>(excess - 1),
                      by_use.end());

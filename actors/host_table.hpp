@@ -50,7 +50,9 @@ class host_table {
 public:
   host_table() = default;
 
-  /// Takes over recovered states, all live, each last used at its host's last RPC.
+  /// Takes over recovered states (the map itself, not a copy: at a million hosts a second
+  /// map would double the recovered states' memory for a moment), all live, each last used
+  /// at its host's last RPC.
   explicit host_table(std::unordered_map<id_type, host_state> states);
 
   /// The state of host `id`, activated if it was passivated, marked used at `now`; null for
@@ -81,22 +83,28 @@ public:
   /// Calls `f(id, state)` for at most `n` live hosts (for sampling their memory).
   template <class F>
   void sample_live(std::size_t n, F f) const {
-    for (const auto& [id, h] : live_) {
+    for (const auto& [id, s] : live_) {
       if (n-- == 0)
         return;
-      f(id, h.state);
+      f(id, s);
     }
   }
 
+  /// Bytes a live host costs besides its state: its hash-map node and bucket, and its entry
+  /// in the last-use map.
+  static constexpr std::size_t live_entry_bytes = 2 * (2 * sizeof(void*) + sizeof(id_type))
+                                                  + sizeof(time_us);
+
 private:
-  struct live_host {
-    host_state state;
-    time_us used = 0;
-  };
+  /// When a live host was last used: from `used_`, else (not used since the start) its last
+  /// RPC.
+  time_us used(id_type id, const host_state& s) const;
 
-  void passivate_one(std::unordered_map<id_type, live_host>::iterator it);
+  void passivate_one(std::unordered_map<id_type, host_state>::iterator it);
 
-  std::unordered_map<id_type, live_host> live_;
+  std::unordered_map<id_type, host_state> live_;
+  /// The last use of live hosts used since the start (or since they were activated).
+  std::unordered_map<id_type, time_us> used_;
   std::unordered_map<id_type, std::string> passive_;
   std::size_t passive_bytes_ = 0;
   std::uint64_t passivations_ = 0;

@@ -79,10 +79,9 @@ project_gauges gauges_of(const project_state& ps, const host_table& hosts, std::
   g.host_activations = t.activations;
   g.workunits = ps.workunits.size();
   g.active_workunits = ps.active_workunits;
-  // Per live host besides its state: a hash-map node (next pointer, key, last use) and a
-  // bucket pointer. Per host: its registration's std::map node (three pointers and the
-  // colour).
-  constexpr std::size_t per_live = 2 * sizeof(void*) + sizeof(id_type) + sizeof(time_us);
+  // Per live host besides its state: its table entries (host_table::live_entry_bytes). Per
+  // host: its registration's std::map node (three pointers and the colour).
+  constexpr std::size_t per_live = host_table::live_entry_bytes;
   constexpr std::size_t per_host = 4 * sizeof(void*) + sizeof(std::pair<const id_type, host_reg>);
   std::size_t measured = 0;
   hosts.sample_live(sample, [&](id_type, const host_state& s) {
