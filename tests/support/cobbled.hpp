@@ -44,9 +44,12 @@ struct server {
   std::string token;
 
   std::vector<std::string> extra; ///< More arguments for cobbled (e.g. --config FILE).
+  /// More environment for cobbled (e.g. ASAN_OPTIONS for a memory measurement).
+  std::vector<std::pair<std::string, std::string>> env;
 
-  explicit server(fs::path dir, std::vector<std::string> more = {})
-    : data(std::move(dir)), extra(std::move(more)) {
+  explicit server(fs::path dir, std::vector<std::string> more = {},
+                  std::vector<std::pair<std::string, std::string>> environment = {})
+    : data(std::move(dir)), extra(std::move(more)), env(std::move(environment)) {
     start();
   }
 
@@ -61,7 +64,9 @@ struct server {
                                   "--log-level",
                                   "warn"};
     args.insert(args.end(), extra.begin(), extra.end());
-    proc = std::make_unique<child_process>(std::move(args));
+    spawn_options options;
+    options.set_env = env;
+    proc = std::make_unique<child_process>(std::move(args), options);
     auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
     INFO("cobbled output so far: " << join(proc->lines()));
     REQUIRE(listening);
