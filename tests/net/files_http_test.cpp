@@ -401,9 +401,9 @@ TEST_CASE("uploads stream to disk: judged by their header, kept when cut, never 
     CHECK(status_of(r.body) == 0);
     const auto peak_after = resident_bytes(s.proc->pid(), "VmHWM:");
     INFO("peak resident before " << peak_before << " after " << peak_after);
-    // Held whole once, the peak would grow by the body (48 MiB); on main it grew by twice
-    // that. Streamed, it grows by a few pieces: about 5 MiB in a plain build, 30 MiB under
-    // ASan (its allocator's size classes and shadow memory).
+    // Held whole once, the peak would grow by the body (48 MiB); before uploads streamed it
+    // grew by twice that. Streamed, it grows by a few pieces (30 MiB under ASan, with its
+    // allocator's size classes and shadow memory).
     CHECK(peak_after < peak_before + content.size());
     CHECK(read_file(s.data / "projects/demo/upload" / out.name) == content);
   }
