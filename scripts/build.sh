@@ -17,8 +17,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/build-dir.sh
 jobs="${COBBLE_JOBS:-2}"
-sanitize="${COBBLE_SANITIZE:-}"
-[ "$sanitize" = none ] && sanitize=""
 args=(-DCOBBLE_WERROR="${COBBLE_WERROR:-OFF}" -DCOBBLE_SANITIZE="$sanitize")
 if [ -n "$sanitize" ]; then
   # Clang: with ASan+UBSan it compiles in half the time GCC takes (project.cpp: 61 s
