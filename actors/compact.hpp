@@ -82,6 +82,10 @@ public:
     set(x);
     return *this;
   }
+  boxed& operator=(T&& x) {
+    set(std::move(x));
+    return *this;
+  }
 
   /// The value (`T{}` when empty).
   const T& get() const { return p_ ? *p_ : empty_value(); }
@@ -100,17 +104,18 @@ public:
   void codec_get(Decoder& d) {
     T x{};
     d.get(x);
-    set(x);
+    set(std::move(x));
   }
 
 private:
-  void set(const T& x) {
+  template <class U>
+  void set(U&& x) {
     if (x == empty_value())
       p_.reset();
     else if (p_)
-      *p_ = x;
+      *p_ = std::forward<U>(x);
     else
-      p_ = std::make_unique<T>(x);
+      p_ = std::make_unique<T>(std::forward<U>(x));
   }
   static const T& empty_value() {
     static const T e{};

@@ -51,7 +51,7 @@ project_logic::output_received(const std::string& name, id_type host, std::uint6
                                                    + std::to_string(out->max_nbytes) + " bytes");
   file_rec file{name, static_cast<double>(nbytes), md5};
   std::vector<event> events;
-  const auto& arrived = state.result(out->result)->arrived;
+  const auto& arrived = *state.result(out->result)->arrived;
   if (out->index < arrived.size() && arrived[out->index] == file)
     return events; // the same content again: already recorded
   emit(events, ev::output_received{out->result, out->host, out->index, std::move(file)}, now);
@@ -102,7 +102,7 @@ project_logic::files_of(id_type wu_id, double delete_after_seconds, double quiet
     out.keep = wu->sequence->released == 0;
     if (out.keep && out.assimilated && wu->canonical && app && *wu->canonical < wu->results.size())
       for (auto& f : state_files_of(wu->results[*wu->canonical].report->outputs,
-                                    wu->results[*wu->canonical].arrived,
+                                    *wu->results[*wu->canonical].arrived,
                                     state.result_name({wu_id, *wu->canonical}), app->output_names))
         out.state_files.emplace_back(f.output, f.staged);
     if (!out.keep)

@@ -464,15 +464,17 @@ void apply(project_state& s, const event& e) {
           r->outcome = x.report.success ? result_outcome::success : result_outcome::client_error;
           r->received = e.time;
           r->report = x.report;
-          r->host_pfc = x.host_pfc;
           r->probation = x.probation;
-          r->scale_time = x.scale_time;
+          r->scale = reported_scale{x.host_pfc, x.scale_time};
           ++s.counters.results_reported;
         }
       },
       [&](const ev::output_received& x) {
-        if (auto r = find_result(s, x.result); r && r->host == x.host)
-          set_received(r->arrived, x.index, x.file);
+        if (auto r = find_result(s, x.result); r && r->host == x.host) {
+          auto arrived = *r->arrived;
+          set_received(arrived, x.index, x.file);
+          r->arrived = std::move(arrived);
+        }
       },
       [&](const ev::result_timed_out& x) {
         if (auto r = find_result(s, x.result); r && r->state == result_state::in_progress) {
@@ -530,7 +532,7 @@ void apply(project_state& s, const event& e) {
         if (wu.sequence && wu.sequence->kind == seq_element_kind::state && app
             && x.canonical < wu.results.size() && wu.sequence->staged.empty()) {
           const auto& canonical = wu.results[x.canonical];
-          auto files = state_files_of(canonical.report->outputs, canonical.arrived,
+          auto files = state_files_of(canonical.report->outputs, *canonical.arrived,
                                       wu.name + "_" + std::to_string(x.canonical),
                                       app->output_names);
           for (const auto& f : files)

@@ -46,8 +46,18 @@ const char* to_string(result_outcome x);
 const char* to_string(validate_state x);
 const char* to_string(wu_state x);
 
+/// What the host knew of its scale for the result's version when it reported
+/// (result_reported): what the validator needs to compute Scale(H).
+struct reported_scale {
+  average_var host_pfc{}; ///< PFCmean(H,V).
+  time_us scale_time = 0; ///< host_scale_time(H,V).
+  friend bool operator==(const reported_scale&, const reported_scale&) = default;
+};
+
 /// One replica of a workunit. Compact (issue #8): the app version is echoed through shared
-/// strings, and the report and credit live on the heap only once they exist.
+/// strings, and what exists only once the result was sent back (its report, scale, outputs
+/// and credit) lives on the heap, so a queued result takes at most 128 bytes and two of them (a
+/// workunit's usual replication) fit one 256-byte allocation.
 struct result_rec {
   result_state state = result_state::unsent;
   result_outcome outcome = result_outcome::none;
@@ -58,21 +68,26 @@ struct result_rec {
   time_us deadline = 0;
   time_us received = 0;
   version_echo version;
-  boxed<report_rec> report;   ///< Read as `report->x`; empty (all zero) until reported.
-  double peak_flops = 0;      ///< peak_flops(J) at dispatch.
-  average_var host_pfc{};     ///< PFCmean(H,V) the host reported with the result.
-  time_us scale_time = 0;     ///< Its host_scale_time then.
-  boxed<credit_rec> credit{}; ///< Claimed and granted credit, once validated (`credit->x`).
+  boxed<report_rec> report;     ///< Read as `report->x`; empty (all zero) until reported.
+  double peak_flops = 0;        ///< peak_flops(J) at dispatch.
+  boxed<reported_scale> scale;  ///< Read as `scale->x`; set with the report.
+  boxed<credit_rec> credit{};   ///< Claimed and granted credit, once validated (`credit->x`).
   /// The server's digests of the outputs that finished uploading (output_received), by
   /// output index; an entry with an empty name has not arrived. What the validator compares.
-  std::vector<file_rec> arrived{};
+  boxed<std::vector<file_rec>> arrived{};
   friend bool operator==(const result_rec&, const result_rec&) = default;
 };
+static_assert(sizeof(result_rec) <= 128, "two results per workunit must fit 256 bytes");
 
+/// Encodes the scale's two fields where they were before they moved into a box (snapshot
+/// format unchanged).
 template <class F>
 void inspect_fields(F& f, result_rec& x) {
+  auto scale = *x.scale;
   f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version, x.report,
-    x.peak_flops, x.host_pfc, x.probation, x.scale_time, x.credit, x.arrived);
+    x.peak_flops, scale.host_pfc, x.probation, scale.scale_time, x.credit, x.arrived);
+  if constexpr (requires { f.r; }) // decoding
+    x.scale = std::move(scale);
 }
 
 /// What a workunit of a work sequence knows of its place in it.

@@ -17,7 +17,7 @@ namespace detail {
 /// client reported); nullopt while one has not arrived.
 std::optional<std::string>
 signature(const workunit_rec& wu, const app_rec* app, const result_rec& r) {
-  return received_signature(r.arrived, declared_outputs(wu, app));
+  return received_signature(*r.arrived, declared_outputs(wu, app));
 }
 
 verdict make_verdict(const result_rec& r, std::uint32_t index, bool valid) {
@@ -43,9 +43,9 @@ credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_
     in.version_pfc = v->second.pfc;
     in.version_scale = v->second.scale;
   }
-  in.host_pfc = r.host_pfc;
+  in.host_pfc = r.scale->host_pfc;
   // Cherry-picking protection: not before host_scale_time, and not while on probation.
-  in.probation = app != nullptr && app->host_scale_check && (r.probation || now < r.scale_time);
+  in.probation = app != nullptr && app->host_scale_check && (r.probation || now < r.scale->scale_time);
   return claim_credit(in, wu.params->rsc_fpops_est, wu.params->rsc_fpops_bound,
                       min_avg_pfc_of(st, wu.app), st.credit);
 }

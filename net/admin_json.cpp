@@ -394,7 +394,7 @@ json result_json(const workunit_rec& wu, std::uint32_t index, const std::string&
               {"success", reported ? json(r.report->success) : json(nullptr)},
               {"flags", flags_json(r.report->flags)},
               {"outputs", files_json(r.report->outputs)},
-              {"received_outputs", files_json(r.arrived)},
+              {"received_outputs", files_json(*r.arrived)},
               {"credit", credit_json(r)}};
   if (r.sent != 0)
     out["app_version"] = {{"id", r.version.app_version_id},

@@ -351,8 +351,14 @@ int program_main(int argc, char** argv) {
   node_opts.files = file_store;
   node_opts.port = rpc_port;
   node_opts.disk = disk;
+  // Creating the secret (two fsyncs, on a first start) is not recovery: its time is left out
+  // of the figure printed below.
+  std::chrono::steady_clock::duration secret_time{};
   node_opts.before_start = [&](const cobble::world& w) {
-    return upload_secret(data / "upload_secret", w, upload_key);
+    auto t0 = std::chrono::steady_clock::now();
+    auto err = upload_secret(data / "upload_secret", w, upload_key);
+    secret_time = std::chrono::steady_clock::now() - t0;
+    return err;
   };
   auto node = [&] {
     // Recovery builds the whole state on this thread; another faults its heap in meanwhile.
@@ -365,7 +371,8 @@ int program_main(int argc, char** argv) {
               << "`)\n";
     return 1;
   }
-  auto recovery = std::chrono::duration<double>(std::chrono::steady_clock::now() - started);
+  auto recovery =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started - secret_time);
   auto files = std::make_shared<cobble::net::file_service>(file_store, upload_key);
 
   auto ctx = std::make_shared<cobble::net::edge_context>();

@@ -581,7 +581,7 @@ TEST_CASE_METHOD(two_hosts_fixture, "replicas that upload equal bytes are valida
   CHECK(w->wu.state == wu_state::assimilated);
   for (std::size_t i = 0; i < 2; ++i) {
     CHECK(w->wu.results[i].validation == validate_state::valid);
-    CHECK(w->wu.results[i].arrived.at(0).md5 == invented);
+    CHECK(w->wu.results[i].arrived->at(0).md5 == invented);
     CHECK(host_credit(i) > 0);
   }
   CHECK(user_credit() > 0);
@@ -596,7 +596,7 @@ TEST_CASE_METHOD(two_hosts_fixture, "an upload is recorded only for the host hol
   CHECK(is(ask_error<bool>(project, atom::upload_v, results[0] + "_7", hosts[0], std::uint64_t{64},
                            invented),
            ec::unknown_workunit));
-  CHECK(workunit("wu")->wu.results[0].arrived.empty());
+  CHECK(workunit("wu")->wu.results[0].arrived->empty());
   // The same digest twice is one event.
   auto before = store().last_seq();
   upload(0, invented);
