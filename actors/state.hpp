@@ -68,10 +68,10 @@ struct result_rec {
   time_us deadline = 0;
   time_us received = 0;
   version_echo version;
-  boxed<report_rec> report;     ///< Read as `report->x`; empty (all zero) until reported.
-  double peak_flops = 0;        ///< peak_flops(J) at dispatch.
-  boxed<reported_scale> scale;  ///< Read as `scale->x`; set with the report.
-  boxed<credit_rec> credit{};   ///< Claimed and granted credit, once validated (`credit->x`).
+  boxed<report_rec> report;    ///< Read as `report->x`; empty (all zero) until reported.
+  double peak_flops = 0;       ///< peak_flops(J) at dispatch.
+  boxed<reported_scale> scale; ///< Read as `scale->x`; set with the report.
+  boxed<credit_rec> credit{};  ///< Claimed and granted credit, once validated (`credit->x`).
   /// The server's digests of the outputs that finished uploading (output_received), by
   /// output index; an entry with an empty name has not arrived. What the validator compares.
   boxed<std::vector<file_rec>> arrived{};

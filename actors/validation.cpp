@@ -45,7 +45,8 @@ credit_rec claim_of(const project_state& st, const app_rec* app, const workunit_
   }
   in.host_pfc = r.scale->host_pfc;
   // Cherry-picking protection: not before host_scale_time, and not while on probation.
-  in.probation = app != nullptr && app->host_scale_check && (r.probation || now < r.scale->scale_time);
+  in.probation = app != nullptr && app->host_scale_check
+                 && (r.probation || now < r.scale->scale_time);
   return claim_credit(in, wu.params->rsc_fpops_est, wu.params->rsc_fpops_bound,
                       min_avg_pfc_of(st, wu.app), st.credit);
 }

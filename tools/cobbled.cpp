@@ -371,8 +371,8 @@ int program_main(int argc, char** argv) {
               << "`)\n";
     return 1;
   }
-  auto recovery =
-    std::chrono::duration<double>(std::chrono::steady_clock::now() - started - secret_time);
+  auto recovery = std::chrono::duration<double>(std::chrono::steady_clock::now() - started
+                                                - secret_time);
   auto files = std::make_shared<cobble::net::file_service>(file_store, upload_key);
 
   auto ctx = std::make_shared<cobble::net::edge_context>();
