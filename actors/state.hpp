@@ -87,7 +87,7 @@ void inspect_fields(F& f, result_rec& x) {
   f(x.state, x.outcome, x.validation, x.host, x.sent, x.deadline, x.received, x.version, x.report,
     x.peak_flops, scale.host_pfc, x.probation, scale.scale_time, x.credit, x.arrived);
   if constexpr (requires { f.r; }) // decoding
-    x.scale = std::move(scale);
+    x.scale = scale;
 }
 
 /// What a workunit of a work sequence knows of its place in it.
