@@ -658,6 +658,35 @@ TEST_CASE("compact result fields read as plain values and compare by value", "[s
   CHECK(storage::encode(a.version) == plain);
 }
 
+TEST_CASE("a result's boxed scale and outputs encode where the plain fields were", "[state]") {
+  // Snapshots written before the report's scale and the received outputs moved into boxes
+  // must read the same: the bytes are those of the plain members, in their old order.
+  result_rec r;
+  r.state = result_state::over;
+  r.host = 7;
+  r.report = ok_report(5);
+  r.peak_flops = 3e9;
+  r.probation = false;
+  r.scale = reported_scale{average_var{4, 2.5}, 1234};
+  r.arrived = std::vector<file_rec>{{"out_0", 10, "abc"}};
+  std::string plain;
+  storage::writer wr{plain};
+  storage::encoder enc{wr};
+  enc(r.state, r.outcome, r.validation, r.host, r.sent, r.deadline, r.received, r.version,
+      *r.report, r.peak_flops, average_var{4, 2.5}, r.probation, time_us{1234}, *r.credit,
+      std::vector<file_rec>{{"out_0", 10, "abc"}});
+  CHECK(storage::encode(r) == plain);
+  result_rec back;
+  REQUIRE(storage::decode(plain, back));
+  CHECK(back == r);
+  CHECK(back.scale->host_pfc.avg == 2.5);
+  CHECK(back.scale->scale_time == 1234);
+  CHECK(back.arrived->at(0).md5 == "abc");
+  // A queued result keeps none of them on the heap.
+  CHECK_FALSE(result_rec{}.scale.has_value());
+  CHECK_FALSE(result_rec{}.arrived.has_value());
+}
+
 // -- snapshots ----------------------------------------------------------------
 
 TEST_CASE("snapshots round-trip and rebuild the derived indices", "[state][snapshot]") {
