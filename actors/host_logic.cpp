@@ -258,7 +258,9 @@ job_request host_logic::job_request_for(const sched_request& req, const host_inf
   for (const auto& [id, hav] : state_.app_versions)
     if (hav.elapsed_n > 0)
       jr.avg_elapsed[id] = hav.elapsed_sum / static_cast<double>(hav.elapsed_n);
-  jr.anonymous = req.platform_name == "anonymous" || !req.app_versions.empty();
+  // Only the platform says so: 7.x clients list the versions they hold in every request,
+  // anonymous or not (so that <other_results> can name one by index).
+  jr.anonymous = req.platform_name == "anonymous";
   jr.offered = req.app_versions;
   jr.platform = req.platform_name;
   for (const auto& [id, hav] : state_.app_versions)

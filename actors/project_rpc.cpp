@@ -99,6 +99,7 @@ std::shared_ptr<sched_reply> begin_reply(project_ptr self, const admitted& who, 
   const auto& user = ps.users.at(who.user);
   reply->user_name = user.name;
   reply->userid = user.id;
+  reply->team_name = user.team;
   auto half_life = ps.credit.credit_half_life;
   reply->user_total_credit = user.credit.total;
   reply->user_expavg_credit = user.credit.expavg_at(now, half_life);

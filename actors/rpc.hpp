@@ -34,12 +34,23 @@ struct resource_request {
   bool wants_work() const { return req_secs > 0 || req_instances > 0; }
 };
 
-/// One coprocessor block (`<coproc_cuda>`, `<coproc_ati>`, `<coproc_intel_gpu>`).
+/// One coprocessor block (`<coproc_cuda>`, `<coproc_ati>`, `<coproc_intel_gpu>`). The
+/// figures after `request` are what plan classes test; 0 or false when the client did not
+/// say (a plan class then leaves that test out, as BOINC's does).
 struct coproc_description {
   resource_type type = resource_type::nvidia;
   int count = 0;
   double peak_flops = 0;
   resource_request request;
+  double available_ram = 0; ///< Bytes free on one device (`<available_ram>`).
+  double total_ram = 0;     ///< Bytes on one device (`<totalGlobalMem>`; AMD: `<localRAM>` MB).
+  /// NVIDIA: `<drvVersion>` (e.g. 53523 for 535.23); AMD: the `<CALVersion>` a.b.c as
+  /// a × 1000000 + b × 10000 + c, as BOINC's plan classes compare them.
+  int driver_version = 0;
+  int cuda_version = 0; ///< NVIDIA `<cudaVersion>` (e.g. 12020 for 12.2).
+  bool have_cuda = false;
+  bool have_cal = false;
+  bool have_opencl = false;
 };
 
 /// The host description a client sends in `<host_info>` and `<time_stats>`.
@@ -58,6 +69,7 @@ struct host_description {
   double d_free = 0;
   std::string os_name;
   std::string os_version;
+  std::string ip_addr; ///< The address the client sees for itself (matches re-attached hosts).
   double on_frac = 0;
   double active_frac = 0;
   double gpu_active_frac = 0;
@@ -127,6 +139,15 @@ struct sched_request {
   int core_client_minor_version = 0;
   int core_client_release = 0;
   std::string platform_name; ///< "anonymous" under app_info.xml.
+  /// Other platforms the client runs, best first (`<alt_platform><name>`; e.g.
+  /// i686-pc-linux-gnu on x86_64 Linux).
+  std::vector<std::string> alt_platforms;
+  /// The code-signing key the client holds for the project (whitespace trimmed; empty: none
+  /// yet). The server sends its key, or a signed new one, when this is not its current key.
+  std::string code_sign_key;
+  /// The volunteer runs more than one client on this machine (cc_config.xml): a host that
+  /// looks like an earlier one is not taken for it.
+  bool allow_multiple_clients = false;
   bool dont_send_work = false;
   double resource_share_fraction = 0;
   double duration_correction_factor = 1;
@@ -139,6 +160,9 @@ struct sched_request {
   std::vector<reported_result> results;
   std::vector<client_app_version> app_versions;
   std::vector<other_result> other_results;
+  /// The request had an `<other_results>` element (7.x clients always send one, empty when
+  /// they hold nothing): only then does a missing result mean the client lost it.
+  bool other_results_listed = false;
   /// The work sequences the host believes it holds (`<work_sequences><name>`; sent by
   /// Cobble's client library, never by BOINC clients).
   std::vector<std::string> sequences_held;
@@ -162,6 +186,7 @@ struct file_ref {
   std::string open_name;
   bool copy_file = true;
   bool optional = false;
+  bool main_program = false; ///< App versions: the file the client runs.
 };
 
 /// A file the client must know about: an input to download or an output to upload. URLs are
@@ -173,6 +198,39 @@ struct file_description {
   std::string md5_cksum;     ///< Inputs: checksum (empty = unchecked).
   double max_nbytes = 0;     ///< Outputs: size limit.
   std::string xml_signature; ///< Outputs: token the client echoes when uploading (net/).
+  bool executable = false;   ///< App files: the client makes it executable.
+  /// App files: the code signature of the file (BOINC's hex text); a 7.x client refuses an
+  /// app file without a valid one.
+  std::string file_signature{};
+};
+
+/// An app as sent with a version of it (`<app>`).
+struct app_description {
+  std::string name;
+  std::string user_friendly_name;
+  bool non_cpu_intensive = false;
+};
+
+/// An app version sent to a host (`<app_version>`): what every host gets (the files, the
+/// API version, the flags) and what was worked out for this host (avg_ncpus, flops,
+/// cmdline, the coprocessor use and its memory). Its files are among `sched_reply::files`.
+struct app_version_description {
+  std::string app_name;
+  int version_num = 0;
+  std::string api_version; ///< Empty: not sent.
+  std::string platform;
+  std::string plan_class;
+  double avg_ncpus = 1;
+  double max_ncpus = 1;
+  double flops = 0;    ///< Projected FLOPS on this host; 0: not sent (the client's p_fpops).
+  std::string cmdline; ///< E.g. `--nthreads 4` of a multi-threaded plan class.
+  resource_type coproc_type = resource_type::cpu; ///< cpu: no `<coproc>`.
+  double coproc_count = 0;
+  double gpu_ram = 0; ///< Bytes of GPU memory the version needs; 0: not sent.
+  std::vector<file_ref> files;
+  bool dont_throttle = false;
+  bool needs_network = false;
+  bool is_wrapper = false;
 };
 
 /// A workunit as sent to the client.
@@ -227,12 +285,16 @@ struct sched_reply {
 
   std::string user_name;
   std::uint64_t userid = 0;
+  std::string team_name; ///< Empty: not in a team (the BOINC Manager shows it).
   double user_total_credit = 0;
   double user_expavg_credit = 0;
   double host_total_credit = 0;
   double host_expavg_credit = 0;
 
-  std::vector<file_description> files; ///< Inputs and outputs of the jobs sent.
+  /// The files of the app versions sent, then the inputs and outputs of the jobs sent.
+  std::vector<file_description> files;
+  std::vector<app_description> apps;                 ///< Apps of the versions sent.
+  std::vector<app_version_description> app_versions; ///< Versions the jobs sent need.
   std::vector<workunit_description> workunits;
   std::vector<result_description> results;
   std::vector<std::string> result_acks;
@@ -243,6 +305,11 @@ struct sched_reply {
   /// AutoFlops: est_flops_per_au of the apps of the jobs sent (and of apps with both CPU
   /// and GPU versions, for GPU-only propagation).
   std::vector<app_units_info> app_units;
+  /// The project's code-signing public key (BOINC's text form), when the request did not
+  /// carry it; with `code_sign_key_signature` (the new key signed with the old private key)
+  /// when it carried the previous one.
+  std::string code_sign_key;
+  std::string code_sign_key_signature;
 
   /// A reply to a request that could not be served: only a message and a request_delay, as
   /// BOINC servers answer (HTTP 200).

@@ -77,15 +77,17 @@ void write_download_url(sink& o, const field<file_description>& f, const file_de
 }
 
 /// Outputs get upload_url, max_nbytes and the signature; inputs download_url, nbytes and the
-/// checksum.
+/// checksum; app files also whether they are executable and their code signature.
 constexpr field<file_description> file_fields[] = {
   value<&file_description::name>("name"),
+  present<&file_description::executable>("executable"),
   custom("upload_url", read_upload_url, write_upload_url, is_output),
   value<&file_description::max_nbytes>("max_nbytes", when::always, is_output),
   block<&file_description::xml_signature>("xml_signature", when::nonempty, is_output),
   custom("download_url", nullptr, write_download_url, is_input),
   value<&file_description::nbytes>("nbytes", when::bound, is_input),
   value<&file_description::md5_cksum>("md5_cksum", when::nonempty, is_input),
+  block<&file_description::file_signature>("file_signature", when::nonempty, is_input),
 };
 
 constexpr field<file_ref> file_ref_fields[] = {
@@ -93,6 +95,35 @@ constexpr field<file_ref> file_ref_fields[] = {
   value<&file_ref::open_name>("open_name", when::nonempty),
   value<&file_ref::copy_file>("copy_file"),
   value<&file_ref::optional>("optional"),
+  present<&file_ref::main_program>("main_program"),
+};
+
+// -- apps --------------------------------------------------------------------------------
+
+constexpr field<app_description> app_fields[] = {
+  value<&app_description::name>("name"),
+  value<&app_description::user_friendly_name>("user_friendly_name", when::nonempty),
+  value<&app_description::non_cpu_intensive>("non_cpu_intensive"),
+};
+
+/// The elements every host gets, then those worked out for this host (BOINC's order).
+constexpr field<app_version_description> app_version_fields[] = {
+  value<&app_version_description::app_name>("app_name"),
+  value<&app_version_description::version_num>("version_num"),
+  value<&app_version_description::api_version>("api_version", when::nonempty),
+  items<&app_version_description::files, file_ref_fields>("file_ref"),
+  present<&app_version_description::dont_throttle>("dont_throttle"),
+  present<&app_version_description::needs_network>("needs_network"),
+  present<&app_version_description::is_wrapper>("is_wrapper"),
+  value<&app_version_description::platform>("platform", when::nonempty),
+  value<&app_version_description::plan_class>("plan_class", when::nonempty),
+  value<&app_version_description::avg_ncpus>("avg_ncpus"),
+  value<&app_version_description::max_ncpus>("max_ncpus"),
+  value<&app_version_description::flops>("flops", when::bound),
+  value<&app_version_description::cmdline>("cmdline", when::nonempty),
+  coproc_use<&app_version_description::coproc_type, &app_version_description::coproc_count>(
+    "coproc"),
+  value<&app_version_description::gpu_ram>("gpu_ram", when::bound),
 };
 
 // -- jobs --------------------------------------------------------------------------------
@@ -167,14 +198,19 @@ constexpr field<sched_reply> reply_fields[] = {
   present<&sched_reply::dont_use_dcf>("dont_use_dcf"),
   value<&sched_reply::user_name>("user_name", when::nonempty),
   value<&sched_reply::userid>("userid", when::nonzero),
+  value<&sched_reply::team_name>("team_name", when::nonempty),
   value<&sched_reply::user_total_credit>("user_total_credit"),
   value<&sched_reply::user_expavg_credit>("user_expavg_credit"),
   value<&sched_reply::host_total_credit>("host_total_credit"),
   value<&sched_reply::host_expavg_credit>("host_expavg_credit"),
   items<&sched_reply::files, file_fields>("file_info"),
+  items<&sched_reply::apps, app_fields>("app"),
+  items<&sched_reply::app_versions, app_version_fields>("app_version"),
   items<&sched_reply::workunits, workunit_fields>("workunit"),
   items<&sched_reply::results, result_fields>("result"),
   items<&sched_reply::app_units, app_units_fields>("app_units_info"),
+  block<&sched_reply::code_sign_key>("code_sign_key", when::nonempty),
+  block<&sched_reply::code_sign_key_signature>("code_sign_key_signature", when::nonempty),
   texts_in<&sched_reply::result_acks>("result_ack", "name"),
   texts_in<&sched_reply::result_aborts>("result_abort", "name"),
   texts<&sched_reply::sequences_revoked>("work_sequence_revoked"),
@@ -198,6 +234,7 @@ std::string write_sched_reply(const sched_reply& reply, const reply_urls& urls) 
   o.urls = &urls;
   o.upload_url = upload_url(urls);
   std::size_t estimate = 1024 + reply.files.size() * 256 + reply.workunits.size() * 512
+                         + reply.app_versions.size() * 512 + reply.code_sign_key.size()
                          + reply.results.size() * 384
                          + (reply.result_acks.size() + reply.result_aborts.size()
                             + reply.sequences_revoked.size())

@@ -20,12 +20,75 @@ namespace {
 
 // -- coprocessors ------------------------------------------------------------------------
 
+bool is_nvidia(const coproc_description& c) {
+  return c.type == resource_type::nvidia;
+}
+
+bool is_ati(const coproc_description& c) {
+  return c.type == resource_type::ati;
+}
+
+/// AMD's `<CALVersion>a.b.c</CALVersion>` as a × 1000000 + b × 10000 + c (BOINC's plan
+/// classes compare driver versions so); text that is no version leaves it 0 (unknown).
+void read_cal_version(reader&, const field<coproc_description>&, const pugi::xml_node& n,
+                      coproc_description& c) {
+  auto text = trim(reader::content(n));
+  long parts[3] = {0, 0, 0};
+  int i = 0;
+  bool digit = false;
+  for (char ch : text) {
+    if (ch >= '0' && ch <= '9' && parts[i] < 100000) {
+      parts[i] = parts[i] * 10 + (ch - '0');
+      digit = true;
+    } else if (ch == '.' && digit && i < 2) {
+      ++i;
+      digit = false;
+    } else {
+      return;
+    }
+  }
+  if (i == 2 && digit && parts[1] < 100 && parts[2] < 10000)
+    c.driver_version = static_cast<int>(parts[0] * 1000000 + parts[1] * 10000 + parts[2]);
+}
+
+void write_cal_version(sink& o, const field<coproc_description>& f, const coproc_description& c) {
+  if (c.driver_version <= 0)
+    return;
+  auto v = c.driver_version;
+  o.x.text(f.tag, std::to_string(v / 1000000) + "." + std::to_string(v / 10000 % 100) + "."
+                    + std::to_string(v % 10000));
+}
+
+/// AMD's `<localRAM>` is in MB.
+void read_local_ram(reader& r, const field<coproc_description>&, const pugi::xml_node& n,
+                    coproc_description& c) {
+  double mb = 0;
+  r.num(n, mb);
+  c.total_ram = mb * 1024 * 1024;
+}
+
+void write_local_ram(sink& o, const field<coproc_description>& f, const coproc_description& c) {
+  if (c.total_ram > 0)
+    o.x.number(f.tag, c.total_ram / (1024 * 1024));
+}
+
+/// Every type's elements; each is read whatever the block, and written for the types whose
+/// client writes it (NVIDIA: CUDA, driver and memory; AMD: CAL version and local RAM).
 constexpr field<coproc_description> coproc_fields[] = {
   value<&coproc_description::count>("count"),
+  value<&coproc_description::available_ram>("available_ram", when::positive),
+  value<&coproc_description::have_cuda>("have_cuda", when::always, is_nvidia),
+  value<&coproc_description::have_cal>("have_cal", when::always, is_ati),
+  value<&coproc_description::have_opencl>("have_opencl"),
   value<&coproc_description::peak_flops>("peak_flops"),
   value<&coproc_description::request, &resource_request::req_secs>("req_secs"),
   value<&coproc_description::request, &resource_request::req_instances>("req_instances"),
   value<&coproc_description::request, &resource_request::estimated_delay>("estimated_delay"),
+  value<&coproc_description::cuda_version>("cudaVersion", when::positive, is_nvidia),
+  value<&coproc_description::driver_version>("drvVersion", when::positive, is_nvidia),
+  value<&coproc_description::total_ram>("totalGlobalMem", when::positive, is_nvidia),
+  custom("CALVersion", read_cal_version, write_cal_version, is_ati),
+  custom("localRAM", read_local_ram, write_local_ram, is_ati),
 };
 
 /// The element of each coprocessor type; a generic `<coproc>` names its type in `<type>`.
@@ -99,6 +162,7 @@ constexpr field<host_description> host_info_fields[] = {
   value<&host_description::d_free>("d_free"),
   value<&host_description::os_name>("os_name"),
   value<&host_description::os_version>("os_version"),
+  value<&host_description::ip_addr>("ip_addr", when::nonempty),
 };
 
 constexpr field<reported_file> reported_file_fields[] = {
@@ -123,37 +187,6 @@ constexpr field<reported_result> reported_result_fields[] = {
   value<&reported_result::raw_flops_per_au>("raw_flops_per_au", when::positive),
 };
 
-/// `<coproc><type>T</type><count>N</count></coproc>` of an app version. An unknown type
-/// leaves the version CPU-only: Cobble schedules only the four known resource types.
-void read_version_coproc(reader& r, const field<client_app_version>&, const pugi::xml_node& n,
-                         client_app_version& av) {
-  std::optional<resource_type> type;
-  double count = 0;
-  for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
-    std::string_view name = m.name();
-    if (name == "type")
-      type = parse_resource_type(trim(reader::content(m)));
-    else if (name == "count")
-      r.num(m, count);
-  }
-  if (type && *type != resource_type::cpu) {
-    av.coproc_type = *type;
-    av.coproc_count = count;
-  }
-}
-
-void write_version_coproc(sink& o, const field<client_app_version>& f,
-                          const client_app_version& av) {
-  o.x.open(f.tag);
-  o.x.text("type", to_string(av.coproc_type));
-  o.x.number("count", av.coproc_count);
-  o.x.close(f.tag);
-}
-
-bool uses_coproc(const client_app_version& av) {
-  return av.coproc_type != resource_type::cpu;
-}
-
 constexpr field<client_app_version> app_version_fields[] = {
   value<&client_app_version::app_name>("app_name"),
   value<&client_app_version::version_num>("version_num"),
@@ -161,7 +194,7 @@ constexpr field<client_app_version> app_version_fields[] = {
   value<&client_app_version::plan_class>("plan_class", when::nonempty),
   value<&client_app_version::avg_ncpus>("avg_ncpus"),
   value<&client_app_version::flops>("flops"),
-  custom("coproc", read_version_coproc, write_version_coproc, uses_coproc),
+  coproc_use<&client_app_version::coproc_type, &client_app_version::coproc_count>("coproc"),
 };
 
 constexpr field<other_result> other_result_fields[] = {
@@ -178,6 +211,32 @@ constexpr field<app_unit_version> app_unit_version_fields[] = {
   value<&app_unit_version::raw_flops_per_sec>("raw_flops_per_sec"),
 };
 
+void read_other_results(reader& r, const field<sched_request>& f, const pugi::xml_node& n,
+                        sched_request& q) {
+  q.other_results_listed = true;
+  detail::read_items<sched_request, &sched_request::other_results, other_result_fields>(r, f, n, q);
+}
+
+/// Written when listed, even empty: "I hold nothing else" is not "I did not say".
+void write_other_results(sink& o, const field<sched_request>& f, const sched_request& q) {
+  if (q.other_results.empty()) {
+    if (q.other_results_listed) {
+      o.x.open(f.tag);
+      o.x.close(f.tag);
+    }
+    return;
+  }
+  detail::write_items<sched_request, &sched_request::other_results, other_result_fields>(o, f, q);
+}
+
+constexpr field<sched_request> other_results_entry() {
+  auto f = items<&sched_request::other_results, other_result_fields>("other_results",
+                                                                     "other_result");
+  f.read = read_other_results;
+  f.write = write_other_results;
+  return f;
+}
+
 constexpr field<sched_request> request_fields[] = {
   value<&sched_request::authenticator>("authenticator"),
   value<&sched_request::hostid>("hostid"),
@@ -188,6 +247,9 @@ constexpr field<sched_request> request_fields[] = {
   value<&sched_request::resource_share_fraction>("resource_share_fraction"),
   value<&sched_request::duration_correction_factor>("duration_correction_factor"),
   value<&sched_request::platform_name>("platform_name", when::nonempty),
+  texts_in<&sched_request::alt_platforms>("alt_platform", "name"),
+  value<&sched_request::allow_multiple_clients>("allow_multiple_clients"),
+  block<&sched_request::code_sign_key>("code_sign_key", when::nonempty),
   value<&sched_request::dont_send_work>("dont_send_work"),
   value<&sched_request::work_req_seconds>("work_req_seconds"),
   value<&sched_request::cpu, &resource_request::req_secs>("cpu_req_secs"),
@@ -198,7 +260,7 @@ constexpr field<sched_request> request_fields[] = {
   custom("coprocs", read_request_coprocs, write_request_coprocs),
   items<&sched_request::results, reported_result_fields>("result"),
   items<&sched_request::app_versions, app_version_fields>("app_versions", "app_version"),
-  items<&sched_request::other_results, other_result_fields>("other_results", "other_result"),
+  other_results_entry(),
   texts<&sched_request::sequences_held>("work_sequences", "name"),
   items<&sched_request::app_unit_versions, app_unit_version_fields>("app_unit_versions",
                                                                     "app_unit_version"),

@@ -422,6 +422,49 @@ constexpr field<detail::owner_t<M>> texts_in(std::string_view tag, std::string_v
   return detail::entry<S>(tag, inner, &detail::read_texts_in<S, M>, &detail::write_texts_in<S, M>);
 }
 
+namespace detail {
+
+/// `<coproc><type>T</type><count>N</count></coproc>` of an app version into the members
+/// `Type` and `Count`. An unknown type leaves the version CPU-only: Cobble schedules only the
+/// four known resource types.
+template <class S, auto Type, auto Count>
+void read_coproc_use(reader& r, const field<S>&, const pugi::xml_node& n, S& s) {
+  std::optional<resource_type> type;
+  double count = 0;
+  for (auto m = n.first_child(); m && !r.failed(); m = m.next_sibling()) {
+    std::string_view name = m.name();
+    if (name == "type")
+      type = parse_resource_type(trim(reader::content(m)));
+    else if (name == "count")
+      r.num(m, count);
+  }
+  if (type && *type != resource_type::cpu) {
+    s.*Type = *type;
+    s.*Count = count;
+  }
+}
+
+template <class S, auto Type, auto Count>
+void write_coproc_use(sink& o, const field<S>& f, const S& s) {
+  if (s.*Type == resource_type::cpu)
+    return;
+  o.x.open(f.tag);
+  o.x.text("type", to_string(s.*Type));
+  o.x.number("count", s.*Count);
+  o.x.close(f.tag);
+}
+
+} // namespace detail
+
+/// An app version's use of a coprocessor, `<tag><type>T</type><count>N</count></tag>`, in
+/// the members `Type` (a resource_type; cpu: none, not written) and `Count`.
+template <auto Type, auto Count>
+constexpr field<detail::owner_t<Type>> coproc_use(std::string_view tag) {
+  using S = detail::owner_t<Type>;
+  return detail::entry<S>(tag, {}, &detail::read_coproc_use<S, Type, Count>,
+                          &detail::write_coproc_use<S, Type, Count>);
+}
+
 /// An element that is no plain member: its own reader (null: ignored) and writer.
 template <class S>
 constexpr field<S>

@@ -65,6 +65,20 @@ struct actor_fixture : test::node_fixture {
 
 } // namespace
 
+TEST_CASE("the reply names the volunteer's team, and no team when there is none", "[actors]") {
+  // The BOINC Manager shows <team_name> from the reply in the project's properties.
+  auto cfg = config::demo();
+  cfg.projects.at(0).users.at(0).team = "Team <A&B>";
+  cfg.projects.at(0).users.push_back({"loner", "loner@example.org", "key-loner"});
+  test::node_fixture f(test::node_fixture::options(cfg));
+  CHECK(f.rpc(f.anonymous_request(0, 0, {}))->team_name == "Team <A&B>");
+  auto alone = f.anonymous_request(0, 0, {});
+  alone->authenticator = "key-loner";
+  auto reply = f.rpc(alone);
+  CHECK(reply->user_name == "loner");
+  CHECK(reply->team_name.empty());
+}
+
 TEST_CASE_METHOD(actor_fixture, "a new host gets an id and a job with everything it needs",
                  "[actors]") {
   auto created = create({"job"});

@@ -1,7 +1,8 @@
 /// Tests of the limits a client cannot widen, as decisions without actors (host_logic and
 /// project_logic): the minimum interval between work requests, the claimed CPU and GPU
 /// counts capped, the jobs-in-progress caps, new hosts per account per day, a description
-/// that did not change, and report figures kept out of the running means.
+/// that did not change, and report figures kept out of the running means; and which clients
+/// run the project's own versions.
 
 #include "actors/host_logic.hpp"
 #include "actors/project_logic.hpp"
@@ -119,6 +120,30 @@ TEST_CASE("a claim of 1,000 CPUs counts as max_ncpus: daily quota and jobs in pr
   auto msgs = again.limit_messages(full);
   REQUIRE(msgs.size() == 1);
   CHECK(msgs[0].text.find("limit on tasks in progress") != std::string::npos);
+}
+
+TEST_CASE("a stock client that lists the versions it holds is not anonymous", "[limits]") {
+  // 7.x clients send <app_versions> in every request (other_results index into it); only
+  // <platform_name>anonymous</platform_name> means app_info.xml.
+  limits_fixture f;
+  f.create(4);
+  auto q = f.request(1);
+  q.cpu.req_secs = 1; // one job per request
+  q.app_versions.push_back(
+    client_app_version{"testapp", 100, "x86_64-pc-linux-gnu", "", 1, 1e9, resource_type::cpu, 0});
+  host_logic hl{f.host, f.settings};
+  CHECK_FALSE(hl.job_request_for(q, host_info_from(q), {}, f.now).anonymous);
+  auto jobs = f.select(q);
+  REQUIRE(jobs.size() == 1);
+  auto id = jobs[0].dispatched.version.app_version_id;
+  CHECK_FALSE(is_anonymous_version(id)); // the project's own build, whose statistics it keeps
+  CHECK(id == f.logic.state.apps.at(0).versions.at(0).id);
+
+  q.platform_name = "anonymous";
+  CHECK(hl.job_request_for(q, host_info_from(q), {}, f.now).anonymous);
+  auto anon = f.select(q);
+  REQUIRE(anon.size() == 1);
+  CHECK(anon[0].dispatched.version.app_version_id == anonymous_version_id(1, 0));
 }
 
 TEST_CASE("GPU counts are capped by max_ngpus and jobs in progress per GPU", "[limits]") {

@@ -111,6 +111,7 @@ void host(lines& o, const host_description& h) {
   o.put("host.d_free", h.d_free);
   o.put("host.os_name", h.os_name);
   o.put("host.os_version", h.os_version);
+  o.put("host.ip_addr", h.ip_addr);
   o.put("host.on_frac", h.on_frac);
   o.put("host.active_frac", h.active_frac);
   o.put("host.gpu_active_frac", h.gpu_active_frac);
@@ -121,6 +122,13 @@ void coproc(lines& o, const coproc_description& c) {
   o.put("count", c.count);
   o.put("peak_flops", c.peak_flops);
   request(o, c.request, "request.");
+  o.put("available_ram", c.available_ram);
+  o.put("total_ram", c.total_ram);
+  o.put("driver_version", c.driver_version);
+  o.put("cuda_version", c.cuda_version);
+  o.put("have_cuda", c.have_cuda);
+  o.put("have_cal", c.have_cal);
+  o.put("have_opencl", c.have_opencl);
 }
 
 void reported(lines& o, const reported_result& r) {
@@ -160,6 +168,7 @@ void file_refs(lines& o, std::string_view key, const std::vector<file_ref>& refs
     f.put("open_name", x.open_name);
     f.put("copy_file", x.copy_file);
     f.put("optional", x.optional);
+    f.put("main_program", x.main_program);
   });
 }
 
@@ -170,6 +179,33 @@ void file(lines& o, const file_description& f) {
   o.put("md5_cksum", f.md5_cksum);
   o.put("max_nbytes", f.max_nbytes);
   o.put("xml_signature", f.xml_signature);
+  o.put("executable", f.executable);
+  o.put("file_signature", f.file_signature);
+}
+
+void app(lines& o, const app_description& a) {
+  o.put("name", a.name);
+  o.put("user_friendly_name", a.user_friendly_name);
+  o.put("non_cpu_intensive", a.non_cpu_intensive);
+}
+
+void sent_version(lines& o, const app_version_description& v) {
+  o.put("app_name", v.app_name);
+  o.put("version_num", v.version_num);
+  o.put("api_version", v.api_version);
+  o.put("platform", v.platform);
+  o.put("plan_class", v.plan_class);
+  o.put("avg_ncpus", v.avg_ncpus);
+  o.put("max_ncpus", v.max_ncpus);
+  o.put("flops", v.flops);
+  o.put("cmdline", v.cmdline);
+  o.put("coproc_type", v.coproc_type);
+  o.put("coproc_count", v.coproc_count);
+  o.put("gpu_ram", v.gpu_ram);
+  file_refs(o, "files", v.files);
+  o.put("dont_throttle", v.dont_throttle);
+  o.put("needs_network", v.needs_network);
+  o.put("is_wrapper", v.is_wrapper);
 }
 
 void workunit(lines& o, const workunit_description& w) {
@@ -209,6 +245,9 @@ std::string describe(const sched_request& q) {
   o.put("core_client_minor_version", q.core_client_minor_version);
   o.put("core_client_release", q.core_client_release);
   o.put("platform_name", q.platform_name);
+  o.list("alt_platforms", q.alt_platforms);
+  o.put("code_sign_key", q.code_sign_key);
+  o.put("allow_multiple_clients", q.allow_multiple_clients);
   o.put("dont_send_work", q.dont_send_work);
   o.put("resource_share_fraction", q.resource_share_fraction);
   o.put("duration_correction_factor", q.duration_correction_factor);
@@ -223,6 +262,7 @@ std::string describe(const sched_request& q) {
     l.put("app_version_index", x.app_version_index);
     l.put("plan_class", x.plan_class);
   });
+  o.put("other_results_listed", q.other_results_listed);
   o.list("sequences_held", q.sequences_held);
   o.list("app_unit_versions", q.app_unit_versions, [](lines& l, const app_unit_version& x) {
     l.put("app_name", x.app_name);
@@ -249,11 +289,14 @@ std::string describe(const sched_reply& r) {
   o.put("dont_use_dcf", r.dont_use_dcf);
   o.put("user_name", r.user_name);
   o.put("userid", r.userid);
+  o.put("team_name", r.team_name);
   o.put("user_total_credit", r.user_total_credit);
   o.put("user_expavg_credit", r.user_expavg_credit);
   o.put("host_total_credit", r.host_total_credit);
   o.put("host_expavg_credit", r.host_expavg_credit);
   o.list("files", r.files, file);
+  o.list("apps", r.apps, app);
+  o.list("app_versions", r.app_versions, sent_version);
   o.list("workunits", r.workunits, workunit);
   o.list("results", r.results, result);
   o.list("result_acks", r.result_acks);
@@ -264,6 +307,8 @@ std::string describe(const sched_reply& r) {
     l.put("est_flops_per_au", a.est_flops_per_au);
     l.put("has_cpu_and_gpu", a.has_cpu_and_gpu);
   });
+  o.put("code_sign_key", r.code_sign_key);
+  o.put("code_sign_key_signature", r.code_sign_key_signature);
   return std::move(o.out);
 }
 

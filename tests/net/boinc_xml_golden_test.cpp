@@ -100,6 +100,9 @@ sched_request full_request() {
   q.core_client_minor_version = 20;
   q.core_client_release = 5;
   q.platform_name = "x86_64-pc-linux-gnu";
+  q.alt_platforms = {"i686-pc-linux-gnu", "x86_64<v2>"};
+  q.code_sign_key = "1024\n00ff\n.";
+  q.allow_multiple_clients = true;
   q.dont_send_work = true;
   q.resource_share_fraction = 1.0 / 3.0;
   q.duration_correction_factor = 0.1;
@@ -119,12 +122,15 @@ sched_request full_request() {
   q.host.d_free = 1.7976931348623157e308;
   q.host.os_name = "Linux";
   q.host.os_version = "6.1 & co";
+  q.host.ip_addr = "192.168.1.7";
   q.host.on_frac = 0.998765;
   q.host.active_frac = -1;
   q.host.gpu_active_frac = 5e-324;
-  q.coprocs.push_back({resource_type::nvidia, 2, 2.977e13, {3600.5, 1, 12}});
+  q.coprocs.push_back(
+    {resource_type::nvidia, 2, 2.977e13, {3600.5, 1, 12}, 7.5e9, 8.5e9, 53523, 12020, true});
   q.coprocs.push_back({resource_type::cpu, 9, 1, {1, 1, 1}}); // no element for a CPU
-  q.coprocs.push_back({resource_type::ati, 1, 5e12, {}});
+  q.coprocs.push_back(
+    {resource_type::ati, 1, 5e12, {}, 0, 2147483648.0, 1041720, 0, false, true, true});
   q.coprocs.push_back({resource_type::intel_gpu, 1, 4e11, {10, 0, 5}});
 
   reported_result a;
@@ -186,6 +192,7 @@ sched_reply full_reply() {
   r.dont_use_dcf = true;
   r.user_name = "alice";
   r.userid = 3;
+  r.team_name = "Team <A&B>";
   r.user_total_credit = 10.5;
   r.user_expavg_credit = 1.0 / 3.0;
   r.host_total_credit = nan_value;
@@ -196,6 +203,40 @@ sched_reply full_reply() {
   r.files.push_back({"in_3", false, -5, "", 0, ""});
   r.files.push_back({"wu_1_0_out", true, 77, "ignored", 65536, "sig\nline <2>"});
   r.files.push_back({"wu_1_0_log", true, 0, "", nan_value, ""});
+  r.files.push_back(
+    {"testapp_1.02_x86_64-pc-linux-gnu", false, 4096, "", 0, "", true, "00ab\n.\n"});
+  r.files.push_back(
+    {"testapp_1.02_x86_64-pc-linux-gnu_data.bin", false, 10, "", 0, "", false, "00cd\n."});
+
+  r.apps.push_back({"testapp", "Test <app>", false});
+  r.apps.push_back({"monitor", "", true});
+  app_version_description cpu;
+  cpu.app_name = "testapp";
+  cpu.version_num = 102;
+  cpu.api_version = "7.20.0";
+  cpu.platform = "x86_64-pc-linux-gnu";
+  cpu.plan_class = "mt";
+  cpu.avg_ncpus = 4;
+  cpu.max_ncpus = 4;
+  cpu.flops = 4e10;
+  cpu.cmdline = "--nthreads 4";
+  cpu.files.push_back({"testapp_1.02_x86_64-pc-linux-gnu", "testapp", false, false, true});
+  cpu.files.push_back({"testapp_1.02_x86_64-pc-linux-gnu_data.bin", "data.bin", true, false});
+  cpu.dont_throttle = true;
+  cpu.needs_network = true;
+  cpu.is_wrapper = true;
+  r.app_versions.push_back(cpu);
+  app_version_description gpu;
+  gpu.app_name = "testapp";
+  gpu.version_num = 103;
+  gpu.platform = "x86_64-pc-linux-gnu";
+  gpu.plan_class = "cuda";
+  gpu.avg_ncpus = 0.1;
+  gpu.flops = inf_value; // not sent: the client falls back to its own estimate
+  gpu.coproc_type = resource_type::nvidia;
+  gpu.coproc_count = 0.5;
+  gpu.gpu_ram = 1e9;
+  r.app_versions.push_back(gpu);
 
   workunit_description wu;
   wu.name = "wu_1";
@@ -241,6 +282,8 @@ sched_reply full_reply() {
   r.result_acks = {"old_1", "old<2>"};
   r.result_aborts = {"bad_1"};
   r.sequences_revoked = {"climate", "a<b"};
+  r.code_sign_key = "1024\n00ff\n.";
+  r.code_sign_key_signature = "abcd\n.";
   return r;
 }
 
@@ -249,6 +292,7 @@ sched_request cpu_coproc_request() {
   sched_request q;
   q.authenticator = "k";
   q.coprocs.push_back({resource_type::cpu, 1, 1, {}});
+  q.other_results_listed = true; // none held, and saying so
   return q;
 }
 
@@ -291,6 +335,7 @@ TEST_CASE("golden: parsed scheduler requests", "[boinc_xml][golden]") {
   book.add("first contact", parse_sched_request(input("sched_request_first_contact.xml")));
   book.add("edges", parse_sched_request(input("golden/sched_request_edges.xml")));
   book.add("coprocs", parse_sched_request(input("golden/sched_request_coprocs.xml")));
+  book.add("gpus and identity", parse_sched_request(input("golden/sched_request_gpus.xml")));
   book.add("written full", parse_sched_request(write_sched_request(full_request())));
   book.add("written cpu coproc", parse_sched_request(write_sched_request(cpu_coproc_request())));
   book.add("empty coprocs hide host_info's",
