@@ -73,6 +73,9 @@ void add_seq_commands(CLI::App& app, context& ctx);
 /// `user create|list`: user accounts.
 void add_user_commands(CLI::App& app, context& ctx);
 
+/// `key generate|sign|verify`: code-signing keys and app file signatures, offline.
+void add_key_commands(CLI::App& app, context& ctx);
+
 /// `log tail|replay|verify`: the event log of a data directory, offline.
 void add_log_commands(CLI::App& app, context& ctx);
 
