@@ -197,6 +197,13 @@ caf::expected<pkey_ptr> private_key_of(std::string_view text) {
   return to_pkey(*bytes, true);
 }
 
+caf::expected<pkey_ptr> public_key_of(std::string_view text) {
+  auto bytes = read_key(text, public_len, "public");
+  if (!bytes)
+    return bytes.error();
+  return to_pkey(*bytes, false);
+}
+
 bool is_md5_hex(std::string_view s) {
   if (s.size() != 32)
     return false;
@@ -269,10 +276,7 @@ caf::expected<std::string> sign_text(std::string_view private_key, std::string_v
 
 caf::error
 verify_md5(std::string_view public_key, std::string_view md5_hex, std::string_view signature) {
-  auto bytes = read_key(public_key, public_len, "public");
-  if (!bytes)
-    return bytes.error();
-  auto key = to_pkey(*bytes, false);
+  auto key = public_key_of(public_key);
   if (!key)
     return key.error();
   auto sig = read_hex(signature);
@@ -291,9 +295,18 @@ verify_md5(std::string_view public_key, std::string_view md5_hex, std::string_vi
   return {};
 }
 
+caf::error check_public_key(std::string_view public_key) {
+  auto key = public_key_of(public_key);
+  return key ? caf::error{} : key.error();
+}
+
 caf::error
 verify_text(std::string_view public_key, std::string_view text, std::string_view signature) {
   return verify_md5(public_key, storage::md5_hex(strip_key_text(text)), signature);
+}
+
+std::string key_fingerprint(std::string_view key_text) {
+  return storage::md5_hex(strip_key_text(key_text)).substr(0, 16);
 }
 
 } // namespace cobble

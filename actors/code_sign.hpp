@@ -50,7 +50,15 @@ verify_md5(std::string_view public_key, std::string_view md5_hex, std::string_vi
 caf::error
 verify_text(std::string_view public_key, std::string_view text, std::string_view signature);
 
+/// No error when `public_key` is a public key in BOINC's text form; otherwise an
+/// invalid_argument error that says what is wrong with it.
+caf::error check_public_key(std::string_view public_key);
+
 /// `text` without the whitespace around it (how BOINC compares and signs keys).
 std::string_view strip_key_text(std::string_view text);
+
+/// A short name of a key for logs and pages: the first 16 hex digits of the MD5 of its
+/// stripped text (equal for equal keys, whatever whitespace surrounds them).
+std::string key_fingerprint(std::string_view key_text);
 
 } // namespace cobble

@@ -1,5 +1,6 @@
 #include "actors/event_text.hpp"
 
+#include "actors/code_sign.hpp"
 #include "actors/routing.hpp"
 
 #include <fmt/format.h>
@@ -122,6 +123,27 @@ std::string describe(const event& e) {
       [](const ev::output_received& x) {
         return fmt::format("result={}_{} host={} output={} file={} nbytes={:g} md5={}", x.result.wu,
                            x.result.index, x.host, x.index, x.file.name, x.file.nbytes, x.file.md5);
+      },
+      [](const ev::app_added& x) { return fmt::format("name={} by={}", x.app.name, x.by); },
+      [](const ev::app_version_added& x) {
+        const auto& v = x.version;
+        std::string main;
+        for (const auto& f : v.files)
+          if (f.main_program)
+            main = f.name;
+        return fmt::format("version={} platform={} version_num={} plan_class={} files={} main={} "
+                           "by={}",
+                           v.id, v.platform, v.version_num,
+                           v.plan_class.empty() ? std::string{"-"} : v.plan_class, v.files.size(),
+                           main.empty() ? std::string{"-"} : main, x.by);
+      },
+      [](const ev::app_version_deprecated& x) {
+        return fmt::format("version={} {} by={}", x.version,
+                           x.deprecated ? "deprecated" : "offered again", x.by);
+      },
+      [](const ev::code_sign_key_added& x) {
+        return fmt::format("key_md5={} {} by={}", key_fingerprint(x.public_key),
+                           x.signature.empty() ? "first key" : "signed by the previous key", x.by);
       },
     },
     e.data);

@@ -9,16 +9,21 @@ namespace {
 
 template <std::size_t I = 0>
 const char* name_of_kind(std::uint16_t kind) {
-  static constexpr const char* names[]
-    = {"project_configured",       "user_created",           "host_registered",
-       "host_described",           "workunit_created",       "results_created",
-       "result_dispatched",        "result_reported",        "result_timed_out",
-       "workunit_validated",       "workunit_assimilated",   "workunit_failed",
-       "workunit_files_deleted",   "sequence_created",       "sequence_extended",
-       "sequence_ended",           "sequence_assigned",      "sequence_deassigned",
-       "sequence_element_checked", "sequence_restart_saved", "host_result_validated",
-       "credit_normalized",        "credit_imported",        "autoflops_sampled",
-       "output_received"};
+  static constexpr const char* names[] = {"project_configured",       "user_created",
+                                          "host_registered",          "host_described",
+                                          "workunit_created",         "results_created",
+                                          "result_dispatched",        "result_reported",
+                                          "result_timed_out",         "workunit_validated",
+                                          "workunit_assimilated",     "workunit_failed",
+                                          "workunit_files_deleted",   "sequence_created",
+                                          "sequence_extended",        "sequence_ended",
+                                          "sequence_assigned",        "sequence_deassigned",
+                                          "sequence_element_checked", "sequence_restart_saved",
+                                          "host_result_validated",    "credit_normalized",
+                                          "credit_imported",          "autoflops_sampled",
+                                          "output_received",          "app_added",
+                                          "app_version_added",        "app_version_deprecated",
+                                          "code_sign_key_added"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];

@@ -43,8 +43,10 @@ namespace ev {
 struct project_configured {
   static constexpr std::uint16_t kind = 1;
   /// 2: credit settings, per-app credit settings; 3: per-app autoflops settings; 4: their
-  /// host_min_spread; 5: per-app one_result_per_user_per_wu.
-  static constexpr std::uint8_t payload_version = 5;
+  /// host_min_spread; 5: per-app one_result_per_user_per_wu; 6: app versions' files,
+  /// api_version and deprecation. app_added and app_version_added carry the same records
+  /// and keep the same version (static_assert below).
+  static constexpr std::uint8_t payload_version = 6;
   std::string name;
   std::string long_name;
   std::vector<app_rec> apps;
@@ -465,6 +467,71 @@ void inspect_fields(F& f, output_received& x) {
   f(x.result, x.host, x.index, x.file);
 }
 
+/// An operator added an app while the server runs (admin API, `cobble app add`). Decided and
+/// applied by the project; the app's id is the next index + 1.
+struct app_added {
+  static constexpr std::uint16_t kind = 26;
+  /// The records are written at the version of the payload that carries them.
+  static constexpr std::uint8_t payload_version = 6;
+  app_rec app;
+  std::string by; ///< Who added it.
+};
+
+template <class F>
+void inspect_fields(F& f, app_added& x) {
+  f(x.app, x.by);
+}
+
+/// An operator added a version of an app, with its signed files (admin API, `cobble app
+/// add-version`). Decided and applied by the project; the world creates the version's
+/// statistics.
+struct app_version_added {
+  static constexpr std::uint16_t kind = 27;
+  static constexpr std::uint8_t payload_version = 6; ///< As app_added.
+  std::uint32_t app = 0;
+  app_version_rec version;
+  std::string by;
+};
+
+template <class F>
+void inspect_fields(F& f, app_version_added& x) {
+  f(x.app, x.version, x.by);
+}
+
+/// A version stopped (or started again) being offered to hosts. Results already sent with it
+/// are unaffected.
+struct app_version_deprecated {
+  static constexpr std::uint16_t kind = 28;
+  std::uint32_t app = 0;
+  std::uint32_t version = 0;
+  bool deprecated = true; ///< False: offered again.
+  std::string by;
+};
+
+template <class F>
+void inspect_fields(F& f, app_version_deprecated& x) {
+  f(x.app, x.version, x.deprecated, x.by);
+}
+
+/// The project's code-signing public key, first or next (BOINC's text form). A next key
+/// carries its own text signed with the previous private key (`<code_sign_key_signature>`),
+/// which a client holding the previous key checks before it accepts the new one.
+struct code_sign_key_added {
+  static constexpr std::uint16_t kind = 29;
+  std::string public_key;
+  std::string signature; ///< Empty for the first key.
+  std::string by;
+};
+
+template <class F>
+void inspect_fields(F& f, code_sign_key_added& x) {
+  f(x.public_key, x.signature, x.by);
+}
+
+static_assert(app_added::payload_version == project_configured::payload_version
+                && app_version_added::payload_version == project_configured::payload_version,
+              "app records are written at the version of their payload: keep these equal");
+
 } // namespace ev
 
 /// Any event payload.
@@ -475,7 +542,8 @@ using payload = std::variant<
   ev::workunit_files_deleted, ev::sequence_created, ev::sequence_extended, ev::sequence_ended,
   ev::sequence_assigned, ev::sequence_deassigned, ev::sequence_element_checked,
   ev::sequence_restart_saved, ev::host_result_validated, ev::credit_normalized, ev::credit_imported,
-  ev::autoflops_sampled, ev::output_received>;
+  ev::autoflops_sampled, ev::output_received, ev::app_added, ev::app_version_added,
+  ev::app_version_deprecated, ev::code_sign_key_added>;
 
 /// A decoded event.
 struct event {

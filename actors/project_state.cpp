@@ -11,6 +11,11 @@ namespace cobble {
 
 namespace {
 
+/// The app with this id (index + 1), for apply; null if none.
+app_rec* mutable_app(project_state& s, std::uint32_t id) {
+  return id >= 1 && id <= s.apps.size() ? &s.apps[id - 1] : nullptr;
+}
+
 result_rec* find_result(project_state& s, result_ref r) {
   auto i = s.workunits.find(r.wu);
   if (i == s.workunits.end() || r.index >= i->second.results.size())
@@ -347,7 +352,8 @@ bool operator==(const project_state& a, const project_state& b) {
          && a.teams == b.teams && a.users == b.users && a.hosts == b.hosts
          && a.workunits == b.workunits && a.next_user == b.next_user && a.next_host == b.next_host
          && a.next_wu == b.next_wu && a.counters == b.counters && a.sequences == b.sequences
-         && a.next_seq == b.next_seq && a.autoflops == b.autoflops && a.batch_keys == b.batch_keys;
+         && a.next_seq == b.next_seq && a.autoflops == b.autoflops && a.batch_keys == b.batch_keys
+         && a.code_sign_keys == b.code_sign_keys;
 }
 
 void rebuild_indices(project_state& s) {
@@ -659,6 +665,23 @@ void apply(project_state& s, const event& e) {
         for (const auto& smp : x.samples)
           add_flops_sample(smp.gpu ? st.gpu : st.cpu, smp.value, app->autoflops);
         st.est_flops_per_au = combined_flops_per_au(st.cpu, st.gpu);
+      },
+      [&](const ev::app_added& x) {
+        if (x.app.id == s.apps.size() + 1)
+          s.apps.push_back(x.app);
+      },
+      [&](const ev::app_version_added& x) {
+        if (auto* app = mutable_app(s, x.app))
+          app->versions.push_back(x.version);
+      },
+      [&](const ev::app_version_deprecated& x) {
+        if (auto* app = mutable_app(s, x.app))
+          for (auto& v : app->versions)
+            if (v.id == x.version)
+              v.deprecated = x.deprecated;
+      },
+      [&](const ev::code_sign_key_added& x) {
+        s.code_sign_keys.push_back(code_sign_key_rec{x.public_key, x.signature, e.time});
       },
     },
     e.data);

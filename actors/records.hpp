@@ -18,7 +18,25 @@
 
 namespace cobble {
 
-/// An app version a project offers (from the configuration).
+/// A file of an app version, as the server keeps it and clients download it.
+struct app_file_rec {
+  std::string name;      ///< Physical (download) name, immutable: never reused for other bytes.
+  std::string open_name; ///< The name the app opens (the client links or copies it so).
+  double nbytes = 0;
+  std::string md5;
+  std::string signature;     ///< BOINC's code signature text of the MD5 (actors/code_sign.hpp).
+  bool executable = false;   ///< The client sets the execute bit.
+  bool main_program = false; ///< The program the client starts (exactly one per version).
+  bool copy_file = false;    ///< Copied into the slot rather than linked.
+  friend bool operator==(const app_file_rec&, const app_file_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, app_file_rec& x) {
+  f(x.name, x.open_name, x.nbytes, x.md5, x.signature, x.executable, x.main_program, x.copy_file);
+}
+
+/// An app version a project offers (from the configuration, or added while the server runs).
 struct app_version_rec {
   std::uint32_t id = 0; ///< Project-wide app version id, from 1.
   std::string platform;
@@ -27,12 +45,21 @@ struct app_version_rec {
   double avg_ncpus = 1;
   std::uint8_t resource = 0; ///< resource_type: 0 CPU, 1 NVIDIA, 2 ATI, 3 intel_gpu.
   double coproc_count = 0;
+  bool deprecated = false; ///< Offered to no host (app_version_deprecated); v6.
+  /// The files the server sends (app_version_added); empty for a configured version, which
+  /// clients must hold already (anonymous platform). v6.
+  std::vector<app_file_rec> files{};
+  std::string api_version{}; ///< The BOINC API version the app was built with ("7.22.0"); v6.
   friend bool operator==(const app_version_rec&, const app_version_rec&) = default;
 };
 
+/// Fields by the version of the payload that carries the record (project_configured,
+/// app_added, app_version_added; snapshots have every field).
 template <class F>
 void inspect_fields(F& f, app_version_rec& x) {
   f(x.id, x.platform, x.version_num, x.plan_class, x.avg_ncpus, x.resource, x.coproc_count);
+  if (f.version >= 6)
+    f(x.deprecated, x.files, x.api_version);
 }
 
 /// An app and its replication policy (from the configuration).

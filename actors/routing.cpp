@@ -32,6 +32,8 @@ const char* to_string(entity_kind x) {
       return "wu";
     case entity_kind::sequence:
       return "seq";
+    case entity_kind::app:
+      return "app";
   }
   return "?";
 }
@@ -114,6 +116,18 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
                       [](const ev::output_received& x) {
                         return std::pair{ek::workunit, x.result.wu};
                       },
+                      [](const ev::app_added& x) {
+                        return std::pair{ek::app, id_type{x.app.id}};
+                      },
+                      [](const ev::app_version_added& x) {
+                        return std::pair{ek::app, id_type{x.app}};
+                      },
+                      [](const ev::app_version_deprecated& x) {
+                        return std::pair{ek::app, id_type{x.app}};
+                      },
+                      [](const ev::code_sign_key_added&) {
+                        return std::pair{ek::project, id_type{0}};
+                      },
                     },
                     p);
 }
@@ -188,6 +202,11 @@ bool touches(const event& e, entity_kind kind, id_type id) {
   if (kind == entity_kind::user)
     if (auto x = std::get_if<ev::host_registered>(&e.data))
       return x->user == id;
+  // An app's history includes the configurations that set its policy and versions.
+  if (kind == entity_kind::app)
+    if (auto x = std::get_if<ev::project_configured>(&e.data))
+      return std::any_of(x->apps.begin(), x->apps.end(),
+                         [&](const app_rec& a) { return a.id == id; });
   return false;
 }
 
@@ -212,6 +231,8 @@ event_owners owners_of(const payload& p) {
     for (const auto& a : x->apps)
       for (const auto& v : a.versions)
         add_version(o, v.id);
+  if (auto x = std::get_if<ev::app_version_added>(&p))
+    add_version(o, x->version.id);
   return o;
 }
 

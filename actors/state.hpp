@@ -323,6 +323,20 @@ void inspect_fields(F& f, project_counters& x) {
 inline constexpr time_us batch_key_retention = 86'400'000'000;
 inline constexpr std::size_t max_batch_keys = 10'000;
 
+/// One of the project's code-signing public keys, oldest first (code_sign_key_added); the
+/// last is the current one.
+struct code_sign_key_rec {
+  std::string public_key; ///< BOINC's text form.
+  std::string signature;  ///< The key's text signed with the previous key; empty for the first.
+  time_us added = 0;
+  friend bool operator==(const code_sign_key_rec&, const code_sign_key_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, code_sign_key_rec& x) {
+  f(x.public_key, x.signature, x.added);
+}
+
 /// An admin batch created under an idempotency key (workunit_created v3 of its first
 /// workunit): enough to answer a retry as the batch was answered.
 struct batch_key_rec {
@@ -367,6 +381,8 @@ struct project_state {
   /// Idempotency keys of admin batches, held for batch_key_retention, at most
   /// max_batch_keys of them.
   std::map<std::string, batch_key_rec> batch_keys{};
+  /// The code-signing public keys, oldest first; the last is current (snapshot 9).
+  std::vector<code_sign_key_rec> code_sign_keys{};
 
   // -- derived indices (rebuilt, not snapshotted) --
   std::unordered_map<std::string, id_type> user_by_auth;
@@ -413,7 +429,7 @@ template <class F>
 void inspect_fields(F& f, project_state& x) {
   f(x.index, x.name, x.long_name, x.apps, x.credit, x.version_credit, x.min_avg_pfc,
     x.credit_imports, x.teams, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
-    x.counters, x.sequences, x.next_seq, x.autoflops, x.batch_keys);
+    x.counters, x.sequences, x.next_seq, x.autoflops, x.batch_keys, x.code_sign_keys);
 }
 
 /// Rebuilds the derived indices of a project after decoding.
@@ -576,10 +592,10 @@ void apply(world& w, const event& e);
 /// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit;
 /// 5: AutoFlops; 6: predicted app units of held results, the spread of seconds_per_app_unit;
 /// 7: the outputs received of results and sequence elements; 8: the idempotency keys of admin
-/// batches).
+/// batches; 9: app versions' files and deprecation, code-signing keys).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 8;
+inline constexpr std::uint8_t snapshot_version = 9;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -505,14 +505,27 @@ json to_json(const host_view& v) {
 
 json to_json(const app_rec& a) {
   json versions = json::array();
-  for (const auto& v : a.versions)
+  for (const auto& v : a.versions) {
+    json files = json::array();
+    for (const auto& f : v.files)
+      files.push_back({{"name", f.name},
+                       {"open_name", f.open_name},
+                       {"nbytes", f.nbytes},
+                       {"md5", f.md5},
+                       {"executable", f.executable},
+                       {"main_program", f.main_program},
+                       {"copy_file", f.copy_file}});
     versions.push_back({{"id", v.id},
                         {"platform", v.platform},
                         {"version_num", v.version_num},
                         {"plan_class", v.plan_class},
                         {"avg_ncpus", v.avg_ncpus},
                         {"resource", to_string(static_cast<resource_type>(v.resource))},
-                        {"coproc_count", v.coproc_count}});
+                        {"coproc_count", v.coproc_count},
+                        {"deprecated", v.deprecated},
+                        {"api_version", v.api_version},
+                        {"files", std::move(files)}});
+  }
   return json{{"id", a.id},
               {"name", a.name},
               {"user_friendly_name", a.user_friendly_name},

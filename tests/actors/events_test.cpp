@@ -92,6 +92,17 @@ report_rec sample_report() {
   return r;
 }
 
+/// A version with files, as app_version_added carries it.
+app_version_rec sample_signed_version() {
+  app_version_rec v{12, "x86_64-pc-linux-gnu", 105, "", 1, 0, 0};
+  v.api_version = "7.22.0";
+  v.files = {app_file_rec{"testapp_105_x86_64-pc-linux-gnu", "testapp", 4096,
+                          "0123456789abcdef0123456789abcdef", "ab\ncd\n.\n", true, true, false},
+             app_file_rec{"params_105.xml", "params.xml", 12, "fedcba9876543210fedcba9876543210",
+                          "ef\n.\n", false, false, true}};
+  return v;
+}
+
 event make(payload p, std::uint16_t project = 2) {
   event e;
   e.seq = 17;
@@ -181,6 +192,13 @@ std::vector<event> samples() {
   out.push_back(
     make(ev::output_received{result_ref{9, 1}, 6, 0,
                              file_rec{"wu_9_1_0", 64, "0123456789abcdef0123456789abcdef"}}));
+  auto added = sample_app();
+  added.id = 4;
+  added.name = "newapp";
+  out.push_back(make(ev::app_added{added, "alice"}));
+  out.push_back(make(ev::app_version_added{3, sample_signed_version(), "alice"}));
+  out.push_back(make(ev::app_version_deprecated{3, 12, true, "bob"}));
+  out.push_back(make(ev::code_sign_key_added{"1024\nabcd\n0003\n.\n", "sig\n", "carol"}));
   return out;
 }
 
@@ -220,19 +238,28 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::credit_imported::kind == 23);
   CHECK(ev::autoflops_sampled::kind == 24);
   CHECK(ev::output_received::kind == 25);
+  CHECK(ev::app_added::kind == 26);
+  CHECK(ev::app_version_added::kind == 27);
+  CHECK(ev::app_version_deprecated::kind == 28);
+  CHECK(ev::code_sign_key_added::kind == 29);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
-  REQUIRE(all.size() == 25);
-  const char* names[]
-    = {"project_configured",       "user_created",           "host_registered",
-       "host_described",           "workunit_created",       "results_created",
-       "result_dispatched",        "result_reported",        "result_timed_out",
-       "workunit_validated",       "workunit_assimilated",   "workunit_failed",
-       "workunit_files_deleted",   "sequence_created",       "sequence_extended",
-       "sequence_ended",           "sequence_assigned",      "sequence_deassigned",
-       "sequence_element_checked", "sequence_restart_saved", "host_result_validated",
-       "credit_normalized",        "credit_imported",        "autoflops_sampled",
-       "output_received"};
+  REQUIRE(all.size() == 29);
+  const char* names[] = {"project_configured",       "user_created",
+                         "host_registered",          "host_described",
+                         "workunit_created",         "results_created",
+                         "result_dispatched",        "result_reported",
+                         "result_timed_out",         "workunit_validated",
+                         "workunit_assimilated",     "workunit_failed",
+                         "workunit_files_deleted",   "sequence_created",
+                         "sequence_extended",        "sequence_ended",
+                         "sequence_assigned",        "sequence_deassigned",
+                         "sequence_element_checked", "sequence_restart_saved",
+                         "host_result_validated",    "credit_normalized",
+                         "credit_imported",          "autoflops_sampled",
+                         "output_received",          "app_added",
+                         "app_version_added",        "app_version_deprecated",
+                         "code_sign_key_added"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -241,7 +268,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))}
         == "unknown");
-  CHECK(std::string{kind_name(26)} == "unknown");
+  CHECK(std::string{kind_name(30)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -423,6 +450,35 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     auto text = describe(all[24]);
     CHECK(text.find("md5=0123456789abcdef0123456789abcdef") != std::string::npos);
   }
+  SECTION("app events") {
+    auto a = std::get<ev::app_added>(round_trip(all[25]).data);
+    CHECK(a.app == std::get<ev::app_added>(all[25].data).app);
+    CHECK(a.by == "alice");
+    auto v = std::get<ev::app_version_added>(round_trip(all[26]).data);
+    CHECK(v.app == 3);
+    CHECK(v.version == sample_signed_version());
+    CHECK(v.version.files.at(0).main_program);
+    CHECK(v.version.files.at(1).copy_file);
+    CHECK(v.version.api_version == "7.22.0");
+    auto d = std::get<ev::app_version_deprecated>(round_trip(all[27]).data);
+    CHECK(d.app == 3);
+    CHECK(d.version == 12);
+    CHECK(d.deprecated);
+    CHECK(d.by == "bob");
+    auto k = std::get<ev::code_sign_key_added>(round_trip(all[28]).data);
+    CHECK(k.public_key == "1024\nabcd\n0003\n.\n");
+    CHECK(k.signature == "sig\n");
+    CHECK(k.by == "carol");
+    // The new version has an owner of its own (its statistics); the app is the entity.
+    auto owners = owners_of(all[26].data);
+    CHECK(owners.app_versions == std::vector<std::uint32_t>{12});
+    CHECK(entity_of(all[26].data) == std::pair{entity_kind::app, id_type{3}});
+    CHECK(entity_of(all[25].data) == std::pair{entity_kind::app, id_type{4}});
+    CHECK(entity_of(all[28].data) == std::pair{entity_kind::project, id_type{0}});
+    CHECK(describe(all[26]).find("main=testapp_105_x86_64-pc-linux-gnu") != std::string::npos);
+    CHECK(describe(all[27]).find("deprecated") != std::string::npos);
+    CHECK(describe(all[28]).find("first key") == std::string::npos);
+  }
 }
 
 namespace {
@@ -472,6 +528,27 @@ TEST_CASE("a workunit_created of payload version 2 decodes without a batch key",
   CHECK(x.batch_size == 0);
   // The same bytes read as version 3 are incomplete.
   r.payload[0] = 3;
+  CHECK_FALSE(from_record(r).has_value());
+}
+
+TEST_CASE("a project_configured of payload version 5 decodes without app files", "[events]") {
+  CHECK(payload_version(ev::project_configured::kind) == 6);
+  auto e = samples()[0];
+  auto& apps = std::get<ev::project_configured>(e.data).apps;
+  apps.at(0).versions.push_back(sample_signed_version());
+  // Written as version 5 did (every log before app distribution): versions without files.
+  auto r = record_as_version(e, 5);
+  auto back = from_record(r);
+  REQUIRE(back.has_value());
+  auto x = std::get<ev::project_configured>(back->data);
+  REQUIRE(x.apps.at(0).versions.size() == 3);
+  const auto& v = x.apps[0].versions[2];
+  CHECK(v.version_num == 105);
+  CHECK(v.files.empty());
+  CHECK(v.api_version.empty());
+  CHECK_FALSE(v.deprecated);
+  // The same bytes read as version 6 are incomplete.
+  r.payload[0] = 6;
   CHECK_FALSE(from_record(r).has_value());
 }
 
@@ -537,7 +614,10 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   // User 5: its creation and its host's registration.
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});
   CHECK(touching(entity_kind::user, 6).empty());
-  CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1, 22, 23});
+  CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1, 22, 23, 29});
+  // App 3: the configuration that holds it, its new version and that version's deprecation.
+  CHECK(touching(entity_kind::app, 3) == std::vector<std::uint16_t>{1, 27, 28});
+  CHECK(touching(entity_kind::app, 4) == std::vector<std::uint16_t>{26});
   // Sequence 4: its own events, and any event of a workunit in its id range.
   CHECK(touching(entity_kind::sequence, 4)
         == std::vector<std::uint16_t>{14, 15, 16, 17, 18, 19, 20});

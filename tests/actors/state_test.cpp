@@ -173,6 +173,53 @@ TEST_CASE("project_configured sets the name and the apps", "[state]") {
   CHECK(s.app("second")->id == 2);
 }
 
+TEST_CASE("apps, versions and code-signing keys added while the server runs", "[state]") {
+  world w;
+  apply(w, make(ev::project_configured{"demo", "Demo project", {test_app()}}, t0, 0, 1));
+  auto second = test_app();
+  second.id = 2;
+  second.name = "second";
+  second.versions.clear();
+  apply(w, make(ev::app_added{second, "alice"}, t0, 0, 2));
+  // An app whose id is not the next one is not added (a decision never makes one).
+  auto stray = second;
+  stray.id = 7;
+  stray.name = "stray";
+  apply(w, make(ev::app_added{stray, "alice"}, t0, 0, 3));
+  app_version_rec v{3, "x86_64-pc-linux-gnu", 200, "", 1, 0, 0};
+  v.api_version = "7.22.0";
+  v.files = {app_file_rec{"second_200", "second", 10, "0123456789abcdef0123456789abcdef", "sig\n",
+                          true, true, false}};
+  apply(w, make(ev::app_version_added{2, v, "alice"}, t0 + hour, 0, 4));
+  apply(w, make(ev::app_version_deprecated{1, 2, true, "bob"}, t0 + hour, 0, 5));
+  apply(w, make(ev::code_sign_key_added{"key one", "", "carol"}, t0 + 2 * hour, 0, 6));
+  apply(w, make(ev::code_sign_key_added{"key two", "two signed by one", "carol"}, t0 + 3 * hour, 0,
+                7));
+  const auto& p = w.projects.at(0).project;
+  REQUIRE(p.apps.size() == 2);
+  CHECK(p.app("second")->id == 2);
+  CHECK(p.app("stray") == nullptr);
+  REQUIRE(p.app(2)->versions.size() == 1);
+  CHECK(p.app(2)->versions[0] == v);
+  CHECK(p.app(1)->versions.at(1).deprecated);
+  CHECK_FALSE(p.app(1)->versions.at(0).deprecated);
+  REQUIRE(p.code_sign_keys.size() == 2);
+  CHECK(p.code_sign_keys.back().public_key == "key two");
+  CHECK(p.code_sign_keys.back().signature == "two signed by one");
+  CHECK(p.code_sign_keys.back().added == t0 + 3 * hour);
+  // The new version has its statistics, as a configured one would.
+  CHECK(w.projects[0].app_versions.at(3).id == 3);
+  // Offered again.
+  apply(w, make(ev::app_version_deprecated{1, 2, false, "bob"}, t0 + 4 * hour, 0, 8));
+  CHECK_FALSE(w.projects[0].project.app(1)->versions.at(1).deprecated);
+  // All of it survives a snapshot.
+  auto back = decode_snapshot(encode_snapshot(w));
+  REQUIRE(back.has_value());
+  CHECK(*back == w);
+  CHECK(back->projects.at(0).project.code_sign_keys.size() == 2);
+  CHECK(back->projects[0].project.app(2)->versions.at(0).files.at(0).main_program);
+}
+
 TEST_CASE("user_created adds the account and indexes its authenticator", "[state]") {
   project_state s;
   apply(s, make(ev::user_created{5, "alice", "a@example.org", "key-a"}, t0 + 7));

@@ -206,6 +206,17 @@ TEST_CASE("cobble log tail, replay and verify on a prepared data directory",
     CHECK_THAT(user.output, Catch::Contains("user_created"));
     CHECK_THAT(user.output, Catch::Contains("\"authenticator\""));
 
+    for (const auto* name : {"app:testapp", "app:1"}) {
+      auto app = run_cobble(data + " log replay --entity " + name);
+      REQUIRE(app.code == 0);
+      CHECK_THAT(app.output, Catch::Contains("project_configured"));
+      CHECK_THAT(app.output, Catch::Contains("\"name\": \"testapp\""));
+      CHECK_THAT(app.output, Catch::Contains("\"version_num\": 100"));
+    }
+    auto no_app = run_cobble(data + " log replay --entity app:nosuchapp");
+    CHECK(no_app.code == 1);
+    CHECK_THAT(no_app.output, Catch::Contains("no app:nosuchapp"));
+
     auto summary = run_cobble(data + " log replay");
     REQUIRE(summary.code == 0);
     CHECK_THAT(summary.output, Catch::Contains("project demo"));

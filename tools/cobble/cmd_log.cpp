@@ -210,7 +210,7 @@ entity_ref parse_entity(const std::string& s) {
   auto colon = s.find(':');
   if (colon == std::string::npos || colon + 1 == s.size())
     throw usage_error("--entity must be KIND:ID (host:ID, wu:ID, wu:NAME, user:ID, "
-                      "project:NAME, seq:ID, seq:NAME), got '"
+                      "project:NAME, seq:ID, seq:NAME, app:ID, app:NAME), got '"
                       + s + "'");
   auto kind = s.substr(0, colon);
   entity_ref out;
@@ -226,8 +226,10 @@ entity_ref parse_entity(const std::string& s) {
     out.kind = entity_kind::project;
   else if (kind == "seq" || kind == "sequence")
     out.kind = entity_kind::sequence;
+  else if (kind == "app")
+    out.kind = entity_kind::app;
   else
-    throw usage_error("unknown entity kind '" + kind + "' (host, wu, user, project, seq)");
+    throw usage_error("unknown entity kind '" + kind + "' (host, wu, user, project, seq, app)");
   if ((out.kind == entity_kind::host || out.kind == entity_kind::user) && !numeric)
     throw usage_error("a " + kind + " is named by its numeric id, got '" + out.key + "'");
   return out;
@@ -283,6 +285,15 @@ find_in_project(const project_world& pw, std::uint16_t index, const entity_ref& 
       auto app = ps.app(entry->app);
       return entity_match{index, entry->id,
                           net::to_json(sequence_view{st->second, app ? app->name : "?"})};
+    }
+    case entity_kind::app: {
+      const app_rec* app = ps.app(std::string_view{ref.key});
+      if (app == nullptr && ref.key.size() <= 9
+          && std::all_of(ref.key.begin(), ref.key.end(), ::isdigit))
+        app = ps.app(static_cast<std::uint32_t>(std::stoul(ref.key)));
+      if (app != nullptr)
+        return entity_match{index, app->id, net::to_json(*app)};
+      break;
     }
   }
   return std::nullopt;
