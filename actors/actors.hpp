@@ -111,6 +111,9 @@ using project_actor = subscriber_actor::extend<
   caf::reacts_to<atom::credit, plan_class_scales_ptr>,
   // Imports another server's exported credit data; answers the record count when durable.
   caf::replies_to<atom::credit, credit_import_ptr>::with<std::uint64_t>,
+  // Adds an app, a version with its signed files, or a code-signing key, or (un)deprecates
+  // a version; answers the id and whether anything changed, when durable.
+  caf::replies_to<atom::app, app_change_ptr>::with<std::uint32_t, bool>,
   // Every state of the project as the live actors hold it (the project, its hosts, its
   // sequences and app versions): tests compare it with a replay of the log.
   caf::replies_to<atom::state>::with<project_world_ptr>>;

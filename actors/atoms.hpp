@@ -53,6 +53,7 @@ struct sequence_spec;
 struct seq_query;
 struct seq_answer;
 struct seq_command;
+struct app_change;
 struct sequence_view;
 using sequence_state_ptr = std::shared_ptr<const sequence_state>;
 using sequence_spec_ptr = std::shared_ptr<const sequence_spec>;
@@ -67,6 +68,7 @@ using app_version_state_ptr = std::shared_ptr<const app_version_state>;
 using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
 using credit_export_ptr = std::shared_ptr<const credit_export>;
 using credit_import_ptr = std::shared_ptr<const ev::credit_imported>;
+using app_change_ptr = std::shared_ptr<const app_change>;
 /// A scheduler RPC's answer, handed to the RPC port once durable (actors/rpc_port.hpp).
 using rpc_answer_ptr = std::shared_ptr<const rpc_answer>;
 struct project_world;
@@ -126,5 +128,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_version_state_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::plan_class_scales_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_export_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::credit_import_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_change_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::rpc_answer_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::project_world_ptr)

@@ -256,4 +256,27 @@ struct sequence_view {
   std::string app_name;
 };
 
+/// An operator's change to the project's apps or code-signing keys (admin API).
+struct app_change {
+  enum class op : std::uint8_t { add_app, add_version, deprecate_version, add_key };
+  op what = op::add_app;
+  std::string by;  ///< Who did it.
+  std::string app; ///< The app's name (every op but add_key).
+  /// add_app: the app's policy (id and versions are the project's to give). add_version:
+  /// the version with its files and their signatures (id is the project's to give).
+  app_rec new_app{};
+  app_version_rec version{};
+  std::uint32_t version_id = 0; ///< deprecate_version: which version.
+  bool deprecated = true;       ///< deprecate_version: false offers it again.
+  std::string public_key;       ///< add_key, BOINC's text form.
+  std::string signature;        ///< add_key: the key signed with the previous one.
+};
+
+/// What an app_change did: the id of the app, version or key (keys count from 1), and
+/// whether it changed anything (false: the same change was made before, as a retry).
+struct app_changed {
+  std::uint32_t id = 0;
+  bool changed = false;
+};
+
 } // namespace cobble

@@ -105,6 +105,17 @@ caf::result<std::uint64_t> import_credit(project_ptr self, const ev::credit_impo
   return rp;
 }
 
+caf::result<std::uint32_t, bool> change_apps(project_ptr self, const app_change& change) {
+  app_changed out;
+  auto events = self->state.logic.change_apps(change, self->state.clk->now(), out);
+  if (!events)
+    return events.error();
+  auto rp = self->make_response_promise<std::uint32_t, bool>();
+  answer_when_durable(self, route(self, std::move(*events), decided_by{true, 0, false}), rp, out.id,
+                      out.changed);
+  return rp;
+}
+
 void files_deleted(project_ptr self, id_type wu, std::vector<std::string> inputs) {
   auto& st = self->state;
   auto events = st.logic.files_deleted(wu, std::move(inputs), st.clk->now());
@@ -265,6 +276,7 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
       return command_sequence(self, key, cmd);
     },
     [self](atom::credit, const credit_import_ptr& import) { return import_credit(self, *import); },
+    [self](atom::app, const app_change_ptr& change) { return change_apps(self, *change); },
     // -- views --
     [self](atom::status) -> project_summary_ptr {
       return std::make_shared<project_summary>(summarize(self->state.logic.state));

@@ -1,5 +1,6 @@
 #include "actors/project_flow.hpp"
 
+#include "actors/app_version.hpp"
 #include "actors/error.hpp"
 #include "actors/routing.hpp"
 #include "actors/work_sequence.hpp"
@@ -19,10 +20,36 @@ host_settings host_settings_of(const project_state& ps, const config::project_co
 
 // -- routing and appending ------------------------------------------------------------
 
+namespace {
+
+/// Spawns the actor of an app version added while the server runs (linked: it fails with
+/// its project, as the node's own versions stop the node).
+void ensure_version(project_ptr self, std::uint32_t id) {
+  auto& st = self->state;
+  if (st.versions.count(id))
+    return;
+  auto a = spawn_app_version(self->system(), app_version_state{id}, st.logic.state.index,
+                             credit_settings_from(st.config.credit));
+  self->link_to(a);
+  st.versions.emplace(id, std::move(a));
+}
+
+} // namespace
+
 std::vector<event> route(project_ptr self, std::vector<event> events, decided_by who) {
   auto& st = self->state;
   auto now = st.clk->now();
+  bool apps_changed = false;
   for (const auto& e : events) {
+    // New versions get their statistics' owner before their first event.
+    if (auto x = std::get_if<ev::app_version_added>(&e.data))
+      ensure_version(self, x->version.id);
+    if (auto x = std::get_if<ev::app_added>(&e.data))
+      for (std::uint8_t r = 0; r < n_resource_types; ++r)
+        ensure_version(self, anonymous_version_id(x->app.id, r));
+    apps_changed = apps_changed || std::holds_alternative<ev::app_added>(e.data)
+                   || std::holds_alternative<ev::app_version_added>(e.data)
+                   || std::holds_alternative<ev::app_version_deprecated>(e.data);
     if (!who.project)
       st.logic.apply_delivered(e);
     auto owners = owners_of(e.data);
@@ -45,6 +72,8 @@ std::vector<event> route(project_ptr self, std::vector<event> events, decided_by
       if (st.versions.count(v))
         st.to_versions[v].push_back(e);
   }
+  if (apps_changed)
+    st.host_config = host_settings_of(st.logic.state, st.config);
   return events;
 }
 

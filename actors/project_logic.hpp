@@ -172,6 +172,17 @@ public:
   /// Records another server's export (validated: a source name, finite positive scales).
   caf::expected<event> import_credit(ev::credit_imported import, time_us now);
 
+  // -- apps and code signing (project_apps.cpp) --
+
+  /// Validates an operator's change to the apps or code-signing keys and decides it (all or
+  /// nothing). The same change made again (a retry) decides nothing and says so in `out`.
+  /// Refusals: ec::unknown_app (no such app or version), ec::duplicate (an app of that name,
+  /// a version number not above the last of its platform and plan class, a file name
+  /// already used for other bytes), ec::invalid_argument (a bad name, number, file or
+  /// signature), ec::conflict (a version before any code-signing key).
+  caf::expected<std::vector<event>>
+  change_apps(const app_change& change, time_us now, app_changed& out);
+
 private:
   /// An output file of a result in progress: which result and output, and its limit.
   struct output_ref {

@@ -3,6 +3,7 @@
 /// clock. Scheduler RPCs come in as a 7.20 anonymous-platform client would send them.
 
 #include "../support/node_fixture.hpp"
+#include "actors/code_sign.hpp"
 #include "actors/error.hpp"
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
@@ -494,6 +495,79 @@ TEST_CASE_METHOD(actor_fixture, "a restarted node continues where it stopped", "
   auto hv = host(h1);
   CHECK(hv->state->results_reported == 1);
   CHECK(hv->state->in_progress.empty());
+}
+
+TEST_CASE_METHOD(actor_fixture, "a version added while the node runs gets its actor and stays",
+                 "[actors]") {
+  auto keys = generate_code_sign_keys();
+  REQUIRE(keys);
+  auto change = [&](app_change c) {
+    c.by = "admin";
+    auto answer = node.try_ask_tuple<std::uint32_t, bool>(
+      project, atom::app_v, app_change_ptr{std::make_shared<app_change>(std::move(c))});
+    REQUIRE(answer.has_value());
+    return *answer;
+  };
+  app_change key;
+  key.what = app_change::op::add_key;
+  key.public_key = keys->public_key;
+  auto k = change(key);
+  REQUIRE(k);
+  CHECK(*k == std::make_tuple(std::uint32_t{1}, true));
+
+  app_change add;
+  add.what = app_change::op::add_version;
+  add.app = "testapp";
+  add.version.platform = "x86_64-pc-linux-gnu";
+  add.version.version_num = 101;
+  auto& f = add.version.files.emplace_back();
+  f.name = "testapp_101";
+  f.open_name = "testapp";
+  f.nbytes = 4096;
+  f.md5 = "0123456789abcdef0123456789abcdef";
+  f.main_program = f.executable = true;
+  auto sig = sign_md5(keys->private_key, f.md5);
+  REQUIRE(sig);
+  f.signature = *sig;
+  auto added = change(add);
+  REQUIRE(added);
+  CHECK(*added == std::make_tuple(std::uint32_t{2}, true));
+  auto retry = change(add);
+  REQUIRE(retry);
+  CHECK(*retry == std::make_tuple(std::uint32_t{2}, false));
+  auto seq = store().last_seq();
+  auto next = add;
+  next.version.version_num = 102;
+  next.version.files[0].name = "testapp_102";
+  next.version.files[0].signature = "00\n.\n";
+  auto forged = change(next);
+  REQUIRE_FALSE(forged);
+  CHECK(is(forged.error(), ec::invalid_argument));
+  CHECK(store().last_seq() == seq); // a refusal records nothing
+
+  // The version has its statistics' actor, as if it had been configured.
+  auto world = ask<project_world_ptr>(project, atom::state_v);
+  CHECK(world->app_versions.count(2) == 1);
+  app_change off;
+  off.what = app_change::op::deprecate_version;
+  off.app = "testapp";
+  off.version_id = 2;
+  auto deprecated = change(off);
+  REQUIRE(deprecated);
+  CHECK(*deprecated == std::make_tuple(std::uint32_t{2}, true));
+
+  // A restart keeps the version and the key, and records nothing new.
+  auto final_seq = stop();
+  start();
+  CHECK(store().last_seq() == final_seq);
+  world = ask<project_world_ptr>(project, atom::state_v);
+  CHECK(world->app_versions.count(2) == 1);
+  REQUIRE(world->project.code_sign_keys.size() == 1);
+  const auto* app = world->project.app(std::string_view{"testapp"});
+  REQUIRE(app != nullptr);
+  REQUIRE(app->versions.size() == 2);
+  CHECK(app->versions[1].files == add.version.files);
+  CHECK(app->versions[1].deprecated);
 }
 
 // -- validation on what arrived ----------------------------------------------------------------

@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 
 namespace cobble::sim {
 
@@ -129,6 +130,19 @@ public:
       return std::nullopt; // else receive() would block forever
     std::optional<caf::expected<T>> out;
     rh.receive([&](T& x) { out.emplace(std::move(x)); },
+               [&](caf::error& e) { out.emplace(std::move(e)); });
+    return out;
+  }
+
+  /// try_ask() for an answer of several values (`Rs...`), as a tuple.
+  template <class... Rs, class Handle, class... Ts>
+  std::optional<caf::expected<std::tuple<Rs...>>> try_ask_tuple(const Handle& dest, Ts&&... xs) {
+    auto rh = (*self_)->request(dest, caf::infinite, std::forward<Ts>(xs)...);
+    sched_->run();
+    if ((*self_)->mailbox().empty())
+      return std::nullopt;
+    std::optional<caf::expected<std::tuple<Rs...>>> out;
+    rh.receive([&](Rs&... x) { out.emplace(std::make_tuple(std::move(x)...)); },
                [&](caf::error& e) { out.emplace(std::move(e)); });
     return out;
   }

@@ -1,0 +1,466 @@
+/// Tests of project_logic::change_apps (actors/project_apps.cpp): apps, signed versions,
+/// deprecation and code-signing keys added while the server runs, with real RSA signatures.
+
+#include "actors/code_sign.hpp"
+#include "actors/error.hpp"
+#include "actors/project_logic.hpp"
+#include "config/config.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace cobble;
+
+namespace {
+
+constexpr time_us t0 = 1'700'000'000LL * us_per_second;
+constexpr const char* linux_platform = "x86_64-pc-linux-gnu";
+
+code_sign_key_pair new_keys() {
+  auto keys = generate_code_sign_keys();
+  REQUIRE(keys);
+  return *keys;
+}
+
+/// A demo project (testapp, its configured version 100 for Linux) and a key pair the
+/// operator holds offline.
+struct apps_fixture {
+  project_logic logic;
+  time_us now = t0;
+  code_sign_key_pair keys = new_keys();
+
+  std::vector<event> configured = logic.configure(config::demo().projects.at(0), now);
+
+  caf::expected<std::vector<event>> change(const app_change& c, app_changed& out) {
+    now += us_per_second;
+    return logic.change_apps(c, now, out);
+  }
+
+  /// Adds `public_key` (signed with `signature`, if any): what it decided.
+  caf::expected<std::vector<event>>
+  add_key(const std::string& public_key, const std::string& signature, app_changed& out) {
+    app_change c;
+    c.what = app_change::op::add_key;
+    c.by = "admin";
+    c.public_key = public_key;
+    c.signature = signature;
+    return change(c, out);
+  }
+
+  void add_first_key() {
+    app_changed out;
+    auto events = add_key(keys.public_key, {}, out);
+    REQUIRE(events);
+    REQUIRE(events->size() == 1);
+    REQUIRE(out.changed);
+  }
+
+  /// A file of `n` bytes named `name` whose MD5 is `md5`, signed with `private_key`.
+  static app_file_rec file(const std::string& name, const std::string& md5,
+                           const std::string& private_key, bool main_program = false) {
+    app_file_rec f;
+    f.name = name;
+    f.nbytes = 1000;
+    f.md5 = md5;
+    auto sig = sign_md5(private_key, md5);
+    REQUIRE(sig);
+    f.signature = *sig;
+    f.executable = main_program;
+    f.main_program = main_program;
+    return f;
+  }
+
+  /// testapp `num` for Linux: a main program and a data file, signed with the fixture's key.
+  app_version_rec version(int num) const {
+    app_version_rec v;
+    v.platform = linux_platform;
+    v.version_num = num;
+    v.api_version = "7.22.0";
+    auto n = std::to_string(num);
+    auto md5 = std::string(32 - n.size(), 'a') + n; // other bytes for every number
+    v.files = {file("testapp_" + n, md5, keys.private_key, true),
+               file("params_" + n + ".xml", "fedcba9876543210fedcba9876543210", keys.private_key)};
+    return v;
+  }
+
+  caf::expected<std::vector<event>>
+  add_version(app_version_rec v, app_changed& out, const std::string& app = "testapp") {
+    app_change c;
+    c.what = app_change::op::add_version;
+    c.by = "admin";
+    c.app = app;
+    c.version = std::move(v);
+    return change(c, out);
+  }
+
+  /// The project's key, then version `num` of testapp: the version's id.
+  std::uint32_t keyed_version(int num) {
+    add_first_key();
+    app_changed out;
+    REQUIRE(add_version(version(num), out));
+    REQUIRE(out.changed);
+    return out.id;
+  }
+
+  caf::expected<std::vector<event>>
+  deprecate(std::uint32_t version_id, bool deprecated, app_changed& out) {
+    app_change c;
+    c.what = app_change::op::deprecate_version;
+    c.by = "admin";
+    c.app = "testapp";
+    c.version_id = version_id;
+    c.deprecated = deprecated;
+    return change(c, out);
+  }
+
+  const app_version_rec* held(std::uint32_t id) const {
+    for (const auto& a : logic.state.apps)
+      for (const auto& v : a.versions)
+        if (v.id == id)
+          return &v;
+    return nullptr;
+  }
+};
+
+/// The state a replay of `events` reaches.
+project_state replayed(const std::vector<event>& events) {
+  project_logic fresh;
+  for (const auto& e : events)
+    fresh.apply_delivered(e);
+  return fresh.state;
+}
+
+void append(std::vector<event>& log, const caf::expected<std::vector<event>>& events) {
+  REQUIRE(events);
+  log.insert(log.end(), events->begin(), events->end());
+}
+
+} // namespace
+
+TEST_CASE("a signed version is added once and replays to the same state", "[project_apps]") {
+  apps_fixture f;
+  auto log = f.configured;
+  app_changed out;
+  append(log, f.add_key(f.keys.public_key, {}, out));
+  REQUIRE(f.logic.state.code_sign_keys.size() == 1);
+  CHECK(f.logic.state.code_sign_keys.back().signature.empty());
+
+  auto v = f.version(101);
+  auto added = f.add_version(v, out);
+  append(log, added);
+  REQUIRE(added->size() == 1);
+  CHECK(out.changed);
+  const auto* held = f.held(out.id);
+  REQUIRE(held != nullptr);
+  CHECK(held->version_num == 101);
+  CHECK(held->files.size() == 2);
+  CHECK(held->files[0].open_name == held->files[0].name); // an empty open name is the name
+  CHECK_FALSE(held->deprecated);
+  CHECK(out.id == 2); // after the configured version 100
+
+  SECTION("the same version again is a retry: its id, nothing decided") {
+    app_changed again;
+    auto retry = f.add_version(v, again);
+    REQUIRE(retry);
+    CHECK(retry->empty());
+    CHECK_FALSE(again.changed);
+    CHECK(again.id == out.id);
+  }
+  SECTION("a version number not above the last of its platform is refused") {
+    auto lower = f.version(100);
+    app_changed no;
+    auto refused = f.add_version(lower, no);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::duplicate));
+    CHECK_THAT(describe(refused.error()), Catch::Contains("above 101"));
+  }
+  SECTION("another plan class numbers its versions apart") {
+    auto cuda = f.version(50);
+    cuda.plan_class = "cuda";
+    cuda.resource = 1;
+    cuda.coproc_count = 1;
+    for (auto& file : cuda.files)
+      file.name = "cuda_" + file.name;
+    app_changed gpu;
+    append(log, f.add_version(cuda, gpu));
+    CHECK(gpu.changed);
+    CHECK(gpu.id == 3);
+  }
+  SECTION("a file name is never reused for other bytes") {
+    auto next = f.version(102);
+    next.files[1] = apps_fixture::file(v.files[1].name, "00000000000000000000000000000000",
+                                       f.keys.private_key);
+    app_changed no;
+    auto refused = f.add_version(next, no);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::duplicate));
+    CHECK_THAT(describe(refused.error()), Catch::Contains(v.files[1].name));
+  }
+  SECTION("the same file in a later version is shared, not refused") {
+    auto next = f.version(102);
+    next.files[1] = v.files[1];
+    app_changed yes;
+    append(log, f.add_version(next, yes));
+    CHECK(yes.changed);
+  }
+  CHECK(replayed(log) == f.logic.state);
+}
+
+TEST_CASE("versions with bad files or signatures are refused whole", "[project_apps]") {
+  apps_fixture f;
+  app_changed out;
+  SECTION("before the project has a key") {
+    auto refused = f.add_version(f.version(101), out);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::conflict));
+    CHECK_THAT(describe(refused.error()), Catch::Contains("cobble key add"));
+  }
+  SECTION("with a key") {
+    f.add_first_key();
+    auto before = f.logic.state;
+    auto v = f.version(101);
+    std::string expect;
+    auto code = ec::invalid_argument;
+    SECTION("signed with another key") {
+      auto other = new_keys();
+      v.files[0] = apps_fixture::file(v.files[0].name, v.files[0].md5, other.private_key, true);
+      expect = "does not verify";
+    }
+    SECTION("a signature of other bytes") {
+      v.files[0].signature = v.files[1].signature;
+      expect = "does not verify";
+    }
+    SECTION("no signature") {
+      v.files[1].signature.clear();
+      expect = "no signature";
+    }
+    SECTION("two main programs") {
+      v.files[1].main_program = true;
+      expect = "2 are";
+    }
+    SECTION("no main program") {
+      v.files[0].main_program = false;
+      expect = "0 are";
+    }
+    SECTION("a file name that leaves its directory") {
+      v.files[0].name = "../testapp";
+      expect = "not a plain file name";
+    }
+    SECTION("an upper-case MD5") {
+      v.files[1].md5 = "FEDCBA9876543210FEDCBA9876543210";
+      expect = "lower-case hex";
+    }
+    SECTION("a GPU version without a GPU count") {
+      v.resource = 1;
+      expect = "coproc_count";
+    }
+    SECTION("the anonymous platform") {
+      v.platform = "anonymous";
+      expect = "BOINC platform";
+    }
+    SECTION("an unknown app") {
+      auto refused = f.add_version(v, out, "nosuchapp");
+      REQUIRE_FALSE(refused);
+      CHECK(is(refused.error(), ec::unknown_app));
+      CHECK(f.logic.state == before);
+      return;
+    }
+    auto refused = f.add_version(v, out);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), code));
+    CHECK_THAT(describe(refused.error()), Catch::Contains(expect));
+    CHECK(f.logic.state == before);
+  }
+}
+
+TEST_CASE("a deprecated version can be offered again", "[project_apps]") {
+  apps_fixture f;
+  auto id = f.keyed_version(101);
+  app_changed out;
+
+  auto off = f.deprecate(id, true, out);
+  REQUIRE(off);
+  CHECK(off->size() == 1);
+  CHECK(out.changed);
+  CHECK(f.held(id)->deprecated);
+  auto again = f.deprecate(id, true, out);
+  REQUIRE(again);
+  CHECK(again->empty());
+  CHECK_FALSE(out.changed);
+
+  REQUIRE(f.deprecate(id, false, out));
+  CHECK(out.changed);
+  CHECK_FALSE(f.held(id)->deprecated);
+
+  auto unknown = f.deprecate(99, true, out);
+  REQUIRE_FALSE(unknown);
+  CHECK(is(unknown.error(), ec::unknown_app));
+}
+
+TEST_CASE("a new code-signing key must be signed with the current one", "[project_apps]") {
+  apps_fixture f;
+  f.add_first_key();
+  auto next = new_keys();
+  app_changed out;
+
+  SECTION("the current key again is a retry") {
+    auto retry = f.add_key("\n" + f.keys.public_key + "\n\n", {}, out);
+    REQUIRE(retry);
+    CHECK(retry->empty());
+    CHECK_FALSE(out.changed);
+    CHECK(out.id == 1);
+  }
+  SECTION("unsigned") {
+    auto refused = f.add_key(next.public_key, {}, out);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::conflict));
+  }
+  SECTION("signed with itself") {
+    auto self = sign_text(next.private_key, next.public_key);
+    REQUIRE(self);
+    auto refused = f.add_key(next.public_key, *self, out);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::invalid_argument));
+    CHECK(f.logic.state.code_sign_keys.size() == 1);
+  }
+  SECTION("not a key") {
+    auto refused = f.add_key("1024\nnot hex\n.\n", {}, out);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::invalid_argument));
+  }
+  SECTION("signed with the current key: versions must then be signed with the new one") {
+    auto sig = sign_text(f.keys.private_key, next.public_key);
+    REQUIRE(sig);
+    auto rotated = f.add_key(next.public_key, *sig, out);
+    REQUIRE(rotated);
+    CHECK(out.changed);
+    CHECK(out.id == 2);
+    REQUIRE(f.logic.state.code_sign_keys.size() == 2);
+    CHECK(f.logic.state.code_sign_keys.back().signature == *sig);
+
+    auto old_signed = f.add_version(f.version(101), out);
+    REQUIRE_FALSE(old_signed);
+    CHECK(is(old_signed.error(), ec::invalid_argument));
+    f.keys = next;
+    REQUIRE(f.add_version(f.version(101), out));
+    CHECK(out.changed);
+
+    // The project never goes back to the older key.
+    auto back = f.add_key(f.logic.state.code_sign_keys.front().public_key, {}, out);
+    REQUIRE_FALSE(back);
+    CHECK(is(back.error(), ec::conflict));
+  }
+}
+
+TEST_CASE("an app is added with its policy, once", "[project_apps]") {
+  apps_fixture f;
+  app_change c;
+  c.what = app_change::op::add_app;
+  c.by = "admin";
+  c.app = "newapp";
+  // The policy of a configured app with the configuration's defaults.
+  config::project_config cfg;
+  auto& configured = cfg.apps.emplace_back();
+  configured.name = c.app;
+  configured.output_names = {"out"};
+  c.new_app = apps_from_config(cfg, {}).at(0);
+  app_changed out;
+  auto added = f.change(c, out);
+  INFO((added ? std::string{} : describe(added.error())));
+  REQUIRE(added);
+  REQUIRE(added->size() == 1);
+  CHECK(out.changed);
+  CHECK(out.id == 2);
+  const auto* app = f.logic.state.app(std::string_view{"newapp"});
+  REQUIRE(app != nullptr);
+  CHECK(app->user_friendly_name == "newapp");
+  CHECK(app->versions.empty());
+
+  SECTION("the same app again is a retry") {
+    auto retry = f.change(c, out);
+    REQUIRE(retry);
+    CHECK(retry->empty());
+    CHECK_FALSE(out.changed);
+    CHECK(out.id == 2);
+  }
+  SECTION("another policy under the same name is refused") {
+    c.new_app.min_quorum = 1;
+    c.new_app.target_nresults = 1;
+    auto refused = f.change(c, out);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::duplicate));
+  }
+  SECTION("a bad name or policy is refused") {
+    auto before = f.logic.state;
+    SECTION("name") {
+      c.app = "New App";
+    }
+    SECTION("quorum") {
+      c.app = "other";
+      c.new_app.min_quorum = 3;
+    }
+    SECTION("no outputs") {
+      c.app = "other";
+      c.new_app.output_names.clear();
+    }
+    auto refused = f.change(c, out);
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::invalid_argument));
+    CHECK(f.logic.state == before);
+  }
+  SECTION("its versions follow, and survive a restart with the same configuration") {
+    f.add_first_key();
+    auto v = f.version(1);
+    for (auto& file : v.files)
+      file.name = "newapp_" + file.name;
+    REQUIRE(f.add_version(v, out, "newapp"));
+    auto before = f.logic.state;
+    auto events = f.logic.configure(config::demo().projects.at(0), f.now);
+    CHECK(events.empty());
+    CHECK(f.logic.state == before);
+  }
+}
+
+TEST_CASE("hosts get the newest version that is not deprecated", "[project_apps]") {
+  apps_fixture f;
+  auto v101 = f.keyed_version(101);
+  app_changed out;
+  work_batch b;
+  b.submitter = "admin";
+  for (const auto* name : {"a", "b"}) {
+    work_spec w;
+    w.app = "testapp";
+    w.name = name;
+    b.items.push_back(w);
+  }
+  work_created created;
+  REQUIRE(f.logic.create_work(b, f.now, created));
+
+  host_info_rec info;
+  info.p_ncpus = 1;
+  info.p_fpops = 1e9;
+  auto user = f.logic.state.users.begin()->first;
+  auto request = [&] {
+    auto e = f.logic.register_host(user, info, f.now);
+    job_request r;
+    r.host = std::get<ev::host_registered>(e.data).id;
+    r.info = info;
+    r.platform = linux_platform;
+    r.requests.resize(n_resource_types);
+    r.requests[0] = resource_request{1, 0, 0};
+    return r;
+  };
+  std::vector<event> events;
+  auto jobs = f.logic.select_jobs(request(), f.now, events);
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].result.version_num == 101);
+  CHECK(jobs[0].dispatched.version.app_version_id == v101);
+
+  REQUIRE(f.deprecate(v101, true, out));
+  jobs = f.logic.select_jobs(request(), f.now, events);
+  REQUIRE(jobs.size() == 1);
+  CHECK(jobs[0].result.version_num == 100);
+}
