@@ -110,11 +110,33 @@ fs::path file_store::results_dir(std::string_view project) const {
   return root_ / "projects" / std::string{project} / "results";
 }
 
-caf::expected<staged_file> file_store::stage(std::string_view project, std::string_view content) {
+caf::expected<staged_file>
+file_store::find_staged(std::string_view project, std::string_view name) const {
+  if (!safe_file_name(name))
+    return make_error(ec::invalid_argument, "unsafe file name '" + std::string{name} + "'");
+  auto path = download_dir(project) / std::string{name};
+  std::error_code err;
+  if (!fs::is_regular_file(path, err))
+    return make_error(ec::not_found, "no staged file " + std::string{name});
+  staged_file out;
+  out.name = std::string{name};
+  out.nbytes = fs::file_size(path, err);
+  if (err)
+    return posix_error("read", path, err);
+  auto md5 = md5_of_file(path);
+  if (!md5)
+    return make_error(ec::io_error, "read " + path.string() + ": cannot read the file");
+  out.md5 = std::move(*md5);
+  out.existed = true;
+  return out;
+}
+
+caf::expected<staged_file>
+file_store::stage(std::string_view project, std::string_view content, std::string_view prefix) {
   staged_file out;
   out.md5 = md5_hex(content);
   out.nbytes = content.size();
-  out.name = "in_" + out.md5;
+  out.name = std::string{prefix} + out.md5;
   auto dir = download_dir(project);
   if (auto err = ensure_directory(dir))
     return err;

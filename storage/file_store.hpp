@@ -94,10 +94,16 @@ public:
   std::filesystem::path upload_dir(std::string_view project) const;
   std::filesystem::path results_dir(std::string_view project) const;
 
-  /// Stores input content under "in_<md5>" unless identical content is already there.
-  /// Written to a temporary file and renamed, so a crash never leaves a partial input.
-  /// ec::io_error on I/O failure.
-  caf::expected<staged_file> stage(std::string_view project, std::string_view content);
+  /// Stores input content under "<prefix><md5>" ("in_" for workunit inputs, "app_" for the
+  /// files of app versions) unless identical content is already there. Written to a temporary
+  /// file and renamed, so a crash never leaves a partial input. ec::io_error on I/O failure.
+  caf::expected<staged_file>
+  stage(std::string_view project, std::string_view content, std::string_view prefix = "in_");
+
+  /// A file of the download area as it is on disk: its size and MD5, read whole. ec::not_found
+  /// when there is none, ec::invalid_argument for an unsafe name, ec::io_error when it cannot
+  /// be read.
+  caf::expected<staged_file> find_staged(std::string_view project, std::string_view name) const;
 
   /// Stages the content of a file (e.g. an uploaded output) under "in_<md5>", as `stage`
   /// does: a hard link when the file system allows it, else a copy, then a rename.
