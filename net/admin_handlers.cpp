@@ -3,6 +3,7 @@
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "net/admin_json.hpp"
+#include "net/app_json.hpp"
 #include "net/files.hpp"
 #include "net/one_shot.hpp"
 
@@ -15,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <limits>
 #include <optional>
 
 namespace cobble::net::admin {
@@ -357,6 +359,95 @@ void show_result(call& c) {
 
 void stage_file(call& c) {
   stage_input(c.ctx->files, c.params.at("project"), std::move(c.req), c.respond);
+}
+
+// -- apps and code signing ---------------------------------------------------------
+
+namespace {
+
+/// Asks the project to make an app change: 201 {"id", "changed": true}, or 200 with
+/// "changed": false for a change made before (a retry).
+void change_apps(const ctx_ptr& ctx, const responder& respond, const project_actor& p,
+                 app_change_ptr change) {
+  ask(
+    ctx, respond, p,
+    [respond](std::uint32_t id, bool changed) {
+      respond(json_response(changed ? http::status::created : http::status::ok,
+                            json{{"id", id}, {"changed", changed}}));
+    },
+    atom::app_v, std::move(change));
+}
+
+void change_apps(const call& c, app_change change) {
+  change_apps(c.ctx, c.respond, c.project, std::make_shared<const app_change>(std::move(change)));
+}
+
+/// Why a version's file is not what the download area holds; empty when it is.
+std::string
+staging_problem(file_service& files, const std::string& project, const app_file_rec& f) {
+  if (f.name.rfind("app_", 0) != 0)
+    return "file " + f.name
+           + " is not an app file: stage it with POST .../app-files and "
+             "use the stored_name it answers (app_<md5>)";
+  auto staged = files.store().find_staged(project, f.name);
+  if (!staged)
+    return "file " + f.name + " is not staged (POST .../app-files): " + describe(staged.error());
+  if (staged->md5 != f.md5 || static_cast<double>(staged->nbytes) != f.nbytes)
+    return "file " + f.name + " is staged with " + std::to_string(staged->nbytes)
+           + " bytes and MD5 " + staged->md5 + ", not what the version says";
+  return {};
+}
+
+} // namespace
+
+void stage_app_file(call& c) {
+  stage_input(c.ctx->files, c.params.at("project"), std::move(c.req), c.respond, "app_");
+}
+
+void add_app(call& c) {
+  if (auto change = read_body(c, [](const json& body) { return parse_new_app(body); }))
+    change_apps(c, std::move(*change));
+}
+
+void add_app_version(call& c) {
+  const auto& app = c.params.at("app");
+  auto change = read_body(c, [&app](const json& body) { return parse_new_version(body, app); });
+  if (!change)
+    return;
+  // The files must be in the download area as the version describes them: read on the file
+  // service's threads, then the project decides.
+  auto shared = std::make_shared<const app_change>(std::move(*change));
+  auto files = c.ctx->files;
+  files->post([files, shared, ctx = c.ctx, respond = c.respond, p = c.project,
+               project = c.params.at("project")] {
+    for (const auto& f : shared->version.files)
+      if (auto problem = staging_problem(*files, project, f); !problem.empty()) {
+        respond(error_response(http::status::bad_request, problem));
+        return;
+      }
+    change_apps(ctx, respond, p, shared);
+  });
+}
+
+void deprecate_app_version(call& c) {
+  const auto& key = c.params.at("version");
+  auto id = parse_u64(key);
+  if (!id || *id > std::numeric_limits<std::uint32_t>::max()) {
+    c.respond(
+      error_response(http::status::not_found, "no version '" + key + "' (ids are numbers)"));
+    return;
+  }
+  const auto& app = c.params.at("app");
+  auto version = static_cast<std::uint32_t>(*id);
+  auto change = read_body(
+    c, [&](const json& body) { return parse_deprecation(body, app, version); }, true);
+  if (change)
+    change_apps(c, std::move(*change));
+}
+
+void add_code_sign_key(call& c) {
+  if (auto change = read_body(c, [](const json& body) { return parse_new_key(body); }))
+    change_apps(c, std::move(*change));
 }
 
 // -- hosts and users ----------------------------------------------------------------

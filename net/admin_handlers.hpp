@@ -46,6 +46,14 @@ void show_workunit(call& c);
 void show_result(call& c);
 void stage_file(call& c);
 
+// /api/projects/{project}/app-files, apps (POST), apps/{app}/versions[/{version}/deprecate],
+// keys
+void stage_app_file(call& c);
+void add_app(call& c);
+void add_app_version(call& c);
+void deprecate_app_version(call& c);
+void add_code_sign_key(call& c);
+
 // /api/projects/{project}/hosts[/{host}], users
 void list_hosts(call& c);
 void show_host(call& c);

@@ -1,5 +1,6 @@
 #include "net/admin_json.hpp"
 
+#include "net/json_reader.hpp"
 #include "net/xml_text.hpp"
 
 #include <algorithm>
@@ -127,110 +128,6 @@ json workunit_head(const workunit_view& v) {
 }
 
 // -- parsing ----------------------------------------------------------------
-
-/// A name the client chose, for an error message: its first 64 bytes (cut on a UTF-8
-/// boundary), "..." when there were more, so that a huge key makes no huge answer.
-std::string shown(std::string s) {
-  if (s.size() > 64) {
-    xml::cap_utf8(s, 64);
-    s += "...";
-  }
-  return s;
-}
-
-/// Reads the members of one JSON object into a struct, collecting the first error.
-class reader {
-public:
-  reader(const json& obj, std::string where) : obj_(obj), where_(std::move(where)) {}
-
-  /// The first error, or empty.
-  const std::string& error() const { return error_; }
-
-  bool ok() const { return error_.empty(); }
-
-  void fail(const std::string& what) {
-    if (error_.empty())
-      error_ = what + where_;
-  }
-
-  /// Fails on any member not in `known`.
-  void only(std::initializer_list<const char*> known) {
-    for (const auto& item : obj_.items()) {
-      const auto& key = item.key();
-      bool found = std::any_of(known.begin(), known.end(), [&](const char* k) { return key == k; });
-      if (!found)
-        fail("unknown field '" + shown(key) + "'");
-    }
-  }
-
-  bool has(const char* key) const { return obj_.contains(key) && !obj_.at(key).is_null(); }
-
-  void string(const char* key, std::string& out, bool required = false) {
-    if (!has(key)) {
-      if (required)
-        fail("missing field '" + std::string{key} + "'");
-      return;
-    }
-    const auto& v = obj_.at(key);
-    if (!v.is_string())
-      return fail("field '" + std::string{key} + "' must be a string");
-    out = v.get<std::string>();
-  }
-
-  void number(const char* key, std::optional<double>& out) {
-    if (!has(key))
-      return;
-    const auto& v = obj_.at(key);
-    if (!v.is_number())
-      return fail("field '" + std::string{key} + "' must be a number");
-    out = v.get<double>();
-  }
-
-  void number(const char* key, double& out) {
-    std::optional<double> x;
-    number(key, x);
-    if (x)
-      out = *x;
-  }
-
-  void integer(const char* key, std::optional<int>& out) {
-    if (!has(key))
-      return;
-    const auto& v = obj_.at(key);
-    if (!v.is_number_integer())
-      return fail("field '" + std::string{key} + "' must be an integer");
-    auto x = v.get<std::int64_t>();
-    if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max())
-      return fail("field '" + std::string{key} + "' is out of range");
-    out = static_cast<int>(x);
-  }
-
-  void boolean(const char* key, bool& out) {
-    if (!has(key))
-      return;
-    const auto& v = obj_.at(key);
-    if (!v.is_boolean())
-      return fail("field '" + std::string{key} + "' must be true or false");
-    out = v.get<bool>();
-  }
-
-  void unsigned_int(const char* key, std::uint64_t& out, std::uint64_t max) {
-    if (!has(key))
-      return;
-    const auto& v = obj_.at(key);
-    if (!v.is_number_integer() || v.get<std::int64_t>() < 0)
-      return fail("field '" + std::string{key} + "' must be a non-negative integer");
-    auto x = v.get<std::uint64_t>();
-    if (x > max)
-      return fail("field '" + std::string{key} + "' must be at most " + std::to_string(max));
-    out = x;
-  }
-
-private:
-  const json& obj_;
-  std::string where_;
-  std::string error_;
-};
 
 /// Reads an optional `inputs` array of {stored_name, open_name, nbytes, md5}.
 std::optional<std::string>
@@ -503,29 +400,36 @@ json to_json(const host_view& v) {
   return out;
 }
 
+json to_json(const app_version_rec& v, bool signatures) {
+  json files = json::array();
+  for (const auto& f : v.files) {
+    json file = {{"name", f.name},
+                 {"open_name", f.open_name},
+                 {"nbytes", f.nbytes},
+                 {"md5", f.md5},
+                 {"executable", f.executable},
+                 {"main_program", f.main_program},
+                 {"copy_file", f.copy_file}};
+    if (signatures)
+      file["signature"] = f.signature;
+    files.push_back(std::move(file));
+  }
+  return {{"id", v.id},
+          {"platform", v.platform},
+          {"version_num", v.version_num},
+          {"plan_class", v.plan_class},
+          {"avg_ncpus", v.avg_ncpus},
+          {"resource", to_string(static_cast<resource_type>(v.resource))},
+          {"coproc_count", v.coproc_count},
+          {"deprecated", v.deprecated},
+          {"api_version", v.api_version},
+          {"files", std::move(files)}};
+}
+
 json to_json(const app_rec& a) {
   json versions = json::array();
-  for (const auto& v : a.versions) {
-    json files = json::array();
-    for (const auto& f : v.files)
-      files.push_back({{"name", f.name},
-                       {"open_name", f.open_name},
-                       {"nbytes", f.nbytes},
-                       {"md5", f.md5},
-                       {"executable", f.executable},
-                       {"main_program", f.main_program},
-                       {"copy_file", f.copy_file}});
-    versions.push_back({{"id", v.id},
-                        {"platform", v.platform},
-                        {"version_num", v.version_num},
-                        {"plan_class", v.plan_class},
-                        {"avg_ncpus", v.avg_ncpus},
-                        {"resource", to_string(static_cast<resource_type>(v.resource))},
-                        {"coproc_count", v.coproc_count},
-                        {"deprecated", v.deprecated},
-                        {"api_version", v.api_version},
-                        {"files", std::move(files)}});
-  }
+  for (const auto& v : a.versions)
+    versions.push_back(to_json(v, false));
   return json{{"id", a.id},
               {"name", a.name},
               {"user_friendly_name", a.user_friendly_name},
@@ -536,6 +440,7 @@ json to_json(const app_rec& a) {
               {"max_success_results", a.max_success_results},
               {"delay_bound", a.delay_bound},
               {"max_jobs_per_rpc", a.max_jobs_per_rpc},
+              {"max_jobs_per_day", a.max_jobs_per_day},
               {"validator", a.validator == 1 ? "accept_all" : "bitwise"},
               {"rsc_fpops_est", a.rsc_fpops_est},
               {"rsc_fpops_bound", a.rsc_fpops_bound},

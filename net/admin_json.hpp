@@ -52,6 +52,9 @@ nlohmann::json to_json(const user_rec& u);
 /// An app with its replication settings and versions (anonymous ids shown as -2, -3, ...).
 nlohmann::json to_json(const app_rec& a);
 
+/// An app version with its files (and their code signatures with `signatures`).
+nlohmann::json to_json(const app_version_rec& v, bool signatures);
+
 /// Statistics of an app version.
 nlohmann::json to_json(const app_version_state& s);
 

@@ -540,18 +540,18 @@ std::vector<route> file_routes(file_routes_context ctx) {
 }
 
 void stage_input(const std::shared_ptr<file_service>& files, const std::string& project,
-                 request&& req, const responder& respond) {
+                 request&& req, const responder& respond, const std::string& prefix) {
   unsigned version = req.version();
   bool keep_alive = req.keep_alive();
   auto body = std::make_shared<std::string>(std::move(req.body()));
-  files->post([files, project, body, version, keep_alive, respond] {
+  files->post([files, project, body, version, keep_alive, respond, prefix] {
     auto cannot_stage = [&](const std::string& why) {
       spdlog::error("staging an input of {}: {}", project, why);
       respond(text_response(version, keep_alive, http::status::internal_server_error,
                             nlohmann::json{{"error", why}}.dump(), "application/json"));
     };
     try {
-      auto staged = files->store().stage(project, *body);
+      auto staged = files->store().stage(project, *body, prefix);
       if (!staged) {
         cannot_stage(describe(staged.error()));
         return;

@@ -58,9 +58,10 @@ struct file_routes_context {
 /// GET /<p>/download/<name> and POST /<p>/upload for every project.
 std::vector<route> file_routes(file_routes_context ctx);
 
-/// Stores the request body as an input of `project` and answers 201 with
-/// {"stored_name", "md5", "nbytes", "existed"} (the admin API's POST .../files).
+/// Stores the request body as an input of `project` ("in_<md5>"; "app_<md5>" with prefix
+/// "app_", a file of an app version) and answers 201 with {"stored_name", "md5", "nbytes",
+/// "existed"} (the admin API's POST .../files and .../app-files).
 void stage_input(const std::shared_ptr<file_service>& files, const std::string& project,
-                 request&& req, const responder& respond);
+                 request&& req, const responder& respond, const std::string& prefix = "in_");
 
 } // namespace cobble::net

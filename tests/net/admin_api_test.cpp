@@ -1,9 +1,12 @@
 #include "../support/temp_dir.hpp"
 #include "actors/clock.hpp"
+#include "actors/code_sign.hpp"
 #include "actors/node.hpp"
 #include "config/config.hpp"
 #include "net/admin_api.hpp"
+#include "net/files.hpp"
 #include "storage/event_store.hpp"
+#include "storage/file_store.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -139,7 +142,10 @@ struct admin_fixture {
   std::uint16_t port = 0;
   const std::string token = "test-token-0123456789";
 
-  admin_fixture() { start(); }
+  /// With `with_files`, the admin API stages files (POST .../files, .../app-files), as in
+  /// `cobbled`.
+  explicit admin_fixture(bool with_files = false) : files_on(with_files) { start(); }
+  bool files_on = false;
 
   ~admin_fixture() { stop(); }
 
@@ -167,6 +173,10 @@ struct admin_fixture {
     ctx.aggregator = handles.aggregator;
     ctx.token = token;
     ctx.timeout = 10s;
+    if (files_on)
+      ctx.files = std::make_shared<net::file_service>(std::make_shared<storage::file_store>(
+                                                        dir.path()),
+                                                      "admin-test-secret");
     server = std::make_unique<net::http_server>(net::server_options{},
                                                 net::admin_routes(std::move(ctx)));
     port = server->start();
@@ -546,6 +556,106 @@ TEST_CASE_METHOD(admin_fixture, "users are created and listed", "[net][admin]") 
   CHECK(get("/api/projects/demo").body["users"] == users.body.size());
 }
 
+namespace {
+
+struct files_fixture : admin_fixture {
+  files_fixture() : admin_fixture(true) {}
+};
+
+} // namespace
+
+TEST_CASE_METHOD(files_fixture, "an operator adds a key, an app and a signed version",
+                 "[net][admin]") {
+  auto keys = generate_code_sign_keys();
+  REQUIRE(keys);
+  auto key = post("/api/projects/demo/keys", {{"public_key", keys->public_key}});
+  REQUIRE(key.status == 201);
+  CHECK(key.body == json{{"id", 1}, {"changed", true}});
+  CHECK(post("/api/projects/demo/keys", {{"public_key", keys->public_key}}).status == 200);
+  CHECK(post("/api/projects/demo/keys", {{"public_key", "1024\nzz\n.\n"}}).status == 400);
+  auto other = generate_code_sign_keys();
+  REQUIRE(other);
+  auto unsigned_key = post("/api/projects/demo/keys", {{"public_key", other->public_key}});
+  CHECK(unsigned_key.status == 409);
+  CHECK_THAT(error_of(unsigned_key), Catch::Contains("signed with the current private key"));
+
+  auto app = post("/api/projects/demo/apps", {{"name", "newapp"}, {"output_names", {"out"}}});
+  REQUIRE(app.status == 201);
+  CHECK(app.body["id"] == 2);
+  CHECK(post("/api/projects/demo/apps", {{"name", "newapp"}, {"output_names", {"out"}}}).status
+        == 200);
+  CHECK(
+    post("/api/projects/demo/apps",
+         {{"name", "newapp"}, {"min_quorum", 1}, {"target_nresults", 1}, {"output_names", {"out"}}})
+      .status
+    == 409);
+  CHECK(post("/api/projects/demo/apps", {{"name", "Bad Name"}}).status == 400);
+  CHECK(post("/api/projects/demo/apps", {{"name", "x"}, {"colour", "red"}}).status == 400);
+
+  // The program is staged, signed offline, then named by the version.
+  const std::string program = "#!/bin/sh\necho hello > out\n";
+  auto staged = post_raw("/api/projects/demo/app-files", program);
+  REQUIRE(staged.status == 201);
+  auto stored = staged.body["stored_name"].get<std::string>();
+  auto md5 = staged.body["md5"].get<std::string>();
+  CHECK(stored == "app_" + md5);
+  auto sig = sign_md5(keys->private_key, md5);
+  REQUIRE(sig);
+  json file = {{"name", stored},      {"open_name", "newapp"}, {"nbytes", program.size()},
+               {"md5", md5},          {"signature", *sig},     {"executable", true},
+               {"main_program", true}};
+  json version = {{"platform", "x86_64-pc-linux-gnu"}, {"version_num", 1}, {"files", {file}}};
+  auto added = post("/api/projects/demo/apps/newapp/versions", version);
+  REQUIRE(added.status == 201);
+  auto id = added.body["id"].get<int>();
+  CHECK(post("/api/projects/demo/apps/newapp/versions", version).status == 200);
+  auto apps = get("/api/projects/demo/apps");
+  REQUIRE(apps.status == 200);
+  REQUIRE(apps.body.size() == 2);
+  CHECK(apps.body[1]["versions"][0]["files"][0]["name"] == stored);
+
+  SECTION("a file the download area does not hold as described is refused") {
+    auto next = version;
+    next["version_num"] = 2;
+    auto missing = next;
+    missing["files"][0]["name"] = "app_00000000000000000000000000000000";
+    auto refused = post("/api/projects/demo/apps/newapp/versions", missing);
+    CHECK(refused.status == 400);
+    CHECK_THAT(error_of(refused), Catch::Contains("not staged"));
+    auto wrong_size = next;
+    wrong_size["files"][0]["nbytes"] = 5;
+    CHECK_THAT(error_of(post("/api/projects/demo/apps/newapp/versions", wrong_size)),
+               Catch::Contains("not what the version says"));
+    auto input = next;
+    input["files"][0]["name"] = "in_" + md5;
+    CHECK_THAT(error_of(post("/api/projects/demo/apps/newapp/versions", input)),
+               Catch::Contains("not an app file"));
+    auto forged = next;
+    forged["files"][0]["signature"] = *sign_md5(other->private_key, md5);
+    auto bad_sig = post("/api/projects/demo/apps/newapp/versions", forged);
+    CHECK(bad_sig.status == 400);
+    CHECK_THAT(error_of(bad_sig), Catch::Contains("does not verify"));
+    CHECK(post("/api/projects/demo/apps/nope/versions", next).status == 404);
+    auto zero = next;
+    zero["version_num"] = 0;
+    CHECK(post("/api/projects/demo/apps/newapp/versions", zero).status == 400);
+  }
+  SECTION("a version is deprecated and offered again, and all of it survives a restart") {
+    auto path = "/api/projects/demo/apps/newapp/versions/" + std::to_string(id) + "/deprecate";
+    CHECK(post_raw(path, "").status == 201);
+    CHECK(post(path, {{"deprecated", true}}).status == 200);
+    CHECK(post("/api/projects/demo/apps/newapp/versions/99/deprecate", json::object()).status
+          == 404);
+    CHECK(post("/api/projects/demo/apps/newapp/versions/x/deprecate", json::object()).status
+          == 404);
+    restart();
+    auto after = get("/api/projects/demo/apps");
+    REQUIRE(after.body.size() == 2);
+    CHECK(after.body[1]["versions"][0]["deprecated"] == true);
+    CHECK(post(path, {{"deprecated", false}}).status == 201);
+  }
+}
+
 TEST_CASE_METHOD(admin_fixture, "credit data is exported, imported and aggregated",
                  "[net][admin][credit]") {
   auto exported = get("/api/projects/demo/credit");
@@ -610,7 +720,9 @@ TEST_CASE_METHOD(admin_fixture, "paths and methods the routes do not serve", "[n
   check_405(http::verb::post, "/api/credit", "GET");
   check_405(http::verb::post, "/api/projects", "GET");
   check_405(http::verb::delete_, "/api/projects/demo", "GET");
-  check_405(http::verb::post, "/api/projects/demo/apps", "GET");
+  check_405(http::verb::delete_, "/api/projects/demo/apps", "GET, POST");
+  check_405(http::verb::get, "/api/projects/demo/keys", "POST");
+  check_405(http::verb::get, "/api/projects/demo/apps/testapp/versions/2/deprecate", "POST");
   check_405(http::verb::delete_, "/api/projects/demo/workunits", "GET, POST");
   check_405(http::verb::post, "/api/projects/demo/workunits/wu-1", "GET");
   check_405(http::verb::post, "/api/projects/demo/results/wu-1_0", "GET");
@@ -634,7 +746,8 @@ TEST_CASE_METHOD(admin_fixture, "paths and methods the routes do not serve", "[n
   };
   for (const std::string target :
        {"/api", "/api/", "/api/elsewhere", "/api/credit/x", "/api/projects/demo/nothing",
-        "/api/projects/demo/files", "/api/projects/demo/sequences/s/restart",
+        "/api/projects/demo/files", "/api/projects/demo/app-files",
+        "/api/projects/demo/apps/testapp/versions", "/api/projects/demo/sequences/s/restart",
         "/api/projects/demo/credit/export", "/api/projects/demo/apps/testapp",
         "/api/projects/demo/workunits/wu-1/results?limit=1"}) {
     check_404(http::verb::get, target, "no such resource: " + target);

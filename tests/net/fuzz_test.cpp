@@ -11,6 +11,7 @@
 
 #include "../support/mutator.hpp"
 #include "net/admin_json.hpp"
+#include "net/app_json.hpp"
 #include "net/boinc_xml.hpp"
 #include "storage/file_store.hpp"
 
@@ -249,6 +250,19 @@ std::string admin_json_problems(std::string_view input, bool& accepted) {
       p.add("accepted a sequence command over its limits");
   }
   check_parsed(p, parse_new_user(j));
+  auto app = parse_new_app(j);
+  check_parsed(p, app);
+  if (app.value && (app.value->app.empty() || app.value->what != app_change::op::add_app))
+    p.add("accepted an app without a name");
+  auto version = parse_new_version(j, "testapp");
+  check_parsed(p, version);
+  if (version.value && version.value->version.files.empty())
+    p.add("accepted a version without files");
+  check_parsed(p, parse_deprecation(j, "testapp", 2));
+  auto key = parse_new_key(j);
+  check_parsed(p, key);
+  if (key.value && key.value->public_key.empty())
+    p.add("accepted a key without a public_key");
   auto credit = parse_credit_import(j);
   check_parsed(p, credit);
   if (credit.value)
@@ -339,6 +353,14 @@ TEST_CASE("fuzz corpus: every entry parses", "[fuzz]") {
       CHECK(parse_seq_command(*j.value, seq_command::op::reassign).value);
     else if (starts("new_user"))
       CHECK(parse_new_user(*j.value).value);
+    else if (starts("new_app"))
+      CHECK(parse_new_app(*j.value).value);
+    else if (starts("new_version"))
+      CHECK(parse_new_version(*j.value, "testapp").value);
+    else if (starts("deprecation"))
+      CHECK(parse_deprecation(*j.value, "testapp", 2).value);
+    else if (starts("new_key"))
+      CHECK(parse_new_key(*j.value).value);
     else if (starts("credit_"))
       CHECK(parse_credit_import(*j.value).value);
     else
