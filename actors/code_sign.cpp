@@ -295,9 +295,21 @@ verify_md5(std::string_view public_key, std::string_view md5_hex, std::string_vi
   return {};
 }
 
-caf::error check_public_key(std::string_view public_key) {
-  auto key = public_key_of(public_key);
-  return key ? caf::error{} : key.error();
+caf::expected<std::string> canonical_public_key(std::string_view public_key) {
+  auto bytes = read_key(public_key, public_len, "public");
+  if (!bytes)
+    return bytes.error();
+  if (auto key = to_pkey(*bytes, false); !key)
+    return key.error();
+  return key_text(*bytes);
+}
+
+caf::expected<std::string> canonical_signature(std::string_view signature) {
+  auto sig = read_hex(signature);
+  if (!sig || sig->size() != modulus_len)
+    return fail("not a BOINC signature: " + std::to_string(modulus_len)
+                + " bytes of hex digits ending in a line '.'");
+  return hex_lines(*sig);
 }
 
 caf::error

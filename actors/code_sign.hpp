@@ -50,9 +50,13 @@ verify_md5(std::string_view public_key, std::string_view md5_hex, std::string_vi
 caf::error
 verify_text(std::string_view public_key, std::string_view text, std::string_view signature);
 
-/// No error when `public_key` is a public key in BOINC's text form; otherwise an
-/// invalid_argument error that says what is wrong with it.
-caf::error check_public_key(std::string_view public_key);
+/// A public key in BOINC's text form, written as `cobble key generate` writes it (lower-case
+/// hex, 32 bytes a line, nothing after the closing `.`), so that one key has one text; an
+/// invalid_argument error that says what is wrong when it is no such key.
+caf::expected<std::string> canonical_public_key(std::string_view public_key);
+
+/// A signature in BOINC's text form, written the same way.
+caf::expected<std::string> canonical_signature(std::string_view signature);
 
 /// `text` without the whitespace around it (how BOINC compares and signs keys).
 std::string_view strip_key_text(std::string_view text);

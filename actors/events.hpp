@@ -467,7 +467,7 @@ void inspect_fields(F& f, output_received& x) {
   f(x.result, x.host, x.index, x.file);
 }
 
-/// An operator added an app while the server runs (admin API, `cobble app add`). Decided and
+/// An operator added an app while the server runs (admin API: POST .../apps). Decided and
 /// applied by the project; the app's id is the next index + 1.
 struct app_added {
   static constexpr std::uint16_t kind = 26;
@@ -482,8 +482,8 @@ void inspect_fields(F& f, app_added& x) {
   f(x.app, x.by);
 }
 
-/// An operator added a version of an app, with its signed files (admin API, `cobble app
-/// add-version`). Decided and applied by the project; the world creates the version's
+/// An operator added a version of an app, with its signed files (admin API: POST
+/// .../apps/A/versions). Decided and applied by the project; the world creates the version's
 /// statistics.
 struct app_version_added {
   static constexpr std::uint16_t kind = 27;

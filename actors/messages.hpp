@@ -4,6 +4,7 @@
 
 #include "actors/atoms.hpp"
 #include "actors/state.hpp"
+#include "config/config.hpp"
 
 #include <map>
 #include <optional>
@@ -262,9 +263,10 @@ struct app_change {
   op what = op::add_app;
   std::string by;  ///< Who did it.
   std::string app; ///< The app's name (every op but add_key).
-  /// add_app: the app's policy (id and versions are the project's to give). add_version:
-  /// the version with its files and their signatures (id is the project's to give).
-  app_rec new_app{};
+  /// add_app: the app's policy as the configuration states one (its name is `app`; its
+  /// versions are ignored). add_version: the version with its files and their signatures
+  /// (id is the project's to give).
+  config::app_config new_app{};
   app_version_rec version{};
   std::uint32_t version_id = 0; ///< deprecate_version: which version.
   bool deprecated = true;       ///< deprecate_version: false offers it again.

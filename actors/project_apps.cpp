@@ -18,15 +18,6 @@ caf::error invalid(std::string what) {
   return caf::make_error(ec::invalid_argument, std::move(what));
 }
 
-/// Lower-case letters, digits, '_' and '-' (as configured app names), 1-64 characters.
-bool valid_app_name(const std::string& s) {
-  if (s.empty() || s.size() > 64)
-    return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-';
-  });
-}
-
 /// A platform or plan class name: letters, digits, '_', '-' and '.', at most 64 (empty when
 /// `may_be_empty`).
 bool valid_label(const std::string& s, bool may_be_empty) {
@@ -47,31 +38,6 @@ bool lower_md5(const std::string& s) {
 
 bool finite_positive(double x) {
   return std::isfinite(x) && x > 0;
-}
-
-/// Why an app's policy is refused; empty when it is acceptable.
-std::string app_problem(const app_rec& a) {
-  if (!valid_app_name(a.name))
-    return "invalid app name '" + a.name + "': use lower-case letters, digits, '_' and '-' only";
-  if (a.min_quorum < 1 || a.target_nresults < a.min_quorum
-      || a.max_total_results < a.target_nresults || a.max_success_results < a.min_quorum)
-    return "replication must satisfy 1 <= min_quorum <= target_nresults <= max_total_results "
-           "and min_quorum <= max_success_results";
-  for (double x : {a.delay_bound, a.rsc_fpops_est, a.rsc_fpops_bound, a.rsc_memory_bound,
-                   a.rsc_disk_bound, a.max_output_nbytes})
-    if (!finite_positive(x))
-      return "delay_bound, rsc_* and max_output_nbytes must be positive numbers";
-  if (a.rsc_fpops_bound < a.rsc_fpops_est)
-    return "rsc_fpops_bound is below rsc_fpops_est";
-  if (a.max_jobs_per_rpc < 1 || a.max_jobs_per_day < 1)
-    return "max_jobs_per_rpc and max_jobs_per_day must be at least 1";
-  if (a.output_names.empty())
-    return "at least one output file name is required";
-  std::set<std::string> outputs;
-  for (const auto& n : a.output_names)
-    if (!storage::safe_file_name(n) || !outputs.insert(n).second)
-      return "output file name '" + n + "' is not a plain file name or is repeated";
-  return {};
 }
 
 /// Why a version's own fields and files are refused (signatures aside); empty when fine.
@@ -102,6 +68,10 @@ std::string version_problem(const app_version_rec& v) {
   for (const auto& f : v.files) {
     if (!storage::safe_file_name(f.name))
       return "file name '" + f.name + "' is not a plain file name";
+    if (f.name.rfind("in_", 0) == 0)
+      return "file name '" + f.name
+             + "' is a workunit input's (in_...): inputs are deleted "
+               "when their workunits end";
     if (!storage::safe_file_name(f.open_name))
       return "open name '" + f.open_name + "' of " + f.name + " is not a plain file name";
     if (!names.insert(f.name).second || !open_names.insert(f.open_name).second)
@@ -133,38 +103,48 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
   using op = app_change::op;
   std::vector<event> events;
   if (c.what == op::add_key) {
-    auto text = std::string{strip_key_text(c.public_key)} + "\n";
-    if (auto err = check_public_key(text))
-      return err;
+    // One key, one text: keys are stored and compared as `cobble key generate` writes them.
+    auto text = canonical_public_key(c.public_key);
+    if (!text)
+      return text.error();
     const auto& keys = state.code_sign_keys;
     for (std::size_t i = 0; i < keys.size(); ++i)
-      if (strip_key_text(keys[i].public_key) == strip_key_text(text)) {
+      if (keys[i].public_key == *text) {
         if (i + 1 < keys.size())
           return caf::make_error(ec::conflict, "this key was replaced by a later one: a "
                                                "project never goes back to an older key");
         out = app_changed{static_cast<std::uint32_t>(keys.size()), false};
         return events;
       }
+    std::string signature;
     if (!keys.empty()) {
       if (c.signature.empty())
         return caf::make_error(ec::conflict,
                                "the project has a key: a new key must be signed with the "
-                               "current private key (cobble key sign --key-file NEW)");
-      if (auto err = verify_text(keys.back().public_key, text, c.signature))
+                               "current private key (over its text without the whitespace "
+                               "around it)");
+      auto sig = canonical_signature(c.signature);
+      if (!sig)
+        return sig.error();
+      if (auto err = verify_text(keys.back().public_key, *text, *sig))
         return invalid("the new key's signature does not verify with the current key: "
                        + describe(err));
+      signature = std::move(*sig);
     }
-    emit(events, ev::code_sign_key_added{text, keys.empty() ? std::string{} : c.signature, c.by},
-         now);
+    emit(events, ev::code_sign_key_added{std::move(*text), std::move(signature), c.by}, now);
     out = app_changed{static_cast<std::uint32_t>(state.code_sign_keys.size()), true};
     return events;
   }
   if (c.what == op::add_app) {
-    auto a = c.new_app;
-    a.name = c.app;
-    a.versions.clear();
-    if (auto problem = app_problem(a); !problem.empty())
+    // The configuration's rules and conversion: an app added so is one a YAML file could
+    // have named.
+    config::project_config one;
+    auto& ac = one.apps.emplace_back(c.new_app);
+    ac.name = c.app;
+    ac.versions.clear();
+    if (auto problem = config::app_policy_problem(ac); !problem.empty())
       return invalid(problem);
+    auto a = apps_from_config(one, {}).at(0);
     if (auto held = state.app(std::string_view{a.name})) {
       auto mine = *held;
       a.id = mine.id;
@@ -175,8 +155,6 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
       return events;
     }
     a.id = static_cast<std::uint32_t>(state.apps.size() + 1);
-    if (a.user_friendly_name.empty())
-      a.user_friendly_name = a.name;
     emit(events, ev::app_added{a, c.by}, now);
     out = app_changed{a.id, true};
     return events;
@@ -202,6 +180,12 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
       f.open_name = f.name;
   if (auto problem = version_problem(v); !problem.empty())
     return invalid(problem);
+  for (auto& f : v.files) {
+    auto sig = canonical_signature(f.signature);
+    if (!sig)
+      return invalid("the signature of " + f.name + ": " + describe(sig.error()));
+    f.signature = std::move(*sig);
+  }
   for (const auto& held : app->versions)
     if (same_version(held, v)) {
       out = app_changed{held.id, false};
@@ -230,7 +214,7 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
     }
   if (state.code_sign_keys.empty())
     return caf::make_error(ec::conflict, "the project has no code-signing key yet: add its "
-                                         "public key first (cobble key add)");
+                                         "public key first (POST .../keys)");
   const auto& key = state.code_sign_keys.back().public_key;
   for (const auto& f : v.files)
     if (auto err = verify_md5(key, f.md5, f.signature))

@@ -82,6 +82,10 @@ apps_from_config(const config::project_config& cfg, const std::vector<app_rec>& 
         vit->version_num = vc.version_num;
         vit->plan_class = vc.plan_class;
       }
+      // A version added with its signed files is the admin API's: a configuration naming the
+      // same platform, number and plan class does not change what clients were sent.
+      if (!vit->files.empty())
+        continue;
       vit->avg_ncpus = vc.avg_ncpus;
       vit->resource = static_cast<std::uint8_t>(res);
       vit->coproc_count = vc.coproc_count;

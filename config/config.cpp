@@ -670,6 +670,9 @@ public:
     }
   }
 
+  /// Checks one app's name and policy alone (app_policy_problem()).
+  void run_app_policy(const app_config& a) const { check_app_policy(a, "app"); }
+
 private:
   /// Fails at `key`; when `key` was not written in the file but `alt` was, at `alt` instead.
   [[noreturn]] void
@@ -826,6 +829,22 @@ private:
   }
 
   void check_app(const app_config& a, const std::string& path) const {
+    check_app_policy(a, path);
+    if (a.versions.empty())
+      fail(path + ".versions", "at least one app version is required");
+    std::set<std::tuple<std::string, std::string, int>> versions;
+    for (std::size_t i = 0; i < a.versions.size(); ++i) {
+      const auto& v = a.versions[i];
+      auto v_path = path + ".versions[" + std::to_string(i) + "]";
+      check_version(v, v_path);
+      if (!versions.emplace(v.platform, v.plan_class, v.version_num).second)
+        fail(v_path, "duplicate app version (same platform, plan_class and version_num)");
+    }
+  }
+
+  /// An app's name and policy, its versions aside (an app added while the server runs has
+  /// none yet).
+  void check_app_policy(const app_config& a, const std::string& path) const {
     auto key = [&](const char* field) { return path + "." + field; };
     if (!valid_name(a.name))
       fail(key("name"),
@@ -873,16 +892,6 @@ private:
         fail(out_path, "invalid output file name '" + name + "'");
       if (!outputs.insert(name).second)
         fail(out_path, "duplicate output file name '" + name + "'");
-    }
-    if (a.versions.empty())
-      fail(key("versions"), "at least one app version is required");
-    std::set<std::tuple<std::string, std::string, int>> versions;
-    for (std::size_t i = 0; i < a.versions.size(); ++i) {
-      const auto& v = a.versions[i];
-      auto v_path = path + ".versions[" + std::to_string(i) + "]";
-      check_version(v, v_path);
-      if (!versions.emplace(v.platform, v.plan_class, v.version_num).second)
-        fail(v_path, "duplicate app version (same platform, plan_class and version_num)");
     }
   }
 
@@ -979,6 +988,16 @@ cobble_config load_file(const std::filesystem::path& file) {
 
 void validate(const cobble_config& cfg) {
   checker(cfg, nullptr).run();
+}
+
+std::string app_policy_problem(const app_config& app) {
+  cobble_config none;
+  try {
+    checker(none, nullptr).run_app_policy(app);
+  } catch (const config_error& e) {
+    return e.key() + ": " + e.message();
+  }
+  return {};
 }
 
 std::string_view demo_yaml() {

@@ -291,6 +291,11 @@ std::string_view demo_yaml();
 /// Checks cross-field rules (quorum <= target <= max_total, unique names, ...). Throws.
 void validate(const cobble_config& cfg);
 
+/// Why an app's name and policy are refused, as validate() words it ("app.delay_bound: must
+/// be at most ten years ..."); empty when acceptable. Its versions are not looked at (an app
+/// added while the server runs has none yet).
+std::string app_policy_problem(const app_config& app);
+
 /// Writes `cfg` as YAML, every key spelled out, such that load_string() reads it back to an
 /// equal configuration (`cobbled --print-config` of a loaded file).
 std::string to_yaml(const cobble_config& cfg);

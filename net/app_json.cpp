@@ -108,7 +108,7 @@ parsed<app_change> parse_new_app(const json& body, const std::string& default_by
   if (!r.ok())
     return failed(r.error());
   ac.name = c.app;
-  c.new_app = apps_from_config(cfg, {}).at(0);
+  c.new_app = std::move(ac);
   parsed<app_change> out;
   out.value = std::move(c);
   return out;
@@ -208,7 +208,10 @@ json to_json(const app_change& c) {
   switch (c.what) {
     case op::add_app: {
       // The app's view without what the project gives (its id and versions).
-      auto app = to_json(c.new_app);
+      config::project_config one;
+      one.apps.push_back(c.new_app);
+      one.apps[0].name = c.app;
+      auto app = to_json(apps_from_config(one, {}).at(0));
       app.erase("id");
       app.erase("versions");
       app["name"] = c.app;

@@ -8,6 +8,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <string>
 #include <utility>
 #include <vector>
@@ -216,7 +218,7 @@ TEST_CASE("versions with bad files or signatures are refused whole", "[project_a
     auto refused = f.add_version(f.version(101), out);
     REQUIRE_FALSE(refused);
     CHECK(is(refused.error(), ec::conflict));
-    CHECK_THAT(describe(refused.error()), Catch::Contains("cobble key add"));
+    CHECK_THAT(describe(refused.error()), Catch::Contains("no code-signing key"));
   }
   SECTION("with a key") {
     f.add_first_key();
@@ -256,6 +258,14 @@ TEST_CASE("versions with bad files or signatures are refused whole", "[project_a
     SECTION("a GPU version without a GPU count") {
       v.resource = 1;
       expect = "coproc_count";
+    }
+    SECTION("an input's name") {
+      v.files[1].name = "in_fedcba9876543210fedcba9876543210";
+      expect = "workunit input";
+    }
+    SECTION("a signature that is not one") {
+      v.files[1].signature = "00\n.\n";
+      expect = "not a BOINC signature";
     }
     SECTION("the anonymous platform") {
       v.platform = "anonymous";
@@ -312,6 +322,15 @@ TEST_CASE("a new code-signing key must be signed with the current one", "[projec
     CHECK(retry->empty());
     CHECK_FALSE(out.changed);
     CHECK(out.id == 1);
+    // The same key in upper case, with junk after its end, is the same key.
+    auto upper = f.keys.public_key;
+    std::transform(upper.begin(), upper.end(), upper.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::toupper(ch)); });
+    auto spelled = f.add_key(upper + "trailing words\n", {}, out);
+    REQUIRE(spelled);
+    CHECK(spelled->empty());
+    CHECK(out.id == 1);
+    CHECK(f.logic.state.code_sign_keys.at(0).public_key == f.keys.public_key);
   }
   SECTION("unsigned") {
     auto refused = f.add_key(next.public_key, {}, out);
@@ -361,12 +380,8 @@ TEST_CASE("an app is added with its policy, once", "[project_apps]") {
   c.what = app_change::op::add_app;
   c.by = "admin";
   c.app = "newapp";
-  // The policy of a configured app with the configuration's defaults.
-  config::project_config cfg;
-  auto& configured = cfg.apps.emplace_back();
-  configured.name = c.app;
-  configured.output_names = {"out"};
-  c.new_app = apps_from_config(cfg, {}).at(0);
+  // The configuration's defaults, no user_friendly_name (the name stands in for it).
+  c.new_app.output_names = {"out"};
   app_changed out;
   auto added = f.change(c, out);
   INFO((added ? std::string{} : describe(added.error())));
@@ -405,6 +420,18 @@ TEST_CASE("an app is added with its policy, once", "[project_apps]") {
     SECTION("no outputs") {
       c.app = "other";
       c.new_app.output_names.clear();
+    }
+    SECTION("a deadline past ten years (deadlines in microseconds would overflow)") {
+      c.app = "other";
+      c.new_app.delay_bound = 1e300;
+    }
+    SECTION("a negative max_error_results") {
+      c.app = "other";
+      c.new_app.max_error_results = -1;
+    }
+    SECTION("AutoFlops settings out of range") {
+      c.app = "other";
+      c.new_app.autoflops.flops_samples = 0;
     }
     auto refused = f.change(c, out);
     REQUIRE_FALSE(refused);

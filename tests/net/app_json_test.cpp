@@ -1,6 +1,7 @@
 /// Tests of net/app_json: the bodies of the admin API's app routes, what the CLI sends and
 /// what the server reads back, and the defaults and refusals of the parsers.
 
+#include "actors/project_logic.hpp"
 #include "net/app_json.hpp"
 
 #include <catch2/catch.hpp>
@@ -19,14 +20,24 @@ TEST_CASE("an app change survives the JSON the CLI sends", "[net][apps]") {
     c.new_app = parsed_default.value->new_app;
     c.new_app.min_quorum = 1;
     c.new_app.target_nresults = 1;
-    c.new_app.validator = 1;
+    c.new_app.validator = config::validator_kind::accept_all;
     c.new_app.output_names = {"a", "b"};
+    c.new_app.versions.clear();
     auto back = net::parse_new_app(net::to_json(c));
     INFO(back.error);
     REQUIRE(back.value);
     CHECK(back.value->app == "newapp");
     CHECK(back.value->by == "alice");
-    CHECK(back.value->new_app == c.new_app);
+    // The same app once the project converts it (what JSON leaves out takes its default).
+    auto as_project_sees = [](const app_change& x) {
+      config::project_config one;
+      one.apps.push_back(x.new_app);
+      one.apps[0].name = x.app;
+      return apps_from_config(one, {}).at(0);
+    };
+    CHECK(as_project_sees(*back.value) == as_project_sees(c));
+    CHECK(back.value->new_app.validator == config::validator_kind::accept_all);
+    CHECK(back.value->new_app.output_names == c.new_app.output_names);
   }
   SECTION("a version with its files") {
     app_change c;
