@@ -121,8 +121,7 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
       if (c.signature.empty())
         return caf::make_error(ec::conflict,
                                "the project has a key: a new key must be signed with the "
-                               "current private key (over its text without the whitespace "
-                               "around it)");
+                               "current private key (cobble key sign --new-key)");
       auto sig = canonical_signature(c.signature);
       if (!sig)
         return sig.error();

@@ -131,6 +131,20 @@ TEST_CASE("cobble key sign writes signatures a client's check accepts, and verif
     CHECK(missing == 1);
     CHECK_THAT(why, Catch::Contains("cannot read signature"));
   }
+  SECTION("--new-key signs the next key's text, as the server checks a key change") {
+    auto next = dir.path() / "next";
+    REQUIRE(cobble_cli({"key", "generate", "--out", next.string()}).first == 0);
+    auto next_pub = next / "code_sign_public";
+    auto [ok, said] = cobble_cli({"key", "sign", "--new-key", next_pub.string(), "--key", priv});
+    REQUIRE(ok == 0);
+    auto text = canonical_public_key(slurp(next_pub));
+    REQUIRE(text);
+    CHECK_FALSE(verify_text(slurp(pub), *text, slurp(next_pub.string() + ".sig")));
+    // A file that is no public key is refused.
+    auto [bad, why] = cobble_cli({"key", "sign", "--new-key", app.string(), "--key", priv});
+    CHECK(bad == 1);
+    CHECK_THAT(why, Catch::Contains("not a BOINC public key"));
+  }
   SECTION("the public key given as --key is refused before any signature is written") {
     auto fresh = dir.path() / "fresh.bin";
     spit(fresh, "data");

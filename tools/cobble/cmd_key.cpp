@@ -98,6 +98,7 @@ void add_key_generate(CLI::App& key, context& ctx) {
 struct sign_options {
   std::vector<std::string> files;
   std::string key;
+  bool new_key = false; ///< The files are public keys: sign each key's text (rotation).
 };
 
 int key_sign(const sign_options& o) {
@@ -105,6 +106,14 @@ int key_sign(const sign_options& o) {
   // Check the key before writing anything.
   expect(public_code_sign_key(priv), o.key);
   for (const auto& file : o.files) {
+    if (o.new_key) {
+      // BOINC signs a new key over its text without the whitespace around it; the server
+      // keeps keys in one canonical text, so that is what is signed.
+      auto text = expect(canonical_public_key(read_text(file, "public key")), file);
+      write_file(file + ".sig", expect(sign_text(priv, text), o.key), 0644);
+      std::cout << file << ".sig  (the new key, signed with " << o.key << ")\n";
+      continue;
+    }
     auto md5 = storage::md5_of_file(file);
     if (!md5)
       throw failure("cannot read " + file);
@@ -122,6 +131,9 @@ void add_key_sign(CLI::App& key, context& ctx) {
             "signature a BOINC client checks (of the file's MD5, in BOINC's hex form)");
   cmd->add_option("files", o->files, "Files to sign")->required()->check(CLI::ExistingFile);
   cmd->add_option("--key", o->key, "The private key file (code_sign_private)")->required();
+  cmd->add_flag("--new-key", o->new_key,
+                "Each FILE is a project's next public key: sign its text with the current "
+                "private key (--key), as POST .../keys wants for a key change");
   on_run(*cmd, ctx, [o] { return key_sign(*o); });
 }
 
