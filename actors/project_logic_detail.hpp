@@ -44,7 +44,7 @@ inline bool valid_wu_name(const std::string& name) {
 /// Why an input of new work is refused; empty when it is acceptable. Both names are plain
 /// file names (storage::safe_file_name: no '/', no "..", no leading '.', no control
 /// characters), so that neither the download URL nor the file a client writes for it leaves
-/// its directory.
+/// its directory; the stored one is no app version's file (`app_...`).
 inline std::string input_problem(const input_spec& in) {
   if (in.stored_name.empty() || in.open_name.empty())
     return "input without a name";
@@ -52,6 +52,10 @@ inline std::string input_problem(const input_spec& in) {
     return "input stored_name '" + in.stored_name + "' is not a plain file name";
   if (!storage::safe_file_name(in.open_name))
     return "input open_name '" + in.open_name + "' is not a plain file name";
+  // A finished workunit's inputs are deleted; an app version's file must outlive it.
+  if (in.stored_name.rfind("app_", 0) == 0)
+    return "input stored_name '" + in.stored_name
+           + "' is an app version's file: stage inputs with POST .../files (in_<md5>)";
   return {};
 }
 

@@ -343,6 +343,13 @@ TEST_CASE("create_work rejects bad batches and then creates nothing", "[project_
       CHECK(is(err, ec::invalid_argument));
     }
   }
+  SECTION("an input that is an app version's file (its workunit's cleanup would delete it)") {
+    auto w = spec("i");
+    w.inputs.push_back(input_spec{"app_0123456789abcdef0123456789abcdef", "in", 1, "m"});
+    auto err = f.create_error({w});
+    CHECK(is(err, ec::invalid_argument));
+    CHECK_THAT(describe(err), Catch::Contains("an app version's file"));
+  }
   check_unchanged();
 }
 
