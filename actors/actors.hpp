@@ -90,6 +90,8 @@ using project_actor = subscriber_actor::extend<
   caf::reacts_to<atom::cleanup, id_type>,
   // The apps with their replication settings and versions.
   caf::replies_to<atom::list, atom::app>::with<app_list_ptr>,
+  // The project's code-signing public keys, oldest first (the last is the current one).
+  caf::replies_to<atom::list, atom::key>::with<key_list_ptr>,
   // Every user account (admin API; includes authenticators).
   caf::replies_to<atom::list, atom::user>::with<user_list_ptr>,
   // Creates a work sequence (admin API); answers with it when durable.

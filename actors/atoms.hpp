@@ -54,6 +54,7 @@ struct seq_query;
 struct seq_answer;
 struct seq_command;
 struct app_change;
+struct code_sign_key_rec;
 struct sequence_view;
 using sequence_state_ptr = std::shared_ptr<const sequence_state>;
 using sequence_spec_ptr = std::shared_ptr<const sequence_spec>;
@@ -63,6 +64,7 @@ using seq_command_ptr = std::shared_ptr<const seq_command>;
 using sequence_view_ptr = std::shared_ptr<const sequence_view>;
 using sequence_list_ptr = std::shared_ptr<const std::vector<sequence_view>>;
 using app_list_ptr = std::shared_ptr<const std::vector<app_rec>>;
+using key_list_ptr = std::shared_ptr<const std::vector<code_sign_key_rec>>;
 using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
 using app_version_state_ptr = std::shared_ptr<const app_version_state>;
 using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
@@ -100,6 +102,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, command, "command")
   CAF_ADD_ATOM(cobble, cobble::atom, normalize, "normalize")
   CAF_ADD_ATOM(cobble, cobble::atom, credit, "credit")
+  CAF_ADD_ATOM(cobble, cobble::atom, key, "key")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
@@ -117,6 +120,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::log_status_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::user_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::key_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_state_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::sequence_spec_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::seq_query_ptr)

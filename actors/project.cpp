@@ -302,6 +302,10 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::list, atom::app) {
       return app_list_ptr{std::make_shared<std::vector<app_rec>>(self->state.logic.state.apps)};
     },
+    [self](atom::list, atom::key) {
+      return key_list_ptr{
+        std::make_shared<std::vector<code_sign_key_rec>>(self->state.logic.state.code_sign_keys)};
+    },
     [self](atom::list, atom::user) {
       return user_list_ptr{
         std::make_shared<std::vector<user_rec>>(users_of(self->state.logic.state))};

@@ -280,6 +280,20 @@ void list_apps(call& c) {
   show_all<app_list_ptr>(c, atom::list_v, atom::app_v);
 }
 
+void show_app(call& c) {
+  ask_project(
+    c,
+    [respond = c.respond, name = c.params.at("app")](const app_list_ptr& apps) {
+      for (const auto& a : *apps)
+        if (a.name == name) {
+          respond(json_response(http::status::ok, to_json(a)));
+          return;
+        }
+      respond(error_response(http::status::not_found, "no app named '" + name + "'"));
+    },
+    atom::list_v, atom::app_v);
+}
+
 // -- workunits, results, input files ----------------------------------------------
 
 void create_work(call& c) {
@@ -448,6 +462,18 @@ void deprecate_app_version(call& c) {
 void add_code_sign_key(call& c) {
   if (auto change = read_body(c, [](const json& body) { return parse_new_key(body); }))
     change_apps(c, std::move(*change));
+}
+
+void list_code_sign_keys(call& c) {
+  ask_project(
+    c,
+    [respond = c.respond](const key_list_ptr& keys) {
+      json out = json::array();
+      for (std::size_t i = 0; i < keys->size(); ++i)
+        out.push_back(to_json((*keys)[i], i + 1));
+      respond(json_response(http::status::ok, out));
+    },
+    atom::list_v, atom::key_v);
 }
 
 // -- hosts and users ----------------------------------------------------------------

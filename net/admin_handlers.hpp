@@ -34,10 +34,11 @@ response error_response(http::status status, const std::string& message);
 // GET /api/credit
 void plan_class_table(call& c);
 
-// /api/projects[/{project}[/apps]]
+// /api/projects[/{project}[/apps[/{app}]]]
 void list_projects(call& c);
 void show_project(call& c);
 void list_apps(call& c);
+void show_app(call& c);
 
 // /api/projects/{project}/workunits[/{workunit}], results/{result}, files
 void list_workunits(call& c);
@@ -53,6 +54,7 @@ void add_app(call& c);
 void add_app_version(call& c);
 void deprecate_app_version(call& c);
 void add_code_sign_key(call& c);
+void list_code_sign_keys(call& c);
 
 // /api/projects/{project}/hosts[/{host}], users
 void list_hosts(call& c);

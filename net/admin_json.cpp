@@ -451,6 +451,13 @@ json to_json(const app_rec& a) {
               {"versions", std::move(versions)}};
 }
 
+json to_json(const code_sign_key_rec& k, std::size_t n) {
+  return json{{"id", n},
+              {"public_key", k.public_key},
+              {"signature", k.signature.empty() ? json(nullptr) : json(k.signature)},
+              {"added", time_json(k.added)}};
+}
+
 json to_json(const user_rec& u) {
   return {{"id", u.id},
           {"name", u.name},

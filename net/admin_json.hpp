@@ -52,6 +52,10 @@ nlohmann::json to_json(const user_rec& u);
 /// An app with its replication settings and versions (anonymous ids shown as -2, -3, ...).
 nlohmann::json to_json(const app_rec& a);
 
+/// The project's `n`-th code-signing key (from 1): its text, the signature that vouches for
+/// it (empty for the first key) and when it was added.
+nlohmann::json to_json(const code_sign_key_rec& k, std::size_t n);
+
 /// An app version with its files (and their code signatures with `signatures`).
 nlohmann::json to_json(const app_version_rec& v, bool signatures);
 

@@ -613,6 +613,16 @@ TEST_CASE_METHOD(files_fixture, "an operator adds a key, an app and a signed ver
   REQUIRE(apps.status == 200);
   REQUIRE(apps.body.size() == 2);
   CHECK(apps.body[1]["versions"][0]["files"][0]["name"] == stored);
+  auto one = get("/api/projects/demo/apps/newapp");
+  REQUIRE(one.status == 200);
+  CHECK(one.body == apps.body[1]);
+  CHECK(get("/api/projects/demo/apps/nope").status == 404);
+  auto listed = get("/api/projects/demo/keys");
+  REQUIRE(listed.status == 200);
+  REQUIRE(listed.body.size() == 1);
+  CHECK(listed.body[0]["id"] == 1);
+  CHECK(listed.body[0]["public_key"] == keys->public_key);
+  CHECK(listed.body[0]["signature"].is_null());
 
   SECTION("a file the download area does not hold as described is refused") {
     auto next = version;
@@ -721,7 +731,8 @@ TEST_CASE_METHOD(admin_fixture, "paths and methods the routes do not serve", "[n
   check_405(http::verb::post, "/api/projects", "GET");
   check_405(http::verb::delete_, "/api/projects/demo", "GET");
   check_405(http::verb::delete_, "/api/projects/demo/apps", "GET, POST");
-  check_405(http::verb::get, "/api/projects/demo/keys", "POST");
+  check_405(http::verb::delete_, "/api/projects/demo/keys", "GET, POST");
+  check_405(http::verb::post, "/api/projects/demo/apps/testapp", "GET");
   check_405(http::verb::get, "/api/projects/demo/apps/testapp/versions/2/deprecate", "POST");
   check_405(http::verb::delete_, "/api/projects/demo/workunits", "GET, POST");
   check_405(http::verb::post, "/api/projects/demo/workunits/wu-1", "GET");
@@ -748,7 +759,7 @@ TEST_CASE_METHOD(admin_fixture, "paths and methods the routes do not serve", "[n
        {"/api", "/api/", "/api/elsewhere", "/api/credit/x", "/api/projects/demo/nothing",
         "/api/projects/demo/files", "/api/projects/demo/app-files",
         "/api/projects/demo/apps/testapp/versions", "/api/projects/demo/sequences/s/restart",
-        "/api/projects/demo/credit/export", "/api/projects/demo/apps/testapp",
+        "/api/projects/demo/credit/export", "/api/projects/demo/apps/testapp/x",
         "/api/projects/demo/workunits/wu-1/results?limit=1"}) {
     check_404(http::verb::get, target, "no such resource: " + target);
     check_404(http::verb::post, target, "no such resource: " + target);
