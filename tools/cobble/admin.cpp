@@ -1,5 +1,6 @@
 #include "tools/cobble/admin.hpp"
 
+#include "tools/cobble/commands.hpp"
 #include "tools/common/admin_url.hpp"
 
 #include <boost/beast/http/status.hpp>
@@ -8,7 +9,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 namespace cobble::cli {
 
@@ -16,16 +16,6 @@ namespace {
 
 namespace http = boost::beast::http;
 using nlohmann::json;
-
-/// Reads a whole file; throws with the path in the message.
-std::string slurp(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    throw std::runtime_error("cannot read input file " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 } // namespace
 
@@ -173,7 +163,7 @@ std::vector<input_spec> stage_inputs(online& on, const std::vector<std::string>&
     // Server URL and token first, then the file, then the server: a missing file is named
     // before the server is asked anything, whichever compiler built this.
     const auto& api = on.api();
-    auto bytes = slurp(path);
+    auto bytes = read_file(path, "input file");
     auto staged = api.post_bytes(on.project_path() + "/files", bytes);
     out.push_back(input_spec{staged.at("stored_name").get<std::string>(), open,
                              staged.at("nbytes").get<double>(),

@@ -1,11 +1,13 @@
-/// `cobble key generate|sign|verify`: the project's code-signing keys and app file signatures
-/// in BOINC's formats (actors/code_sign.hpp). Offline: no server is asked, so the private key
-/// can stay on a machine that never runs one (docs/cli.md, docs/security.md).
+/// `cobble key generate|sign|verify|add|list`: the project's code-signing keys and app file
+/// signatures in BOINC's formats (actors/code_sign.hpp). generate, sign and verify are
+/// offline: no server is asked, so the private key can stay on a machine that never runs one
+/// (docs/cli.md, docs/security.md). add and list give the server public keys only.
 
 #include "actors/code_sign.hpp"
 #include "actors/error.hpp"
 #include "storage/file_store.hpp"
 #include "tools/cobble/commands.hpp"
+#include "tools/cobble/print.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -13,7 +15,6 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -25,15 +26,6 @@ namespace cobble::cli {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string read_text(const std::string& path, const char* what) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    throw failure(std::string("cannot read ") + what + " " + path);
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 /// Writes `text` to `path` through a temporary file renamed into place, so a crash leaves the
 /// old file or the new one, never half of one; `mode` is set before the rename.
@@ -102,14 +94,14 @@ struct sign_options {
 };
 
 int key_sign(const sign_options& o) {
-  auto priv = read_text(o.key, "private key");
+  auto priv = read_file(o.key, "private key");
   // Check the key before writing anything.
   expect(public_code_sign_key(priv), o.key);
   for (const auto& file : o.files) {
     if (o.new_key) {
       // BOINC signs a new key over its text without the whitespace around it; the server
       // keeps keys in one canonical text, so that is what is signed.
-      auto text = expect(canonical_public_key(read_text(file, "public key")), file);
+      auto text = expect(canonical_public_key(read_file(file, "public key")), file);
       write_file(file + ".sig", expect(sign_text(priv, text), o.key), 0644);
       std::cout << file << ".sig  (the new key, signed with " << o.key << ")\n";
       continue;
@@ -146,9 +138,9 @@ struct verify_options {
 };
 
 int key_verify(const verify_options& o) {
-  auto pub = read_text(o.public_key, "public key");
+  auto pub = read_file(o.public_key, "public key");
   auto sig_path = o.signature.empty() ? o.file + ".sig" : o.signature;
-  auto sig = read_text(sig_path, "signature");
+  auto sig = read_file(sig_path, "signature");
   auto md5 = storage::md5_of_file(o.file);
   if (!md5)
     throw failure("cannot read " + o.file);
@@ -168,11 +160,73 @@ void add_key_verify(CLI::App& key, context& ctx) {
   on_run(*cmd, ctx, [o] { return key_verify(*o); });
 }
 
+// -- add, list (online) ----------------------------------------------------------------
+
+struct add_options {
+  std::string public_key;
+  std::string signature; ///< Empty: PUBLIC.sig when it exists.
+  std::string by;
+};
+
+int key_add(context& ctx, const add_options& o) {
+  nlohmann::json body = {{"public_key", read_file(o.public_key, "public key")},
+                         {"by", operator_name(o.by)}};
+  auto sig_path = o.signature.empty() ? o.public_key + ".sig" : o.signature;
+  if (!o.signature.empty() || fs::exists(sig_path))
+    body["signature"] = read_file(sig_path, "signature");
+  auto& on = ctx.server;
+  auto res = on.api().post(on.project_path() + "/keys", body);
+  if (ctx.options.json)
+    print_json(res);
+  else
+    std::cout << "key " << field(res, "id")
+              << (res.value("changed", false) ? " is the project's code-signing key"
+                                              : " was the project's already: nothing changed")
+              << '\n';
+  return exit_ok;
+}
+
+void add_key_add(CLI::App& key, context& ctx) {
+  auto o = std::make_shared<add_options>();
+  auto cmd = key.add_subcommand(
+    "add", "Give the server the project's public key (the first, or the next one signed with "
+           "the current private key: `key sign --new-key`); hosts get it with the apps");
+  cmd->add_option("public", o->public_key, "The public key file (code_sign_public)")
+    ->required()
+    ->check(CLI::ExistingFile);
+  cmd->add_option("--signature", o->signature,
+                  "The new key signed with the current one (default: PUBLIC.sig when it "
+                  "exists; the first key has none)");
+  cmd->add_option("--by", o->by, "Who adds it (default: your login name)");
+  on_run(*cmd, ctx, [&ctx, o] { return key_add(ctx, *o); });
+}
+
+void print_keys(std::ostream& out, const nlohmann::json& keys) {
+  table t{{"ID", "ADDED", "SIGNED BY PREVIOUS", "CURRENT"}};
+  for (std::size_t i = 0; i < keys.size(); ++i) {
+    const auto& k = keys[i];
+    t.add({field(k, "id"), time_field(k, "added"),
+           k.at("signature").is_null() ? "no (first key)" : "yes",
+           i + 1 == keys.size() ? "yes" : "no"});
+  }
+  t.print(out);
+}
+
+void add_key_list(CLI::App& key, context& ctx) {
+  auto cmd = key.add_subcommand("list", "The server's code-signing public keys, oldest first "
+                                        "(--json for their text)");
+  on_run(*cmd, ctx, [&ctx] {
+    auto& on = ctx.server;
+    return show(ctx, on.api().get(on.project_path() + "/keys"), print_keys);
+  });
+}
+
 } // namespace
 
 void add_key_commands(CLI::App& app, context& ctx) {
-  add_group(app, ctx, "key", "Code-signing keys and app file signatures (offline)",
-            {add_key_generate, add_key_sign, add_key_verify});
+  add_group(app, ctx, "key",
+            "Code-signing keys and app file signatures (generate, sign, verify: offline)",
+            {add_key_generate, add_key_sign, add_key_verify, add_key_add, add_key_list});
 }
 
 } // namespace cobble::cli

@@ -5,8 +5,10 @@
 #include <CLI/CLI.hpp>
 
 #include <cstdint>
+#include <fstream>
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 namespace cobble::cli {
 
@@ -16,6 +18,15 @@ void add_group(CLI::App& app, context& ctx, const std::string& name, const std::
   group->require_subcommand(1);
   for (auto add : commands)
     add(*group, ctx);
+}
+
+std::string read_file(const std::string& path, const std::string& what) {
+  std::ifstream in{path, std::ios::binary};
+  if (!in)
+    throw failure("cannot read " + what + " " + path);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 void on_run(CLI::App& command, context& ctx, std::function<int()> action) {

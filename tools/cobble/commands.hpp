@@ -36,6 +36,9 @@ struct context {
 void add_group(CLI::App& app, context& ctx, const std::string& name, const std::string& help,
                std::initializer_list<void (*)(CLI::App&, context&)> commands);
 
+/// The whole of the file at `path`; a failure "cannot read WHAT PATH" when it cannot be read.
+std::string read_file(const std::string& path, const std::string& what);
+
 /// Makes `action` the work of `command` when it is the one chosen.
 void on_run(CLI::App& command, context& ctx, std::function<int()> action);
 
@@ -73,7 +76,11 @@ void add_seq_commands(CLI::App& app, context& ctx);
 /// `user create|list`: user accounts.
 void add_user_commands(CLI::App& app, context& ctx);
 
-/// `key generate|sign|verify`: code-signing keys and app file signatures, offline.
+/// `app list|show|add|add-version|deprecate-version`: apps and the versions the server sends.
+void add_app_commands(CLI::App& app, context& ctx);
+
+/// `key generate|sign|verify|add|list`: code-signing keys and app file signatures (offline
+/// but for add and list).
 void add_key_commands(CLI::App& app, context& ctx);
 
 /// `log tail|replay|verify`: the event log of a data directory, offline.

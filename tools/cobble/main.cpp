@@ -73,6 +73,7 @@ int run(int argc, char** argv) {
   add_host_commands(app, ctx);
   add_seq_commands(app, ctx);
   add_user_commands(app, ctx);
+  add_app_commands(app, ctx);
   add_key_commands(app, ctx);
   add_log_commands(app, ctx);
   try {
