@@ -92,6 +92,17 @@ void add_grant(sched_reply& reply, const job_grant& grant) {
   std::set<std::string> files;
   for (const auto& f : reply.files)
     files.insert(f.name);
+  // The versions' files come before the jobs' (sched_reply::files).
+  for (const auto& f : grant.version_files)
+    if (files.insert(f.name).second)
+      reply.files.push_back(f);
+  reply.apps.insert(reply.apps.end(), grant.apps.begin(), grant.apps.end());
+  reply.app_versions.insert(reply.app_versions.end(), grant.app_versions.begin(),
+                            grant.app_versions.end());
+  if (!grant.code_sign_key.empty()) {
+    reply.code_sign_key = grant.code_sign_key;
+    reply.code_sign_key_signature = grant.code_sign_key_signature;
+  }
   for (const auto& job : grant.jobs) {
     for (const auto& f : job.files)
       if (files.insert(f.name).second)
@@ -266,6 +277,7 @@ job_request host_logic::job_request_for(const sched_request& req, const host_inf
   for (const auto& [id, hav] : state_.app_versions)
     jr.hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
   jr.unit_versions = req.app_unit_versions;
+  jr.code_sign_key = req.code_sign_key;
   return jr;
 }
 

@@ -43,6 +43,8 @@ struct job_request {
   /// Jobs the host may still be sent per resource type under the jobs-in-progress caps;
   /// negative or absent: no cap.
   std::vector<int> in_progress_left{};
+  /// The code-signing key the client holds for the project (empty: none).
+  std::string code_sign_key{};
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.
@@ -85,6 +87,12 @@ struct job_grant {
   std::vector<std::string> aborts;            ///< Results the client should abort.
   std::vector<reply_message> messages;
   std::vector<app_units_info> app_units{}; ///< AutoFlops figures of apps (the reply's).
+  /// The apps, versions and version files the host lacks for the jobs sent (add_deliveries).
+  std::vector<app_description> apps{};
+  std::vector<app_version_description> app_versions{};
+  std::vector<file_description> version_files{};
+  std::string code_sign_key{};           ///< The key to send; empty: none.
+  std::string code_sign_key_signature{}; ///< code_sign_key signed with the held key.
 };
 
 /// An input file of new work, already staged into the data directory.

@@ -1,11 +1,13 @@
 /// The project's decisions on its apps while the server runs: apps added, versions added with
-/// their signed files, versions deprecated, code-signing keys (project_logic::change_apps).
+/// their signed files, versions deprecated, code-signing keys (project_logic::change_apps);
+/// and what a host is sent to run them (project_logic::add_deliveries).
 
 #include "actors/code_sign.hpp"
 #include "actors/project_logic_detail.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <set>
 
 namespace cobble {
@@ -225,6 +227,95 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
   emit(events, ev::app_version_added{app->id, std::move(v), c.by}, now);
   out = app_changed{id, true};
   return events;
+}
+
+// -- what hosts get -----------------------------------------------------------------------
+
+namespace {
+
+/// The client lists the versions it holds in every request (7.x), anonymous or not.
+bool holds(const job_request& req, const app_rec& app, const app_version_rec& v) {
+  return std::any_of(req.offered.begin(), req.offered.end(), [&](const client_app_version& o) {
+    return o.app_name == app.name && o.version_num == v.version_num && o.platform == v.platform
+           && o.plan_class == v.plan_class;
+  });
+}
+
+app_version_description describe_version(const app_rec& app, const app_version_rec& v) {
+  app_version_description d;
+  d.app_name = app.name;
+  d.version_num = v.version_num;
+  d.api_version = v.api_version;
+  d.platform = v.platform;
+  d.plan_class = v.plan_class;
+  d.avg_ncpus = v.avg_ncpus;
+  d.max_ncpus = v.avg_ncpus;
+  d.coproc_type = static_cast<resource_type>(v.resource);
+  d.coproc_count = v.resource == 0 ? 0 : v.coproc_count;
+  for (const auto& f : v.files)
+    d.files.push_back(file_ref{f.name, f.open_name, f.copy_file, false, f.main_program});
+  return d;
+}
+
+/// Sends the project's key when the client holds another (see add_deliveries).
+void add_key(const std::vector<code_sign_key_rec>& keys, const std::string& held,
+             job_grant& grant) {
+  if (keys.empty())
+    return;
+  if (held.empty()) {
+    grant.code_sign_key = keys.back().public_key;
+    return;
+  }
+  auto text = canonical_public_key(held);
+  auto it = text ? std::find_if(keys.begin(), keys.end(),
+                                [&](const code_sign_key_rec& k) { return k.public_key == *text; })
+                 : keys.end();
+  if (it == keys.end()) {
+    grant.messages.push_back(
+      {"Your client holds a code-signing key this project never had, so it cannot check the "
+       "project's applications. Detach from the project and attach again.",
+       true});
+    return;
+  }
+  if (std::next(it) == keys.end())
+    return; // the current key
+  // A client accepts a new key signed with the one it holds: one step per RPC.
+  grant.code_sign_key = std::next(it)->public_key;
+  grant.code_sign_key_signature = std::next(it)->signature;
+}
+
+} // namespace
+
+void project_logic::add_deliveries(const job_request& req, job_grant& grant) const {
+  std::set<std::uint32_t> apps_sent;
+  std::set<std::uint32_t> versions_sent;
+  std::set<std::string> files_sent;
+  for (const auto& j : grant.jobs) {
+    const auto* app = state.app(j.app);
+    if (app == nullptr)
+      continue;
+    auto vid = j.dispatched.version.app_version_id;
+    auto v = std::find_if(app->versions.begin(), app->versions.end(),
+                          [&](const app_version_rec& x) { return x.id == vid; });
+    // A configured version without files is the client's own (anonymous platform).
+    if (v == app->versions.end() || v->files.empty() || holds(req, *app, *v)
+        || !versions_sent.insert(vid).second)
+      continue;
+    if (apps_sent.insert(app->id).second)
+      grant.apps.push_back(app_description{app->name, app->user_friendly_name, false});
+    grant.app_versions.push_back(describe_version(*app, *v));
+    for (const auto& f : v->files)
+      if (files_sent.insert(f.name).second) {
+        file_description d;
+        d.name = f.name;
+        d.nbytes = f.nbytes;
+        d.md5_cksum = f.md5;
+        d.executable = f.executable;
+        d.file_signature = f.signature;
+        grant.version_files.push_back(std::move(d));
+      }
+  }
+  add_key(state.code_sign_keys, req.code_sign_key, grant);
 }
 
 } // namespace cobble

@@ -183,6 +183,13 @@ public:
   caf::expected<std::vector<event>>
   change_apps(const app_change& change, time_us now, app_changed& out);
 
+  /// What a host needs to run the jobs of `grant` (project_apps.cpp): the app, the
+  /// `<app_version>` and the signed files of each version the project distributes that the
+  /// request does not list as held; and the project's code-signing key when the request
+  /// holds another: the current key (no key held), the key after the held one with its
+  /// signature (rotation, one step per RPC), or a message (a key this project never had).
+  void add_deliveries(const job_request& req, job_grant& grant) const;
+
 private:
   /// An output file of a result in progress: which result and output, and its limit.
   struct output_ref {

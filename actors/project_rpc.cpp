@@ -156,6 +156,7 @@ std::vector<event> finish_jobs(project_ptr self, const job_request& req, job_gra
       sent.insert(j.app);
     grant.app_units = st.logic.app_units_infos(sent);
   }
+  st.logic.add_deliveries(req, grant);
   move_into(events, route(self, std::move(dispatched), decided_by{true, 0, false}));
   return events;
 }

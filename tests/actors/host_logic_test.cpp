@@ -245,3 +245,39 @@ TEST_CASE("report figures outside plausible bounds are flagged and kept out", "[
   CHECK(hav.elapsed_n == 2);
   CHECK(hav.elapsed_sum == 200);
 }
+
+TEST_CASE("a reply carries a version's files before its jobs' files, and the key", "[host_logic]") {
+  job_grant g;
+  granted_job job;
+  file_description in;
+  in.name = "in_1";
+  file_description shared;
+  shared.name = "app_2"; // also named by the version: sent once
+  job.files = {in, shared};
+  g.jobs.push_back(job);
+  file_description program;
+  program.name = "app_1";
+  program.executable = true;
+  program.file_signature = "ab\n.\n";
+  g.version_files = {program, shared};
+  g.apps.push_back(app_description{"testapp", "Test", false});
+  app_version_description v;
+  v.app_name = "testapp";
+  v.version_num = 101;
+  g.app_versions.push_back(v);
+  g.code_sign_key = "1024\n00ff\n.\n";
+  g.code_sign_key_signature = "cd\n.\n";
+
+  sched_reply reply;
+  add_grant(reply, g);
+  std::vector<std::string> names;
+  for (const auto& f : reply.files)
+    names.push_back(f.name);
+  CHECK(names == std::vector<std::string>{"app_1", "app_2", "in_1"});
+  CHECK(reply.files[0].file_signature == "ab\n.\n");
+  REQUIRE(reply.apps.size() == 1);
+  REQUIRE(reply.app_versions.size() == 1);
+  CHECK(reply.app_versions[0].version_num == 101);
+  CHECK(reply.code_sign_key == g.code_sign_key);
+  CHECK(reply.code_sign_key_signature == g.code_sign_key_signature);
+}

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -116,6 +117,35 @@ struct apps_fixture {
     c.version_id = version_id;
     c.deprecated = deprecated;
     return change(c, out);
+  }
+
+  /// Workunits of testapp with these names.
+  void create_work(std::initializer_list<const char*> names) {
+    work_batch b;
+    b.submitter = "admin";
+    for (const auto* name : names) {
+      work_spec w;
+      w.app = "testapp";
+      w.name = name;
+      b.items.push_back(w);
+    }
+    work_created created;
+    REQUIRE(logic.create_work(b, now, created));
+  }
+
+  /// A work request of a newly registered Linux host (1 CPU, 1 GFLOPS) for one second.
+  job_request request() {
+    host_info_rec info;
+    info.p_ncpus = 1;
+    info.p_fpops = 1e9;
+    auto e = logic.register_host(logic.state.users.begin()->first, info, now);
+    job_request r;
+    r.host = std::get<ev::host_registered>(e.data).id;
+    r.info = info;
+    r.platform = linux_platform;
+    r.requests.resize(n_resource_types);
+    r.requests[0] = resource_request{1, 0, 0};
+    return r;
   }
 
   const app_version_rec* held(std::uint32_t id) const {
@@ -455,39 +485,107 @@ TEST_CASE("hosts get the newest version that is not deprecated", "[project_apps]
   apps_fixture f;
   auto v101 = f.keyed_version(101);
   app_changed out;
-  work_batch b;
-  b.submitter = "admin";
-  for (const auto* name : {"a", "b"}) {
-    work_spec w;
-    w.app = "testapp";
-    w.name = name;
-    b.items.push_back(w);
-  }
-  work_created created;
-  REQUIRE(f.logic.create_work(b, f.now, created));
+  f.create_work({"a", "b"});
 
-  host_info_rec info;
-  info.p_ncpus = 1;
-  info.p_fpops = 1e9;
-  auto user = f.logic.state.users.begin()->first;
-  auto request = [&] {
-    auto e = f.logic.register_host(user, info, f.now);
-    job_request r;
-    r.host = std::get<ev::host_registered>(e.data).id;
-    r.info = info;
-    r.platform = linux_platform;
-    r.requests.resize(n_resource_types);
-    r.requests[0] = resource_request{1, 0, 0};
-    return r;
-  };
   std::vector<event> events;
-  auto jobs = f.logic.select_jobs(request(), f.now, events);
+  auto jobs = f.logic.select_jobs(f.request(), f.now, events);
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0].result.version_num == 101);
   CHECK(jobs[0].dispatched.version.app_version_id == v101);
 
   REQUIRE(f.deprecate(v101, true, out));
-  jobs = f.logic.select_jobs(request(), f.now, events);
+  jobs = f.logic.select_jobs(f.request(), f.now, events);
   REQUIRE(jobs.size() == 1);
   CHECK(jobs[0].result.version_num == 100);
+}
+
+TEST_CASE("a host is sent the signed versions and the key it lacks", "[project_apps]") {
+  apps_fixture f;
+  auto v101 = f.keyed_version(101);
+  f.create_work({"a", "b", "c", "d"});
+  auto grant_for = [&](const job_request& r) {
+    std::vector<event> events;
+    job_grant g;
+    g.jobs = f.logic.select_jobs(r, f.now, events);
+    REQUIRE(!g.jobs.empty());
+    f.logic.add_deliveries(r, g);
+    return g;
+  };
+
+  SECTION("a new host gets the app, the version with its signed files, and the key") {
+    auto g = grant_for(f.request());
+    REQUIRE(g.apps.size() == 1);
+    CHECK(g.apps[0].name == "testapp");
+    REQUIRE(g.app_versions.size() == 1);
+    const auto& v = g.app_versions[0];
+    CHECK(v.app_name == "testapp");
+    CHECK(v.version_num == 101);
+    CHECK(v.platform == linux_platform);
+    CHECK(v.api_version == "7.22.0");
+    REQUIRE(v.files.size() == 2);
+    CHECK(v.files[0].file_name == "testapp_101");
+    CHECK(v.files[0].main_program);
+    CHECK_FALSE(v.files[1].main_program);
+    const auto* held = f.held(v101);
+    REQUIRE(held != nullptr);
+    REQUIRE(g.version_files.size() == 2);
+    for (std::size_t i = 0; i < 2; ++i) {
+      CHECK(g.version_files[i].name == held->files[i].name);
+      CHECK(g.version_files[i].md5_cksum == held->files[i].md5);
+      CHECK(g.version_files[i].nbytes == held->files[i].nbytes);
+      CHECK_FALSE(g.version_files[i].is_output);
+      // What the client checks before it runs the file.
+      CHECK(!verify_md5(f.keys.public_key, g.version_files[i].md5_cksum,
+                        g.version_files[i].file_signature));
+    }
+    CHECK(g.version_files[0].executable);
+    CHECK(g.code_sign_key == f.keys.public_key);
+    CHECK(g.code_sign_key_signature.empty());
+  }
+  SECTION("a host that holds the version and the key gets neither") {
+    auto r = f.request();
+    r.offered.push_back(
+      client_app_version{"testapp", 101, linux_platform, "", 1, 0, resource_type::cpu, 0});
+    r.code_sign_key = "\n" + f.keys.public_key + "\n\n";
+    auto g = grant_for(r);
+    CHECK(g.apps.empty());
+    CHECK(g.app_versions.empty());
+    CHECK(g.version_files.empty());
+    CHECK(g.code_sign_key.empty());
+    CHECK(g.messages.empty());
+  }
+  SECTION("a job of a configured version (the client's own) sends no version") {
+    app_changed out;
+    REQUIRE(f.deprecate(v101, true, out));
+    auto g = grant_for(f.request());
+    CHECK(g.jobs[0].result.version_num == 100);
+    CHECK(g.app_versions.empty());
+    CHECK(g.version_files.empty());
+  }
+  SECTION("after a key change, a host with the old key gets the new one with its signature") {
+    auto next = new_keys();
+    auto text = canonical_public_key(next.public_key);
+    REQUIRE(text);
+    auto sig = sign_text(f.keys.private_key, *text);
+    REQUIRE(sig);
+    app_changed out;
+    REQUIRE(f.add_key(next.public_key, *sig, out));
+    REQUIRE(out.changed);
+    auto r = f.request();
+    r.code_sign_key = f.keys.public_key;
+    auto g = grant_for(r);
+    CHECK(g.code_sign_key == f.logic.state.code_sign_keys.back().public_key);
+    CHECK(g.code_sign_key_signature == f.logic.state.code_sign_keys.back().signature);
+    CHECK(!verify_text(f.keys.public_key, g.code_sign_key, g.code_sign_key_signature));
+    r.code_sign_key = next.public_key;
+    CHECK(grant_for(r).code_sign_key.empty());
+  }
+  SECTION("a host holding a key the project never had is told to attach again") {
+    auto r = f.request();
+    r.code_sign_key = new_keys().public_key;
+    auto g = grant_for(r);
+    CHECK(g.code_sign_key.empty());
+    REQUIRE(g.messages.size() == 1);
+    CHECK_THAT(g.messages[0].text, Catch::Contains("Detach from the project and attach again"));
+  }
 }

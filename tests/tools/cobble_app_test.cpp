@@ -9,6 +9,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,6 +148,46 @@ TEST_CASE("an operator adds a key, an app and signed versions with cobble", "[in
              Catch::Contains("nothing changed"));
   CHECK_THAT(online(s, {"app", "deprecate-version", "newapp", std::to_string(id), "--undo"}).second,
              Catch::Contains("is offered again"));
+
+  // A Linux host (not anonymous) asking for work gets newapp's newest version: the app, the
+  // version with its file, the signature, the download URL of the staged bytes, and the key.
+  auto work = online(s, {"work", "create", "--app", "newapp", "--count", "2"});
+  INFO(work.second);
+  REQUIRE(work.first == 0);
+  http_client c{"127.0.0.1", s.port};
+  auto body = make_request(s.account_key, 0, 1e6, 1, {});
+  body = std::regex_replace(body, std::regex{"<platform_name>anonymous</platform_name>"},
+                            "<platform_name>x86_64-pc-linux-gnu</platform_name>");
+  body = std::regex_replace(body, std::regex{"<app_versions>[\\s\\S]*</app_versions>"}, "");
+  auto r = c.post("/demo/cgi", body);
+  REQUIRE(r.status == 200);
+  INFO(r.body);
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(r.body.c_str()));
+  auto reply = doc.child("scheduler_reply");
+  auto sent = reply.find_child([](const pugi::xml_node& n) {
+    return std::string{n.name()} == "app_version"
+           && std::string{n.child("app_name").text().get()} == "newapp";
+  });
+  REQUIRE(sent);
+  CHECK(sent.child("version_num").text().as_int() == 102);
+  std::string program_file = sent.child("file_ref").child("file_name").text().get();
+  CHECK(sent.child("file_ref").child("main_program"));
+  pugi::xml_node info;
+  for (auto f : reply.children("file_info"))
+    if (std::string{f.child("name").text().get()} == program_file)
+      info = f;
+  REQUIRE(info);
+  CHECK(info.child("executable"));
+  CHECK(std::string{info.child("file_signature").text().get()}.size() > 100);
+  CHECK(std::string{reply.child("code_sign_key").text().get()}.find("1024") != std::string::npos);
+  std::string url = info.child("download_url").text().get();
+  auto path = url.substr(url.find('/', url.find("//") + 2));
+  auto download = c.get(path);
+  CHECK(download.status == 200);
+  std::ifstream in{prog2, std::ios::binary};
+  std::string bytes{std::istreambuf_iterator<char>{in}, {}};
+  CHECK(download.body == bytes);
 
   // The story, offline, from the same data directory.
   auto history = cobble_cli(
