@@ -120,6 +120,16 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
       }
     std::string signature;
     if (!keys.empty()) {
+      // A client checks a file against the key it holds after the reply, so every version
+      // offered must be signed with the current key: no change while one is offered.
+      for (const auto& a : state.apps)
+        for (const auto& v : a.versions)
+          if (!v.files.empty() && !v.deprecated)
+            return caf::make_error(
+              ec::conflict, "version " + std::to_string(v.id) + " of " + a.name
+                              + " is offered, signed with the current key: deprecate the "
+                                "versions the project distributes first, then add them again "
+                                "signed with the new key");
       if (c.signature.empty())
         return caf::make_error(ec::conflict,
                                "the project has a key: a new key must be signed with the "
@@ -170,6 +180,14 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
       return caf::make_error(ec::unknown_app, "app " + app->name + " has no version with id "
                                                 + std::to_string(c.version_id));
     out = app_changed{v->id, v->deprecated != c.deprecated};
+    if (out.changed && !c.deprecated && !v->files.empty())
+      for (const auto& f : v->files)
+        if (verify_md5(state.code_sign_keys.back().public_key, f.md5, f.signature))
+          return caf::make_error(ec::conflict,
+                                 "version " + std::to_string(v->id)
+                                   + " is signed with an "
+                                     "earlier code-signing key, which clients no longer check "
+                                     "files with: add it again signed with the current key");
     if (out.changed)
       emit(events, ev::app_version_deprecated{app->id, v->id, c.deprecated, c.by}, now);
     return events;
@@ -233,14 +251,6 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
 
 namespace {
 
-/// The client lists the versions it holds in every request (7.x), anonymous or not.
-bool holds(const job_request& req, const app_rec& app, const app_version_rec& v) {
-  return std::any_of(req.offered.begin(), req.offered.end(), [&](const client_app_version& o) {
-    return o.app_name == app.name && o.version_num == v.version_num && o.platform == v.platform
-           && o.plan_class == v.plan_class;
-  });
-}
-
 app_version_description describe_version(const app_rec& app, const app_version_rec& v) {
   app_version_description d;
   d.app_name = app.name;
@@ -279,9 +289,17 @@ void add_key(const std::vector<code_sign_key_rec>& keys, const std::string& held
   }
   if (std::next(it) == keys.end())
     return; // the current key
-  // A client accepts a new key signed with the one it holds: one step per RPC.
-  grant.code_sign_key = std::next(it)->public_key;
-  grant.code_sign_key_signature = std::next(it)->signature;
+  // A client accepts a new key only signed with the one it holds, and checks the files of
+  // this reply with the key it then holds: the current one, so only from the one before.
+  if (std::next(it, 2) != keys.end()) {
+    grant.messages.push_back(
+      {"Your client holds a code-signing key this project has replaced twice since, so it "
+       "cannot check the project's applications. Detach from the project and attach again.",
+       true});
+    return;
+  }
+  grant.code_sign_key = keys.back().public_key;
+  grant.code_sign_key_signature = keys.back().signature;
 }
 
 } // namespace
@@ -297,9 +315,10 @@ void project_logic::add_deliveries(const job_request& req, job_grant& grant) con
     auto vid = j.dispatched.version.app_version_id;
     auto v = std::find_if(app->versions.begin(), app->versions.end(),
                           [&](const app_version_rec& x) { return x.id == vid; });
-    // A configured version without files is the client's own (anonymous platform).
-    if (v == app->versions.end() || v->files.empty() || holds(req, *app, *v)
-        || !versions_sent.insert(vid).second)
+    // A configured version without files is the client's own (anonymous platform). A version
+    // goes with every reply that has its jobs, also to a client that lists it: receiving it
+    // again is how a client retries downloads that failed (BOINC servers do the same).
+    if (v == app->versions.end() || v->files.empty() || !versions_sent.insert(vid).second)
       continue;
     if (apps_sent.insert(app->id).second)
       grant.apps.push_back(app_description{app->name, app->user_friendly_name, false});

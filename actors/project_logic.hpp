@@ -179,15 +179,17 @@ public:
   /// Refusals: ec::unknown_app (no such app or version), ec::duplicate (an app of that name,
   /// a version number not above the last of its platform and plan class, a file name
   /// already used for other bytes), ec::invalid_argument (a bad name, number, file or
-  /// signature), ec::conflict (a version before any code-signing key).
+  /// signature), ec::conflict (a version before any code-signing key; a new key while a
+  /// version with files is offered; offering again a version signed with an earlier key).
   caf::expected<std::vector<event>>
   change_apps(const app_change& change, time_us now, app_changed& out);
 
   /// What a host needs to run the jobs of `grant` (project_apps.cpp): the app, the
-  /// `<app_version>` and the signed files of each version the project distributes that the
-  /// request does not list as held; and the project's code-signing key when the request
-  /// holds another: the current key (no key held), the key after the held one with its
-  /// signature (rotation, one step per RPC), or a message (a key this project never had).
+  /// `<app_version>` and the signed files of each version the project distributes (with
+  /// every reply that has its jobs: a client retries failed downloads so); and the project's
+  /// code-signing key when the request holds another: the current key (no key held), the
+  /// current key with its signature by the one before (rotation), or a message (a key this
+  /// project never had, or one replaced twice since).
   void add_deliveries(const job_request& req, job_grant& grant) const;
 
 private:

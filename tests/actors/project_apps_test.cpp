@@ -542,15 +542,15 @@ TEST_CASE("a host is sent the signed versions and the key it lacks", "[project_a
     CHECK(g.code_sign_key == f.keys.public_key);
     CHECK(g.code_sign_key_signature.empty());
   }
-  SECTION("a host that holds the version and the key gets neither") {
+  SECTION("a host that holds the key gets none; the version goes with its jobs again") {
     auto r = f.request();
     r.offered.push_back(
       client_app_version{"testapp", 101, linux_platform, "", 1, 0, resource_type::cpu, 0});
     r.code_sign_key = "\n" + f.keys.public_key + "\n\n";
     auto g = grant_for(r);
-    CHECK(g.apps.empty());
-    CHECK(g.app_versions.empty());
-    CHECK(g.version_files.empty());
+    // Sent again: receiving it is how a client retries a download that failed.
+    CHECK(g.app_versions.size() == 1);
+    CHECK(g.version_files.size() == 2);
     CHECK(g.code_sign_key.empty());
     CHECK(g.messages.empty());
   }
@@ -562,23 +562,64 @@ TEST_CASE("a host is sent the signed versions and the key it lacks", "[project_a
     CHECK(g.app_versions.empty());
     CHECK(g.version_files.empty());
   }
-  SECTION("after a key change, a host with the old key gets the new one with its signature") {
-    auto next = new_keys();
-    auto text = canonical_public_key(next.public_key);
-    REQUIRE(text);
-    auto sig = sign_text(f.keys.private_key, *text);
-    REQUIRE(sig);
+  SECTION("a key change: offered versions first, then a host gets the key its files need") {
+    auto rotate = [&] {
+      auto next = new_keys();
+      auto text = canonical_public_key(next.public_key);
+      REQUIRE(text);
+      auto sig = sign_text(f.keys.private_key, *text);
+      REQUIRE(sig);
+      app_changed out;
+      auto decided = f.add_key(next.public_key, *sig, out);
+      if (decided)
+        f.keys = next; // the operator signs with the new key from now on
+      return decided;
+    };
+    auto first = f.keys;
+    // A client checks files with the key it holds after the reply: no new key while a
+    // version signed with the current one is offered.
+    auto refused = rotate();
+    REQUIRE_FALSE(refused);
+    CHECK(is(refused.error(), ec::conflict));
+    CHECK(f.logic.state.code_sign_keys.size() == 1);
     app_changed out;
-    REQUIRE(f.add_key(next.public_key, *sig, out));
-    REQUIRE(out.changed);
+    REQUIRE(f.deprecate(v101, true, out));
+    REQUIRE(rotate());
+    auto second = f.keys;
+    auto again = f.deprecate(v101, false, out);
+    REQUIRE_FALSE(again);
+    CHECK(is(again.error(), ec::conflict));
+    CHECK_THAT(describe(again.error()), Catch::Contains("earlier code-signing key"));
+    REQUIRE(f.add_version(f.version(102), out));
+
+    // The client with the first key gets the second, signed with the first, and files that
+    // verify with the second.
     auto r = f.request();
-    r.code_sign_key = f.keys.public_key;
+    r.code_sign_key = first.public_key;
     auto g = grant_for(r);
     CHECK(g.code_sign_key == f.logic.state.code_sign_keys.back().public_key);
     CHECK(g.code_sign_key_signature == f.logic.state.code_sign_keys.back().signature);
-    CHECK(!verify_text(f.keys.public_key, g.code_sign_key, g.code_sign_key_signature));
-    r.code_sign_key = next.public_key;
+    CHECK(!verify_text(first.public_key, g.code_sign_key, g.code_sign_key_signature));
+    REQUIRE(g.app_versions.size() == 1);
+    CHECK(g.app_versions[0].version_num == 102);
+    for (const auto& file : g.version_files)
+      CHECK(!verify_md5(second.public_key, file.md5_cksum, file.file_signature));
+    r.code_sign_key = second.public_key;
     CHECK(grant_for(r).code_sign_key.empty());
+
+    // Two changes behind, no signature by the held key vouches for the current one.
+    auto v102 = f.logic.state.apps.front().versions.back().id;
+    REQUIRE(f.deprecate(v102, true, out));
+    REQUIRE(rotate());
+    REQUIRE(f.add_version(f.version(103), out));
+    r.code_sign_key = first.public_key;
+    g = grant_for(r);
+    CHECK(g.code_sign_key.empty());
+    REQUIRE(g.messages.size() == 1);
+    CHECK_THAT(g.messages[0].text, Catch::Contains("replaced twice"));
+    r.code_sign_key = second.public_key;
+    g = grant_for(r);
+    CHECK(!verify_text(second.public_key, g.code_sign_key, g.code_sign_key_signature));
   }
   SECTION("a host holding a key the project never had is told to attach again") {
     auto r = f.request();
