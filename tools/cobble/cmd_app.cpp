@@ -1,5 +1,5 @@
 /// `cobble app list|show|add|add-version|deprecate-version`: the project's apps and the
-/// versions it distributes, through the admin API while the server runs (docs/apps.md).
+/// versions it distributes, through the admin API while the server runs (docs/cli.md).
 ///
 /// `add-version` does the whole operator path of docs/admin-api.md: each file is hashed and
 /// signed here (with --key, or from FILE.sig made by `cobble key sign`), staged on the server
@@ -208,7 +208,7 @@ std::vector<version_file> prepare_files(const version_options& o) {
       throw failure("no file " + f.path);
     for (const auto& other : out)
       if (other.rec.open_name == f.rec.open_name)
-        throw failure("two files open as '" + f.rec.open_name + "'; give one FILE:OPEN_NAME");
+        throw usage_error("two files open as '" + f.rec.open_name + "'; give one PATH:OPEN_NAME");
     auto md5 = storage::md5_of_file(f.path);
     if (!md5)
       throw failure("cannot read " + f.path);
@@ -234,13 +234,13 @@ std::vector<version_file> prepare_files(const version_options& o) {
   auto it = std::find_if(out.begin(), out.end(),
                          [&](const version_file& f) { return f.rec.open_name == main; });
   if (it == out.end())
-    throw failure("--main " + main + " is none of the files' open names");
+    throw usage_error("--main " + main + " is none of the files' open names");
   it->rec.main_program = true;
   it->rec.executable = true; // the client must be able to start it
   for (const auto& c : o.copy)
     if (std::none_of(out.begin(), out.end(),
                      [&](const version_file& f) { return f.rec.open_name == c; }))
-      throw failure("--copy " + c + " is none of the files' open names");
+      throw usage_error("--copy " + c + " is none of the files' open names");
   return out;
 }
 
@@ -248,6 +248,8 @@ int app_add_version(context& ctx, const version_options& o) {
   auto type = parse_resource_type(o.resource);
   if (!type)
     throw usage_error("--resource must be cpu, nvidia, ati or intel_gpu");
+  if (*type != resource_type::cpu && !(o.coproc_count > 0))
+    throw usage_error("a GPU version needs --coproc-count (GPUs a job uses, e.g. 1)");
   auto files = prepare_files(o);
   auto& on = ctx.server;
   const auto& api = on.api();
