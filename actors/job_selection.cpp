@@ -19,7 +19,7 @@ choose_version(const app_rec& app, const job_request& req, resource_type t) {
   // anonymous clients, whose own versions are matched below).
   const app_version_rec* best = nullptr;
   for (const auto& v : app.versions)
-    if (v.resource == res && !v.deprecated
+    if (v.resource == res && !v.deprecated && !(req.no_distributed && !v.files.empty())
         && (req.anonymous || req.platform.empty() || v.platform == req.platform)
         && (best == nullptr || v.version_num > best->version_num))
       best = &v;

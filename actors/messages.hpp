@@ -45,6 +45,9 @@ struct job_request {
   std::vector<int> in_progress_left{};
   /// The code-signing key the client holds for the project (empty: none).
   std::string code_sign_key{};
+  /// The client could not check the files of the versions the project distributes (its key
+  /// is not one it can move to the current key from): none of them is chosen.
+  bool no_distributed = false;
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.
@@ -87,7 +90,8 @@ struct job_grant {
   std::vector<std::string> aborts;            ///< Results the client should abort.
   std::vector<reply_message> messages;
   std::vector<app_units_info> app_units{}; ///< AutoFlops figures of apps (the reply's).
-  /// The apps, versions and version files the host lacks for the jobs sent (add_deliveries).
+  /// The apps, versions and version files of the jobs sent that the project distributes
+  /// (add_deliveries).
   std::vector<app_description> apps{};
   std::vector<app_version_description> app_versions{};
   std::vector<file_description> version_files{};

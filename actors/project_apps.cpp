@@ -120,16 +120,6 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
       }
     std::string signature;
     if (!keys.empty()) {
-      // A client checks a file against the key it holds after the reply, so every version
-      // offered must be signed with the current key: no change while one is offered.
-      for (const auto& a : state.apps)
-        for (const auto& v : a.versions)
-          if (!v.files.empty() && !v.deprecated)
-            return caf::make_error(
-              ec::conflict, "version " + std::to_string(v.id) + " of " + a.name
-                              + " is offered, signed with the current key: deprecate the "
-                                "versions the project distributes first, then add them again "
-                                "signed with the new key");
       if (c.signature.empty())
         return caf::make_error(ec::conflict,
                                "the project has a key: a new key must be signed with the "
@@ -141,6 +131,16 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
         return invalid("the new key's signature does not verify with the current key: "
                        + describe(err));
       signature = std::move(*sig);
+      // A client checks a file against the key it holds after the reply, so every version
+      // offered must be signed with the current key: no change while one is offered.
+      for (const auto& a : state.apps)
+        for (const auto& v : a.versions)
+          if (!v.files.empty() && !v.deprecated)
+            return caf::make_error(
+              ec::conflict, "version " + std::to_string(v.id) + " of " + a.name
+                              + " is offered, signed with the current key: deprecate the "
+                                "versions the project distributes first, then add them again "
+                                "signed with the new key");
     }
     emit(events, ev::code_sign_key_added{std::move(*text), std::move(signature), c.by}, now);
     out = app_changed{static_cast<std::uint32_t>(state.code_sign_keys.size()), true};
@@ -270,39 +270,56 @@ app_version_description describe_version(const app_rec& app, const app_version_r
 /// Sends the project's key when the client holds another (see add_deliveries).
 void add_key(const std::vector<code_sign_key_rec>& keys, const std::string& held,
              job_grant& grant) {
-  if (keys.empty())
-    return;
-  if (held.empty()) {
-    grant.code_sign_key = keys.back().public_key;
-    return;
+  switch (standing_of(keys, held)) {
+    case key_standing::current:
+      return;
+    case key_standing::none:
+      grant.code_sign_key = keys.back().public_key;
+      return;
+    case key_standing::previous:
+      grant.code_sign_key = keys.back().public_key;
+      grant.code_sign_key_signature = keys.back().signature;
+      return;
+    case key_standing::never_had:
+      grant.messages.push_back(
+        {"Your client holds a code-signing key this project never had, so it cannot check the "
+         "project's applications. Detach from the project and attach again.",
+         true});
+      return;
+    case key_standing::too_old:
+      grant.messages.push_back(
+        {"Your client holds a code-signing key this project has replaced twice since, so it "
+         "cannot check the project's applications. Detach from the project and attach again.",
+         true});
+      return;
   }
+}
+
+} // namespace
+
+key_standing standing_of(const std::vector<code_sign_key_rec>& keys, const std::string& held) {
+  if (keys.empty())
+    return key_standing::current;
+  if (held.empty())
+    return key_standing::none;
   auto text = canonical_public_key(held);
   auto it = text ? std::find_if(keys.begin(), keys.end(),
                                 [&](const code_sign_key_rec& k) { return k.public_key == *text; })
                  : keys.end();
-  if (it == keys.end()) {
-    grant.messages.push_back(
-      {"Your client holds a code-signing key this project never had, so it cannot check the "
-       "project's applications. Detach from the project and attach again.",
-       true});
-    return;
-  }
-  if (std::next(it) == keys.end())
-    return; // the current key
-  // A client accepts a new key only signed with the one it holds, and checks the files of
-  // this reply with the key it then holds: the current one, so only from the one before.
-  if (std::next(it, 2) != keys.end()) {
-    grant.messages.push_back(
-      {"Your client holds a code-signing key this project has replaced twice since, so it "
-       "cannot check the project's applications. Detach from the project and attach again.",
-       true});
-    return;
-  }
-  grant.code_sign_key = keys.back().public_key;
-  grant.code_sign_key_signature = keys.back().signature;
+  if (it == keys.end())
+    return key_standing::never_had;
+  auto behind = std::distance(it, keys.end()) - 1;
+  // A client accepts a new key only signed with the one it holds, and checks the files of a
+  // reply with the key it then holds: the current one, so only from the one before.
+  return behind == 0   ? key_standing::current
+         : behind == 1 ? key_standing::previous
+                       : key_standing::too_old;
 }
 
-} // namespace
+bool project_logic::client_checks_files(const std::string& held) const {
+  auto k = standing_of(state.code_sign_keys, held);
+  return k != key_standing::never_had && k != key_standing::too_old;
+}
 
 void project_logic::add_deliveries(const job_request& req, job_grant& grant) const {
   std::set<std::uint32_t> apps_sent;

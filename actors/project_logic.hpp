@@ -40,6 +40,15 @@ plan_class_scales aggregate_scales(const std::vector<credit_export>& exports);
 /// A random account key (32 hex characters from OpenSSL's generator).
 std::string random_authenticator();
 
+/// How the code-signing key a client holds stands against the project's keys (oldest first):
+/// no keys at all or the current key (`current`), none held, the one before the current one
+/// (the reply carries the current key with its signature), a key the project never had, or
+/// one replaced at least twice since.
+enum class key_standing : std::uint8_t { current, none, previous, never_had, too_old };
+
+/// The standing of `held` (BOINC's text form, any whitespace around it) against `keys`.
+key_standing standing_of(const std::vector<code_sign_key_rec>& keys, const std::string& held);
+
 /// The decisions of a project, over its state. Every method that returns events has already
 /// applied them to `state`.
 class project_logic {
@@ -191,6 +200,11 @@ public:
   /// current key with its signature by the one before (rotation), or a message (a key this
   /// project never had, or one replaced twice since).
   void add_deliveries(const job_request& req, job_grant& grant) const;
+
+  /// Whether a client holding code-signing key `held` (empty: none) can check the files of
+  /// the versions the project distributes once it has this RPC's reply; when not, it is sent
+  /// no work of them (job_request::no_distributed) and add_deliveries tells it why.
+  bool client_checks_files(const std::string& held) const;
 
 private:
   /// An output file of a result in progress: which result and output, and its limit.

@@ -244,6 +244,9 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
   move_into(events, run_transitions(self, dirty));
   auto request = host.job_request_for(*req, info, std::move(reports.workunits), now);
   throttle(self, who.host, request, *reply, now);
+  // A client that could not check the files of a distributed version gets none of its work
+  // (add_deliveries tells it why).
+  request.no_distributed = !st.logic.client_checks_files(request.code_sign_key);
   move_into(reply->messages, host.limit_messages(request));
   auto jr = std::make_shared<const job_request>(std::move(request));
   if (!wants_project(*jr)) {

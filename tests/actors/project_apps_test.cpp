@@ -581,7 +581,12 @@ TEST_CASE("a host is sent the signed versions and the key it lacks", "[project_a
     auto refused = rotate();
     REQUIRE_FALSE(refused);
     CHECK(is(refused.error(), ec::conflict));
+    CHECK_THAT(describe(refused.error()), Catch::Contains("is offered"));
     CHECK(f.logic.state.code_sign_keys.size() == 1);
+    app_changed retry;
+    auto same = f.add_key(first.public_key, {}, retry); // the current key again: a retry
+    REQUIRE(same);
+    CHECK_FALSE(retry.changed);
     app_changed out;
     REQUIRE(f.deprecate(v101, true, out));
     REQUIRE(rotate());
@@ -612,18 +617,26 @@ TEST_CASE("a host is sent the signed versions and the key it lacks", "[project_a
     REQUIRE(f.deprecate(v102, true, out));
     REQUIRE(rotate());
     REQUIRE(f.add_version(f.version(103), out));
+    // Such a client gets no work of a version it could not check, and is told why.
     r.code_sign_key = first.public_key;
+    CHECK_FALSE(f.logic.client_checks_files(r.code_sign_key));
+    r.no_distributed = true;
     g = grant_for(r);
+    CHECK(g.jobs[0].result.version_num == 100); // the configured version, the client's own
+    CHECK(g.app_versions.empty());
     CHECK(g.code_sign_key.empty());
     REQUIRE(g.messages.size() == 1);
     CHECK_THAT(g.messages[0].text, Catch::Contains("replaced twice"));
+    r.no_distributed = false;
     r.code_sign_key = second.public_key;
+    CHECK(f.logic.client_checks_files(r.code_sign_key));
     g = grant_for(r);
     CHECK(!verify_text(second.public_key, g.code_sign_key, g.code_sign_key_signature));
   }
   SECTION("a host holding a key the project never had is told to attach again") {
     auto r = f.request();
     r.code_sign_key = new_keys().public_key;
+    CHECK_FALSE(f.logic.client_checks_files(r.code_sign_key));
     auto g = grant_for(r);
     CHECK(g.code_sign_key.empty());
     REQUIRE(g.messages.size() == 1);
