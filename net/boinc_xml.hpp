@@ -46,6 +46,10 @@ inline constexpr std::size_t max_stderr_bytes = std::size_t{64} * 1024;
 /// os_version, names, md5 sums), so no honest client sends more.
 inline constexpr std::size_t max_request_text_bytes = 255;
 
+/// Largest `<code_sign_key>` of a scheduler request kept, in bytes: a BOINC public key is
+/// about 530 (a size line, 8 lines of hex, a line '.'). Cut beyond (it then matches no key).
+inline constexpr std::size_t max_code_sign_key_bytes = 2048;
+
 /// Parses the body of a scheduler RPC POST (`<scheduler_request>`, section 3 of the
 /// reference) into a `cobble::sched_request`.
 ///
@@ -58,7 +62,8 @@ inline constexpr std::size_t max_request_text_bytes = 255;
 /// - `stderr_out` keeps the element's content as text: child elements verbatim (e.g.
 ///   `<core_client_version>`), CDATA sections unwrapped (so `<stderr_txt>…</stderr_txt>`
 ///   appears as text), character data entity-decoded; capped at `max_stderr_bytes`.
-/// - Every other text value is cut to `max_request_text_bytes` (on a UTF-8 boundary).
+/// - `code_sign_key` is cut to `max_code_sign_key_bytes`; every other text value to
+///   `max_request_text_bytes` (on a UTF-8 boundary).
 ///   Invalid UTF-8 anywhere is replaced by U+FFFD, so it reaches neither the log nor a view.
 /// - Numbers use strtod/strtol syntax (locale-independent), surrounding whitespace allowed,
 ///   an empty element counts as 0 (as in BOINC's own parser). NaN and infinities are

@@ -231,6 +231,14 @@ void read_markup(reader&, const field<S>&, const pugi::xml_node& n, S& s) {
   s.*M = markup_text(n, Max);
 }
 
+template <class S, auto M, std::size_t Max>
+void read_long_text(reader& r, const field<S>&, const pugi::xml_node& n, S& s) {
+  auto cap = r.max_text;
+  r.max_text = Max;
+  r.str(n, s.*M);
+  r.max_text = cap;
+}
+
 template <class S, auto M>
 void write_block(sink& o, const field<S>& f, const S& s) {
   if (wanted(f.cond, s.*M))
@@ -387,6 +395,15 @@ constexpr field<detail::owner_t<M>>
 block(std::string_view tag, when w, bool (*only_if)(const detail::owner_t<M>&) = nullptr) {
   auto f = value<M>(tag, w, only_if);
   f.write = &detail::write_block<detail::owner_t<M>, M>;
+  return f;
+}
+
+/// A block() whose text may be longer than the reader's max_text, up to `Max` bytes (a
+/// code-signing key: about 530).
+template <auto M, std::size_t Max>
+constexpr field<detail::owner_t<M>> long_block(std::string_view tag, when w) {
+  auto f = block<M>(tag, w);
+  f.read = &detail::read_long_text<detail::owner_t<M>, M, Max>;
   return f;
 }
 

@@ -257,6 +257,29 @@ TEST_CASE("stderr_out is capped at 64 KiB", "[boinc_xml]") {
   CHECK(r.value->results.at(0).stderr_out.size() == max_stderr_bytes);
 }
 
+TEST_CASE("a whole code-signing key is read, beyond the 255-byte cap of other text",
+          "[boinc_xml]") {
+  // As a 7.20.5 client echoes the key it holds: a size line, 8 lines of hex, a line '.'
+  // (cut at 255 bytes it matched no key, and the client was told to attach again).
+  std::string key = "1024\n";
+  for (int i = 0; i < 8; ++i)
+    key += std::string(64, static_cast<char>('a' + i)) + "\n";
+  key += ".";
+  auto r = parse_sched_request(minimal_request("<code_sign_key>\n" + key + "\n</code_sign_key>"));
+  REQUIRE(r.ok());
+  CHECK(r.value->code_sign_key == key);
+  auto huge = parse_sched_request(
+    minimal_request("<code_sign_key>" + std::string(10000, 'f') + "</code_sign_key>"));
+  REQUIRE(huge.ok());
+  CHECK(huge.value->code_sign_key.size() == max_code_sign_key_bytes);
+  // The cap of every other text value is back in force after it.
+  auto after = parse_sched_request(minimal_request("<code_sign_key>" + key
+                                                   + "</code_sign_key><platform_name>"
+                                                   + std::string(400, 'p') + "</platform_name>"));
+  REQUIRE(after.ok());
+  CHECK(after.value->platform_name.size() == max_request_text_bytes);
+}
+
 TEST_CASE("negative and huge finite times parse: the scheduler flags them", "[boinc_xml]") {
   auto r = parse_sched_request(
     minimal_request("<result><name>s</name><final_elapsed_time>-3</final_elapsed_time>"
