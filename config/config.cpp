@@ -61,6 +61,14 @@ bool valid_name(std::string_view name) {
   });
 }
 
+/// A plan class name as an app version carries it: letters, digits, '_', '-' and '.', at
+/// most 64.
+bool valid_plan_class_name(std::string_view name) {
+  return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.';
+  });
+}
+
 std::string join(std::initializer_list<std::string_view> words) {
   std::string out;
   for (auto w : words) {
@@ -614,13 +622,39 @@ void parse_limits(parser& p, const YAML::Node& node, const std::string& path, li
   read_number(m, "app_units_factor", out.app_units_factor);
 }
 
+void parse_plan_class(parser& p, const YAML::Node& node, const std::string& path,
+                      plan_class_config& out) {
+  mapping m(p, node, path,
+            {"name", "min_core_client_version", "projected_flops_scale", "min_ncpus", "max_threads",
+             "nthreads_cmdline", "avg_ncpus", "gpu_type", "cuda", "opencl", "ngpus", "cpu_frac",
+             "min_gpu_ram_mb", "gpu_ram_used_mb", "min_driver_version", "min_cuda_version"});
+  if (!m.has("name"))
+    p.fail(node, path + ".name", "every plan class needs a name");
+  read(m, "name", out.name);
+  read_integer(m, "min_core_client_version", out.min_core_client_version);
+  read_number(m, "projected_flops_scale", out.projected_flops_scale);
+  read_integer(m, "min_ncpus", out.min_ncpus);
+  read_integer(m, "max_threads", out.max_threads);
+  read_enum(m, "nthreads_cmdline", out.nthreads_cmdline, {{"true", true}, {"false", false}});
+  read_number(m, "avg_ncpus", out.avg_ncpus);
+  read(m, "gpu_type", out.gpu_type);
+  read_enum(m, "cuda", out.cuda, {{"true", true}, {"false", false}});
+  read_enum(m, "opencl", out.opencl, {{"true", true}, {"false", false}});
+  read_number(m, "ngpus", out.ngpus);
+  read_number(m, "cpu_frac", out.cpu_frac);
+  read_number(m, "min_gpu_ram_mb", out.min_gpu_ram_mb);
+  read_number(m, "gpu_ram_used_mb", out.gpu_ram_used_mb);
+  read_integer(m, "min_driver_version", out.min_driver_version);
+  read_integer(m, "min_cuda_version", out.min_cuda_version);
+}
+
 void parse_project(parser& p, const YAML::Node& node, const std::string& path,
                    project_config& out) {
   mapping m(p, node, path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
              "file_grace_period", "sequence_high_water", "sequences_per_host",
              "sequence_check_interval", "sequence_slow_replica_lag", "passivate_hosts_after",
-             "max_live_hosts", "credit", "limits", "users", "apps"});
+             "max_live_hosts", "credit", "limits", "users", "apps", "plan_classes"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -644,6 +678,9 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   });
   for_each_item(m, "apps", [&](const YAML::Node& item, const std::string& item_path) {
     parse_app(p, item, item_path, out.apps.emplace_back());
+  });
+  for_each_item(m, "plan_classes", [&](const YAML::Node& item, const std::string& item_path) {
+    parse_plan_class(p, item, item_path, out.plan_classes.emplace_back());
   });
 }
 
@@ -752,6 +789,7 @@ private:
     not_negative(path + ".max_live_hosts", p.max_live_hosts);
     check_credit(p.credit, path + ".credit");
     check_limits(p.limits, path + ".limits");
+    check_plan_classes(p, path);
     std::set<std::string> users;
     for (std::size_t i = 0; i < p.users.size(); ++i) {
       auto user_path = path + ".users[" + std::to_string(i) + "]";
@@ -893,6 +931,83 @@ private:
       if (!outputs.insert(name).second)
         fail(out_path, "duplicate output file name '" + name + "'");
     }
+  }
+
+  /// Plan classes: names unique and named as BOINC clients expect (a GPU class names its
+  /// vendor, an OpenCL class says so), figures in range, and every YAML version of a defined
+  /// class on the resource the class is for.
+  void check_plan_classes(const project_config& p, const std::string& path) const {
+    std::map<std::string, const plan_class_config*> by_name;
+    for (std::size_t i = 0; i < p.plan_classes.size(); ++i) {
+      const auto& c = p.plan_classes[i];
+      auto c_path = path + ".plan_classes[" + std::to_string(i) + "]";
+      auto key = [&](const char* field) { return c_path + "." + field; };
+      if (!valid_plan_class_name(c.name))
+        fail(key("name"), "invalid name '" + c.name
+                            + "': use letters, digits, '_', '-' and '.' only (at most 64)");
+      if (!by_name.emplace(c.name, &c).second)
+        fail(key("name"), "duplicate plan class '" + c.name + "'");
+      static const std::map<std::string, std::vector<std::string>> tags
+        = {{"", {}},
+           {"nvidia", {"nvidia", "cuda"}},
+           {"amd", {"amd", "ati"}},
+           {"intel_gpu", {"intel_gpu"}}};
+      auto tag = tags.find(c.gpu_type);
+      if (tag == tags.end())
+        fail(key("gpu_type"),
+             "unknown value '" + c.gpu_type + "' (allowed: \"\", nvidia, amd, intel_gpu)");
+      auto has = [&](const std::string& part) { return c.name.find(part) != std::string::npos; };
+      if (!tag->second.empty() && std::none_of(tag->second.begin(), tag->second.end(), has))
+        fail(key("name"),
+             "a plan class for gpu_type " + c.gpu_type + " must have '" + tag->second.front() + "'"
+               + (tag->second.size() > 1 ? " or '" + tag->second.back() + "'" : "")
+               + " in its name: BOINC clients tell a version's GPU by it",
+             key("gpu_type"));
+      if (c.opencl && !has("opencl"))
+        fail(key("name"),
+             "an OpenCL plan class must have 'opencl' in its name: BOINC "
+             "clients check OpenCL support by it",
+             key("opencl"));
+      if (c.cuda && c.gpu_type != "nvidia")
+        fail(key("cuda"), "cuda needs gpu_type nvidia", key("gpu_type"));
+      if (c.gpu_type.empty()
+          && (c.cuda || c.opencl || c.min_gpu_ram_mb > 0 || c.gpu_ram_used_mb > 0
+              || c.min_driver_version > 0 || c.min_cuda_version > 0))
+        fail(key("gpu_type"), "GPU requirements are set but gpu_type is empty");
+      if (!c.gpu_type.empty() && (c.max_threads > 0 || c.min_ncpus > 0 || c.nthreads_cmdline))
+        fail(key("max_threads"), "CPU threads (min_ncpus, max_threads, nthreads_cmdline) are "
+                                 "for CPU plan classes, not gpu_type "
+                                   + c.gpu_type);
+      not_negative(key("min_core_client_version"), c.min_core_client_version);
+      positive(key("projected_flops_scale"), c.projected_flops_scale);
+      not_negative(key("min_ncpus"), c.min_ncpus);
+      not_negative(key("max_threads"), c.max_threads);
+      if (c.nthreads_cmdline && c.max_threads <= 0 && !(c.avg_ncpus > 0))
+        fail(key("nthreads_cmdline"), "needs max_threads (or avg_ncpus) to say how many threads");
+      not_negative(key("avg_ncpus"), c.avg_ncpus);
+      positive(key("ngpus"), c.ngpus);
+      not_negative(key("cpu_frac"), c.cpu_frac);
+      not_negative(key("min_gpu_ram_mb"), c.min_gpu_ram_mb);
+      not_negative(key("gpu_ram_used_mb"), c.gpu_ram_used_mb);
+      not_negative(key("min_driver_version"), c.min_driver_version);
+      not_negative(key("min_cuda_version"), c.min_cuda_version);
+    }
+    static const std::map<std::string, std::string> coproc_of
+      = {{"", ""}, {"nvidia", "NVIDIA"}, {"amd", "ATI"}, {"intel_gpu", "intel_gpu"}};
+    for (std::size_t a = 0; a < p.apps.size(); ++a)
+      for (std::size_t i = 0; i < p.apps[a].versions.size(); ++i) {
+        const auto& v = p.apps[a].versions[i];
+        auto c = by_name.find(v.plan_class);
+        if (c == by_name.end())
+          continue;
+        auto want = coproc_of.find(c->second->gpu_type);
+        if (want != coproc_of.end() && want->second != v.coproc_type)
+          fail(path + ".apps[" + std::to_string(a) + "].versions[" + std::to_string(i)
+                 + "].coproc_type",
+               "plan class " + v.plan_class + " is for "
+                 + (want->second.empty() ? std::string{"CPUs"} : want->second)
+                 + " but the version's coproc_type is '" + v.coproc_type + "'");
+      }
   }
 
   void check_version(const app_version_config& v, const std::string& path) const {
@@ -1112,6 +1227,28 @@ std::string to_yaml(const cobble_config& cfg) {
       str("email", u.email);
       str("authenticator", u.authenticator);
       str("team", u.team);
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+    out << YAML::Key << "plan_classes" << YAML::Value << YAML::BeginSeq;
+    for (const auto& pc : p.plan_classes) {
+      out << YAML::BeginMap;
+      str("name", pc.name);
+      raw("min_core_client_version", std::to_string(pc.min_core_client_version));
+      raw("projected_flops_scale", format_number(pc.projected_flops_scale));
+      raw("min_ncpus", std::to_string(pc.min_ncpus));
+      raw("max_threads", std::to_string(pc.max_threads));
+      raw("nthreads_cmdline", pc.nthreads_cmdline ? "true" : "false");
+      raw("avg_ncpus", format_number(pc.avg_ncpus));
+      str("gpu_type", pc.gpu_type);
+      raw("cuda", pc.cuda ? "true" : "false");
+      raw("opencl", pc.opencl ? "true" : "false");
+      raw("ngpus", format_number(pc.ngpus));
+      raw("cpu_frac", format_number(pc.cpu_frac));
+      raw("min_gpu_ram_mb", format_number(pc.min_gpu_ram_mb));
+      raw("gpu_ram_used_mb", format_number(pc.gpu_ram_used_mb));
+      raw("min_driver_version", std::to_string(pc.min_driver_version));
+      raw("min_cuda_version", std::to_string(pc.min_cuda_version));
       out << YAML::EndMap;
     }
     out << YAML::EndSeq;

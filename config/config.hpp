@@ -170,6 +170,34 @@ struct limits_config {
   bool operator==(const limits_config&) const = default;
 };
 
+/// A plan class: what a host must have to run the app versions that name it, and what such a
+/// version uses there (docs/apps.md, "Plan classes"). BOINC's plan_class_spec.xml elements
+/// of the same names; 0 or empty: no requirement.
+struct plan_class_config {
+  std::string name;
+  // Any host.
+  int min_core_client_version = 0;  ///< The client's major*10000 + minor*100 + release.
+  double projected_flops_scale = 1; ///< Favours (above 1) or disfavours the class's versions.
+  // CPU versions.
+  int min_ncpus = 0;             ///< CPUs the host must have.
+  int max_threads = 0;           ///< Multi-threaded: threads = min(host CPUs, this); 0: 1.
+  bool nthreads_cmdline = false; ///< Pass ` --nthreads N` on the version's command line.
+  double avg_ncpus = 0;          ///< CPUs a job uses (overrides the thread count); 0: unset.
+  // GPU versions.
+  std::string gpu_type;       ///< Empty (CPU), "nvidia", "amd" or "intel_gpu".
+  bool cuda = false;          ///< Needs CUDA (NVIDIA).
+  bool opencl = false;        ///< Needs OpenCL.
+  double ngpus = 1;           ///< GPUs (or a fraction of one) a job uses.
+  double cpu_frac = 0.1;      ///< CPUs a GPU job uses beside its GPUs.
+  double min_gpu_ram_mb = 0;  ///< Memory one device must have, in MB.
+  double gpu_ram_used_mb = 0; ///< Memory a job uses (sent as <gpu_ram>); 0: min_gpu_ram_mb.
+  int min_driver_version = 0; ///< NVIDIA: e.g. 53523; AMD: CAL a*1000000+b*10000+c.
+  int min_cuda_version = 0;   ///< NVIDIA, with cuda: e.g. 11080 for 11.8.
+
+  /// Field-by-field equality.
+  bool operator==(const plan_class_config&) const = default;
+};
+
 /// One project hosted by the server.
 struct project_config {
   std::string name;                     ///< URL path component: the master URL is <url>/<name>/.
@@ -199,6 +227,9 @@ struct project_config {
   limits_config limits;
   std::vector<app_config> apps;
   std::vector<user_config> users;
+  /// What the project's app versions need of a host, by name (versions name one in their
+  /// plan_class; a name not listed here asks nothing beyond the version's resource).
+  std::vector<plan_class_config> plan_classes{};
 
   /// Field-by-field equality.
   bool operator==(const project_config&) const = default;

@@ -58,6 +58,17 @@ projects:
     users:
       - {name: alice, email: alice@example.org, authenticator: abc123}
       - name: bob
+    plan_classes:
+      - name: cuda
+        gpu_type: nvidia
+        cuda: true
+        min_cuda_version: 11080
+        min_driver_version: 52000
+        min_gpu_ram_mb: 2048
+        gpu_ram_used_mb: 1500
+        cpu_frac: 0.25
+        ngpus: 1
+      - {name: mt, max_threads: 8, min_ncpus: 2, nthreads_cmdline: true, min_core_client_version: 71600, projected_flops_scale: 1.1}
     apps:
       - name: sieve
         user_friendly_name: Sieve
@@ -153,6 +164,7 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
     CHECK(p.deadline_check_interval == q.deadline_check_interval);
     CHECK(p.passivate_hosts_after == q.passivate_hosts_after);
     CHECK(p.max_live_hosts == q.max_live_hosts);
+    CHECK(p.plan_classes == q.plan_classes);
     REQUIRE(p.users.size() == q.users.size());
     for (std::size_t j = 0; j < p.users.size(); ++j) {
       CHECK(p.users[j].name == q.users[j].name);
@@ -249,6 +261,26 @@ TEST_CASE("a full file is read field by field", "[config]") {
   REQUIRE(p.users.size() == 2);
   CHECK(p.users[0] == user_config{"alice", "alice@example.org", "abc123"});
   CHECK(p.users[1] == user_config{"bob", "", ""});
+  REQUIRE(p.plan_classes.size() == 2);
+  const auto& cuda = p.plan_classes[0];
+  CHECK(cuda.name == "cuda");
+  CHECK(cuda.gpu_type == "nvidia");
+  CHECK(cuda.cuda);
+  CHECK_FALSE(cuda.opencl);
+  CHECK(cuda.min_cuda_version == 11080);
+  CHECK(cuda.min_driver_version == 52000);
+  CHECK(cuda.min_gpu_ram_mb == 2048);
+  CHECK(cuda.gpu_ram_used_mb == 1500);
+  CHECK(cuda.cpu_frac == 0.25);
+  CHECK(cuda.ngpus == 1);
+  const auto& mt = p.plan_classes[1];
+  CHECK(mt.max_threads == 8);
+  CHECK(mt.min_ncpus == 2);
+  CHECK(mt.nthreads_cmdline);
+  CHECK(mt.min_core_client_version == 71600);
+  CHECK(mt.projected_flops_scale == 1.1);
+  CHECK(mt.gpu_type.empty());
+  CHECK(cfg.projects[1].plan_classes.empty());
 
   REQUIRE(p.apps.size() == 2);
   const auto& a = p.apps[0];
@@ -359,6 +391,16 @@ TEST_CASE("the full layout in docs/configuration.md loads and shows the defaults
   p.name = "demo";
   p.next_rpc_delay = 30;
   p.users.push_back({"demo", "demo@example.org", ""});
+  // Two example plan classes: the defaults but for their names and these fields.
+  auto& mt = p.plan_classes.emplace_back();
+  mt.name = "mt";
+  mt.max_threads = 8;
+  mt.nthreads_cmdline = true;
+  auto& cuda = p.plan_classes.emplace_back();
+  cuda.name = "cuda118";
+  cuda.gpu_type = "nvidia";
+  cuda.cuda = true;
+  cuda.min_cuda_version = 11080;
   auto& a = p.apps.emplace_back();
   a.name = "testapp";
   a.versions.emplace_back();

@@ -322,3 +322,42 @@ TEST_CASE("validate() checks configurations built in code", "[config][errors]") 
   bad.server.worker_threads = 0;
   expect(bad, "server.worker_threads", "must be positive");
 }
+
+TEST_CASE("errors: plan classes", "[config][errors]") {
+  auto with_class = [](const std::string& body) {
+    return "projects:\n"
+           "  - name: p\n"
+           "    plan_classes:\n"
+           "      - "
+           + body + "\n";
+  };
+  expect_error(with_class("{gpu_type: nvidia}"), 4, "projects[0].plan_classes[0].name",
+               "every plan class needs a name");
+  expect_error(with_class("{name: cuda, gpu_type: geforce}"), 4,
+               "projects[0].plan_classes[0].gpu_type", "unknown value 'geforce'");
+  expect_error(with_class("{name: fast_gpu, gpu_type: nvidia}"), 4,
+               "projects[0].plan_classes[0].name", "must have 'nvidia' or 'cuda' in its name");
+  expect_error(with_class("{name: amd_gpu, gpu_type: amd, opencl: true}"), 4,
+               "projects[0].plan_classes[0].name", "must have 'opencl' in its name");
+  expect_error(with_class("{name: mt, min_cuda_version: 11000}"), 4,
+               "projects[0].plan_classes[0].gpu_type", "GPU requirements are set");
+  expect_error(with_class("{name: cuda_mt, gpu_type: nvidia, max_threads: 4}"), 4,
+               "projects[0].plan_classes[0].max_threads", "for CPU plan classes");
+  expect_error(with_class("{name: ati, gpu_type: amd, cuda: true}"), 4,
+               "projects[0].plan_classes[0].cuda", "cuda needs gpu_type nvidia");
+  expect_error(with_class("{name: mt, nthreads_cmdline: true}"), 4,
+               "projects[0].plan_classes[0].nthreads_cmdline", "needs max_threads");
+  expect_error(with_class("{name: mt, projected_flops_scale: 0}"), 4,
+               "projects[0].plan_classes[0].projected_flops_scale", "");
+  expect_error(with_class("{name: 'm t'}"), 4, "projects[0].plan_classes[0].name", "invalid name");
+  expect_error(with_class("{name: mt}\n      - {name: mt}"), 5, "projects[0].plan_classes[1].name",
+               "duplicate plan class 'mt'");
+  expect_error(with_class("{name: mt, wobble: 1}"), 4, "projects[0].plan_classes[0].wobble", "");
+  // A version of a defined class is on the class's resource.
+  expect_error(with_class("{name: cuda, gpu_type: nvidia}")
+                 + "    apps:\n"
+                   "      - name: a\n"
+                   "        versions: [{plan_class: cuda}]\n",
+               7, "projects[0].apps[0].versions[0].coproc_type",
+               "plan class cuda is for NVIDIA but the version's coproc_type is ''");
+}
