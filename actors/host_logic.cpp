@@ -274,6 +274,10 @@ job_request host_logic::job_request_for(const sched_request& req, const host_inf
   jr.anonymous = req.platform_name == "anonymous";
   jr.offered = req.app_versions;
   jr.platform = req.platform_name;
+  jr.alt_platforms = req.alt_platforms;
+  jr.coprocs = req.coprocs;
+  jr.client_version = req.core_client_major_version * 10000 + req.core_client_minor_version * 100
+                      + req.core_client_release;
   for (const auto& [id, hav] : state_.app_versions)
     jr.hints[id] = version_hint{hav.jobs_left(now), hav.et, hav.spau, hav.spau_var};
   jr.unit_versions = req.app_unit_versions;

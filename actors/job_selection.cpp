@@ -1,10 +1,12 @@
 #include "actors/error.hpp"
 #include "actors/project_logic_detail.hpp"
+#include "actors/version_choice.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 namespace cobble {
 
@@ -13,16 +15,9 @@ using namespace detail;
 namespace detail {
 
 std::optional<version_choice>
-choose_version(const app_rec& app, const job_request& req, resource_type t) {
+choose_version(const app_rec& app, const job_request& req, resource_type t,
+               const std::vector<config::plan_class_config>& plan_classes) {
   auto res = static_cast<std::uint8_t>(t);
-  // The newest version for this resource on the client's platform (any platform for
-  // anonymous clients, whose own versions are matched below).
-  const app_version_rec* best = nullptr;
-  for (const auto& v : app.versions)
-    if (v.resource == res && !v.deprecated && !(req.no_distributed && !v.files.empty())
-        && (req.anonymous || req.platform.empty() || v.platform == req.platform)
-        && (best == nullptr || v.version_num > best->version_num))
-      best = &v;
   version_choice c;
   if (req.anonymous) {
     // The client's own version, echoed exactly; statistics go to the matching configured
@@ -43,11 +38,15 @@ choose_version(const app_rec& app, const job_request& req, resource_type t) {
                                           : std::max(offered->coproc_count, 0.001);
     c.flops = offered->flops;
   } else {
-    if (best == nullptr)
+    auto pick = choose_app_version(app, req, t, plan_classes);
+    if (!pick)
       return std::nullopt;
+    const auto* best = pick->version;
     c.version = best;
     c.echo = version_echo{best->id, best->platform, best->version_num, best->plan_class};
-    c.instances = t == resource_type::cpu ? best->avg_ncpus : best->coproc_count;
+    c.instances = t == resource_type::cpu ? pick->avg_ncpus : pick->coproc_count;
+    c.flops = pick->flops;
+    c.avg_ncpus = pick->avg_ncpus;
   }
   for (const auto& u : req.unit_versions)
     if (u.app_name == app.name && u.version_num == c.echo.version_num
@@ -71,10 +70,11 @@ choose_version(const app_rec& app, const job_request& req, resource_type t) {
         c.flops = 1e10;
     }
   }
-  // peak_flops(J): the CPUs the version uses at the benchmark, plus its GPUs at their peak.
+  // peak_flops(J): the CPUs the version uses on this host at the benchmark, plus its GPUs at
+  // their peak.
   if (c.version != nullptr)
-    c.peak_flops = job_peak_flops(req.info.p_fpops, c.version->avg_ncpus, gpu_peak,
-                                  t == resource_type::cpu ? 0.0 : c.version->coproc_count);
+    c.peak_flops = job_peak_flops(req.info.p_fpops, c.avg_ncpus, gpu_peak,
+                                  t == resource_type::cpu ? 0.0 : c.instances);
   return c;
 }
 
@@ -224,7 +224,7 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
     for (const auto& app : state.apps) {
       if (!(secs > 0 || inst > 0) || left == 0)
         break;
-      auto choice = choose_version(app, req, t);
+      auto choice = choose_version(app, req, t, plan_classes);
       if (!choice)
         continue;
       // The (host, version) pair's daily quota and runtime statistics.
@@ -330,6 +330,31 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
     }
   }
   return jobs;
+}
+
+std::vector<reply_message>
+project_logic::no_version_messages(const job_request& req,
+                                   const std::vector<granted_job>& jobs) const {
+  std::vector<reply_message> out;
+  if (!req.send_work || req.anonymous)
+    return out;
+  std::set<std::uint8_t> served;
+  for (const auto& j : jobs)
+    if (const auto* app = state.app(j.app))
+      for (const auto& v : app->versions)
+        if (v.id == j.dispatched.version.app_version_id)
+          served.insert(v.resource);
+  std::set<std::string> said;
+  for (std::uint8_t t = 0; t < n_resource_types && t < req.requests.size(); ++t) {
+    if (!req.requests[t].wants_work() || served.count(t))
+      continue;
+    for (const auto& app : state.apps) {
+      auto text = no_version_message(app, req, static_cast<resource_type>(t), plan_classes);
+      if (!text.empty() && said.insert(text).second)
+        out.push_back({std::move(text), false});
+    }
+  }
+  return out;
 }
 
 std::vector<app_units_info>

@@ -21,14 +21,24 @@ struct version_hint {
   spau_spread spau_var{}; ///< The spread of its samples.
 };
 
+/// How the code-signing key a client holds stands against the project's keys (oldest first):
+/// no keys at all or the current key (`current`), none held, the one before the current one
+/// (the reply carries the current key with its signature), a key the project never had, or
+/// one replaced at least twice since.
+enum class key_standing : std::uint8_t { current, none, previous, never_had, too_old };
+
 /// A host's request for jobs, per resource type (host_logic::job_request_for).
 struct job_request {
   id_type host = 0;
   host_info_rec info;
-  std::vector<resource_request> requests;  ///< Indexed by resource_type.
-  bool anonymous = false;                  ///< Client runs app_info.xml versions.
-  std::vector<client_app_version> offered; ///< Its versions (anonymous platform).
-  std::string platform;                    ///< Its platform when not anonymous.
+  std::vector<resource_request> requests;   ///< Indexed by resource_type.
+  bool anonymous = false;                   ///< Client runs app_info.xml versions.
+  std::vector<client_app_version> offered;  ///< Its versions (anonymous platform).
+  std::string platform;                     ///< Its platform when not anonymous.
+  std::vector<std::string> alt_platforms{}; ///< Other platforms it runs, best first.
+  /// Its GPUs as described, with what plan classes test (driver, memory, CUDA, OpenCL).
+  std::vector<coproc_description> coprocs{};
+  int client_version = 0;                  ///< major*10000 + minor*100 + release (0: not said).
   bool send_work = true;                   ///< False: only sequence notices, no jobs.
   std::vector<std::string> sequences_held; ///< Sequences the client lists (by name).
   std::vector<std::string> other_results;  ///< Results the client holds, not reporting.
@@ -45,9 +55,15 @@ struct job_request {
   std::vector<int> in_progress_left{};
   /// The code-signing key the client holds for the project (empty: none).
   std::string code_sign_key{};
-  /// The client could not check the files of the versions the project distributes (its key
-  /// is not one it can move to the current key from): none of them is chosen.
-  bool no_distributed = false;
+  /// How code_sign_key stands against the project's keys (project_logic::key_standing_of).
+  key_standing code_sign = key_standing::current;
+
+  /// Whether the client can check the files of the versions the project distributes once it
+  /// has this RPC's reply (its key is the current one or one it can move to the current one
+  /// from); when not, none of those versions is chosen and add_deliveries tells it why.
+  bool checks_files() const {
+    return code_sign != key_standing::never_had && code_sign != key_standing::too_old;
+  }
 };
 
 /// One job sent to a host: what the reply carries and the event that recorded it.

@@ -4,6 +4,7 @@
 
 #include "actors/code_sign.hpp"
 #include "actors/project_logic_detail.hpp"
+#include "actors/version_choice.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -199,6 +200,20 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
       f.open_name = f.name;
   if (auto problem = version_problem(v); !problem.empty())
     return invalid(problem);
+  if (!v.plan_class.empty()) {
+    const auto* pc = find_plan_class(plan_classes, v.plan_class);
+    if (pc == nullptr)
+      return invalid("plan class '" + v.plan_class
+                     + "' is not defined: add it under the project's plan_classes in the "
+                       "configuration first (docs/apps.md)");
+    auto want = plan_class_resource(*pc);
+    if (want != static_cast<resource_type>(v.resource))
+      return invalid("plan class " + v.plan_class + " is for "
+                     + (want == resource_type::cpu ? std::string{"CPUs"} : to_string(want))
+                     + ", the version for "
+                     + (v.resource == 0 ? std::string{"CPUs"}
+                                        : to_string(static_cast<resource_type>(v.resource))));
+  }
   for (auto& f : v.files) {
     auto sig = canonical_signature(f.signature);
     if (!sig)
@@ -251,26 +266,31 @@ project_logic::change_apps(const app_change& c, time_us now, app_changed& out) {
 
 namespace {
 
-app_version_description describe_version(const app_rec& app, const app_version_rec& v) {
+/// The `<app_version>` of `v` as fitted to the requesting host (`p`: what it uses there, its
+/// projected FLOPS, the command line of a multi-threaded class).
+app_version_description
+describe_version(const app_rec& app, const app_version_rec& v, const version_pick& p) {
   app_version_description d;
   d.app_name = app.name;
   d.version_num = v.version_num;
   d.api_version = v.api_version;
   d.platform = v.platform;
   d.plan_class = v.plan_class;
-  d.avg_ncpus = v.avg_ncpus;
-  d.max_ncpus = v.avg_ncpus;
+  d.avg_ncpus = p.avg_ncpus;
+  d.max_ncpus = p.avg_ncpus;
+  d.flops = p.flops;
+  d.cmdline = p.cmdline;
   d.coproc_type = static_cast<resource_type>(v.resource);
-  d.coproc_count = v.resource == 0 ? 0 : v.coproc_count;
+  d.coproc_count = v.resource == 0 ? 0 : p.coproc_count;
+  d.gpu_ram = p.gpu_ram;
   for (const auto& f : v.files)
     d.files.push_back(file_ref{f.name, f.open_name, f.copy_file, false, f.main_program});
   return d;
 }
 
 /// Sends the project's key when the client holds another (see add_deliveries).
-void add_key(const std::vector<code_sign_key_rec>& keys, const std::string& held,
-             job_grant& grant) {
-  switch (standing_of(keys, held)) {
+void add_key(const std::vector<code_sign_key_rec>& keys, key_standing held, job_grant& grant) {
+  switch (held) {
     case key_standing::current:
       return;
     case key_standing::none:
@@ -316,9 +336,8 @@ key_standing standing_of(const std::vector<code_sign_key_rec>& keys, const std::
                        : key_standing::too_old;
 }
 
-bool project_logic::client_checks_files(const std::string& held) const {
-  auto k = standing_of(state.code_sign_keys, held);
-  return k != key_standing::never_had && k != key_standing::too_old;
+key_standing project_logic::key_standing_of(const std::string& held) const {
+  return standing_of(state.code_sign_keys, held);
 }
 
 void project_logic::add_deliveries(const job_request& req, job_grant& grant) const {
@@ -339,7 +358,11 @@ void project_logic::add_deliveries(const job_request& req, job_grant& grant) con
       continue;
     if (apps_sent.insert(app->id).second)
       grant.apps.push_back(app_description{app->name, app->user_friendly_name, false});
-    grant.app_versions.push_back(describe_version(*app, *v));
+    // Fitted again as job selection did (a pure function of the same request and records);
+    // the record's own figures should that ever differ, never a job without its version.
+    auto pick = fit_version(*v, req, plan_classes)
+                  .value_or(version_pick{&*v, v->avg_ncpus, v->coproc_count, 0, 0, {}});
+    grant.app_versions.push_back(describe_version(*app, *v, pick));
     for (const auto& f : v->files)
       if (files_sent.insert(f.name).second) {
         file_description d;
@@ -351,7 +374,7 @@ void project_logic::add_deliveries(const job_request& req, job_grant& grant) con
         grant.version_files.push_back(std::move(d));
       }
   }
-  add_key(state.code_sign_keys, req.code_sign_key, grant);
+  add_key(state.code_sign_keys, req.code_sign, grant);
 }
 
 } // namespace cobble

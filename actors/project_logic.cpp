@@ -25,6 +25,7 @@ void project_logic::emit(std::vector<event>& out, payload p, time_us now) {
 
 std::vector<event> project_logic::configure(const config::project_config& cfg, time_us now) {
   std::vector<event> out;
+  plan_classes = cfg.plan_classes;
   auto apps = apps_from_config(cfg, state.apps);
   auto credit = credit_settings_from(cfg.credit);
   if (apps != state.apps || state.name != cfg.name || state.long_name != cfg.long_name

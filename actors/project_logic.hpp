@@ -40,12 +40,6 @@ plan_class_scales aggregate_scales(const std::vector<credit_export>& exports);
 /// A random account key (32 hex characters from OpenSSL's generator).
 std::string random_authenticator();
 
-/// How the code-signing key a client holds stands against the project's keys (oldest first):
-/// no keys at all or the current key (`current`), none held, the one before the current one
-/// (the reply carries the current key with its signature), a key the project never had, or
-/// one replaced at least twice since.
-enum class key_standing : std::uint8_t { current, none, previous, never_had, too_old };
-
 /// The standing of `held` (BOINC's text form, any whitespace around it) against `keys`.
 key_standing standing_of(const std::vector<code_sign_key_rec>& keys, const std::string& held);
 
@@ -54,6 +48,9 @@ key_standing standing_of(const std::vector<code_sign_key_rec>& keys, const std::
 class project_logic {
 public:
   project_state state;
+  /// The project's plan classes (configuration, set by configure): what a host must have to
+  /// run the versions that name one. Replay needs none: dispatch events record the choice.
+  std::vector<config::plan_class_config> plan_classes{};
 
   /// Events that bring the state in line with the configuration (apps, seed users).
   std::vector<event> configure(const config::project_config& cfg, time_us now);
@@ -83,6 +80,11 @@ public:
   /// Picks jobs for a host's request, per resource type, and dispatches them.
   std::vector<granted_job>
   select_jobs(const job_request& req, time_us now, std::vector<event>& events);
+
+  /// Why the host got no jobs of a resource it asked for, where the reason is the project's
+  /// versions: none for its platforms, or plan classes it does not meet (each reason once).
+  std::vector<reply_message>
+  no_version_messages(const job_request& req, const std::vector<granted_job>& jobs) const;
 
   /// What the credit system records of a dispatch, and the runtime the host is told.
   struct dispatch_credit {
@@ -201,10 +203,9 @@ public:
   /// project never had, or one replaced twice since).
   void add_deliveries(const job_request& req, job_grant& grant) const;
 
-  /// Whether a client holding code-signing key `held` (empty: none) can check the files of
-  /// the versions the project distributes once it has this RPC's reply; when not, it is sent
-  /// no work of them (job_request::no_distributed) and add_deliveries tells it why.
-  bool client_checks_files(const std::string& held) const;
+  /// How code-signing key `held` (empty: none) stands against the project's keys; serve_rpc
+  /// puts it in the job_request (job_request::checks_files, add_deliveries).
+  key_standing key_standing_of(const std::string& held) const;
 
 private:
   /// An output file of a result in progress: which result and output, and its limit.

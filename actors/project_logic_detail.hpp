@@ -27,6 +27,7 @@ struct version_choice {
   double flops = 0;       // the speed the client assumes (runtime = rsc_fpops_est / flops)
   double peak_flops = 0;  // peak_flops(J)
   double instances = 1;   // CPUs or GPUs one job uses
+  double avg_ncpus = 1;   // CPUs one job uses on this host (a project's version)
   int devices = 1;        // CPUs or GPUs of this type the host has (for the daily quota)
   double client_spau = 0; // seconds_per_app_unit the client reported for it (0: none)
 };
@@ -77,9 +78,11 @@ inline caf::error check_delay_bound(const std::optional<double>& x) {
   return {};
 }
 
-/// The version of `app` the host runs for resource `t`, if any (job_selection.cpp).
+/// The version of `app` the host runs for resource `t`, if any (job_selection.cpp), under the
+/// project's plan classes.
 std::optional<version_choice>
-choose_version(const app_rec& app, const job_request& req, resource_type t);
+choose_version(const app_rec& app, const job_request& req, resource_type t,
+               const std::vector<config::plan_class_config>& plan_classes);
 
 /// The AutoFlops completion time estimate and bound of a job on the requesting host, when the
 /// app gives them to this client and its seconds_per_app_unit(V) is known (job_selection.cpp).

@@ -149,6 +149,7 @@ std::vector<event> finish_jobs(project_ptr self, const job_request& req, job_gra
     }
     for (auto& j : st.logic.select_jobs(rest, now, dispatched))
       grant.jobs.push_back(std::move(j));
+    move_into(grant.messages, st.logic.no_version_messages(req, grant.jobs));
   }
   if (!grant.jobs.empty() || !req.unit_versions.empty()) {
     std::set<std::uint32_t> sent;
@@ -246,7 +247,7 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
   throttle(self, who.host, request, *reply, now);
   // A client that could not check the files of a distributed version gets none of its work
   // (add_deliveries tells it why).
-  request.no_distributed = !st.logic.client_checks_files(request.code_sign_key);
+  request.code_sign = st.logic.key_standing_of(request.code_sign_key);
   move_into(reply->messages, host.limit_messages(request));
   auto jr = std::make_shared<const job_request>(std::move(request));
   if (!wants_project(*jr)) {

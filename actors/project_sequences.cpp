@@ -15,9 +15,11 @@ using namespace detail;
 namespace {
 
 /// The first version of an app the host can run, over the resource types in order.
-std::optional<version_choice> any_version(const app_rec& app, const job_request& req) {
+std::optional<version_choice>
+any_version(const app_rec& app, const job_request& req,
+            const std::vector<config::plan_class_config>& plan_classes) {
   for (int t = 0; t < n_resource_types; ++t)
-    if (auto c = choose_version(app, req, static_cast<resource_type>(t)))
+    if (auto c = choose_version(app, req, static_cast<resource_type>(t), plan_classes))
       return c;
   return std::nullopt;
 }
@@ -92,7 +94,7 @@ caf::expected<event> project_logic::create_sequence(const sequence_spec& spec, t
 
 std::optional<double> project_logic::estimate_seconds(const app_rec& app, const wu_params& params,
                                                       const job_request& req) const {
-  auto choice = any_version(app, req);
+  auto choice = any_version(app, req, plan_classes);
   if (!choice)
     return std::nullopt;
   if (auto i = req.avg_elapsed.find(choice->echo.app_version_id);
@@ -150,7 +152,7 @@ project_logic::dispatch_sequence(const job_request& req, const std::vector<id_ty
         || wu->results.empty() || wu->results[0].state != result_state::unsent)
       continue;
     auto app = state.app(wu->app);
-    auto choice = app ? any_version(*app, req) : std::nullopt;
+    auto choice = app ? any_version(*app, req, plan_classes) : std::nullopt;
     if (!choice) {
       spdlog::warn("sequence element {} not sent to host {}: it runs no version of the app",
                    wu->name, req.host);

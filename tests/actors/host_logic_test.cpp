@@ -281,3 +281,27 @@ TEST_CASE("a reply carries a version's files before its jobs' files, and the key
   CHECK(reply.code_sign_key == g.code_sign_key);
   CHECK(reply.code_sign_key_signature == g.code_sign_key_signature);
 }
+
+TEST_CASE("a work request carries what plan classes test", "[limits]") {
+  limits_fixture f;
+  f.create(1);
+  auto q = f.request(1);
+  q.cpu.req_secs = 1;
+  q.core_client_major_version = 7;
+  q.core_client_minor_version = 20;
+  q.core_client_release = 5;
+  q.alt_platforms = {"i686-pc-linux-gnu"};
+  coproc_description gpu;
+  gpu.type = resource_type::nvidia;
+  gpu.count = 1;
+  gpu.driver_version = 53523;
+  gpu.cuda_version = 12020;
+  q.coprocs.push_back(gpu);
+  host_logic hl{f.host, f.settings};
+  auto jr = hl.job_request_for(q, host_info_from(q), {}, f.now);
+  CHECK(jr.client_version == 72005);
+  CHECK(jr.alt_platforms == std::vector<std::string>{"i686-pc-linux-gnu"});
+  REQUIRE(jr.coprocs.size() == 1);
+  CHECK(jr.coprocs[0].driver_version == 53523);
+  CHECK(jr.coprocs[0].cuda_version == 12020);
+}

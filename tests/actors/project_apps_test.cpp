@@ -217,6 +217,20 @@ TEST_CASE("a signed version is added once and replays to the same state", "[proj
     for (auto& file : cuda.files)
       file.name = "cuda_" + file.name;
     app_changed gpu;
+    // A plan class must be defined before a version names it, and be for the version's
+    // resource.
+    auto undefined = f.add_version(cuda, gpu);
+    REQUIRE_FALSE(undefined);
+    CHECK(is(undefined.error(), ec::invalid_argument));
+    CHECK_THAT(describe(undefined.error()), Catch::Contains("plan class 'cuda' is not defined"));
+    config::plan_class_config pc;
+    pc.name = "cuda";
+    f.logic.plan_classes = {pc};
+    auto wrong = f.add_version(cuda, gpu);
+    REQUIRE_FALSE(wrong);
+    CHECK_THAT(describe(wrong.error()),
+               Catch::Contains("plan class cuda is for CPUs, the version for NVIDIA"));
+    f.logic.plan_classes[0].gpu_type = "nvidia";
     append(log, f.add_version(cuda, gpu));
     CHECK(gpu.changed);
     CHECK(gpu.id == 3);
@@ -506,9 +520,12 @@ TEST_CASE("a host is sent the signed versions and the key it lacks", "[project_a
   auto grant_for = [&](const job_request& r) {
     std::vector<event> events;
     job_grant g;
-    g.jobs = f.logic.select_jobs(r, f.now, events);
+    // As serve_rpc does: the standing of the key the client holds decides what it may get.
+    auto req = r;
+    req.code_sign = f.logic.key_standing_of(r.code_sign_key);
+    g.jobs = f.logic.select_jobs(req, f.now, events);
     REQUIRE(!g.jobs.empty());
-    f.logic.add_deliveries(r, g);
+    f.logic.add_deliveries(req, g);
     return g;
   };
 
@@ -619,27 +636,71 @@ TEST_CASE("a host is sent the signed versions and the key it lacks", "[project_a
     REQUIRE(f.add_version(f.version(103), out));
     // Such a client gets no work of a version it could not check, and is told why.
     r.code_sign_key = first.public_key;
-    CHECK_FALSE(f.logic.client_checks_files(r.code_sign_key));
-    r.no_distributed = true;
+    CHECK(f.logic.key_standing_of(r.code_sign_key) == key_standing::too_old);
     g = grant_for(r);
     CHECK(g.jobs[0].result.version_num == 100); // the configured version, the client's own
     CHECK(g.app_versions.empty());
     CHECK(g.code_sign_key.empty());
     REQUIRE(g.messages.size() == 1);
     CHECK_THAT(g.messages[0].text, Catch::Contains("replaced twice"));
-    r.no_distributed = false;
     r.code_sign_key = second.public_key;
-    CHECK(f.logic.client_checks_files(r.code_sign_key));
+    CHECK(f.logic.key_standing_of(r.code_sign_key) == key_standing::previous);
     g = grant_for(r);
     CHECK(!verify_text(second.public_key, g.code_sign_key, g.code_sign_key_signature));
   }
   SECTION("a host holding a key the project never had is told to attach again") {
     auto r = f.request();
     r.code_sign_key = new_keys().public_key;
-    CHECK_FALSE(f.logic.client_checks_files(r.code_sign_key));
+    CHECK(f.logic.key_standing_of(r.code_sign_key) == key_standing::never_had);
     auto g = grant_for(r);
     CHECK(g.code_sign_key.empty());
     REQUIRE(g.messages.size() == 1);
     CHECK_THAT(g.messages[0].text, Catch::Contains("Detach from the project and attach again"));
   }
+}
+
+TEST_CASE("a host gets the version that fits it, described as it runs there", "[project_apps]") {
+  apps_fixture f;
+  config::plan_class_config mt;
+  mt.name = "mt";
+  mt.min_ncpus = 2;
+  mt.max_threads = 8;
+  mt.nthreads_cmdline = true;
+  f.logic.plan_classes = {mt};
+  f.add_first_key();
+  auto v = f.version(101);
+  v.plan_class = "mt";
+  app_changed out;
+  REQUIRE(f.add_version(v, out));
+  f.create_work({"a", "b"});
+  auto grant_for = [&](const job_request& r) {
+    std::vector<event> events;
+    job_grant g;
+    g.jobs = f.logic.select_jobs(r, f.now, events);
+    f.logic.add_deliveries(r, g);
+    return g;
+  };
+
+  // One CPU: below the class's min_ncpus, so the configured single-threaded version.
+  auto one = grant_for(f.request());
+  REQUIRE(one.jobs.size() == 1);
+  CHECK(one.jobs[0].result.version_num == 100);
+  CHECK(one.app_versions.empty());
+
+  // Four CPUs: the multi-threaded version, with four threads and four CPUs' FLOPS.
+  auto r = f.request();
+  r.info.p_ncpus = 4;
+  auto four = grant_for(r);
+  REQUIRE(four.jobs.size() == 1);
+  CHECK(four.jobs[0].result.version_num == 101);
+  CHECK(four.jobs[0].result.plan_class == "mt");
+  REQUIRE(four.app_versions.size() == 1);
+  const auto& d = four.app_versions[0];
+  CHECK(d.plan_class == "mt");
+  CHECK(d.avg_ncpus == 4);
+  CHECK(d.max_ncpus == 4);
+  CHECK(d.cmdline == "--nthreads 4");
+  CHECK(d.flops == Approx(4e9));
+  // The dispatch records the peak FLOPS of the four CPUs the job uses (credit's peak_flops).
+  CHECK(four.jobs[0].dispatched.peak_flops == Approx(4e9));
 }
