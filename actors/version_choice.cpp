@@ -103,6 +103,7 @@ candidates(const app_rec& app, const job_request& req, resource_type t) {
       slot = &v;
   }
   std::vector<const app_version_rec*> out;
+  out.reserve(newest.size());
   for (const auto& [key, v] : newest)
     out.push_back(v);
   return out;
