@@ -207,6 +207,13 @@ projects:
 )";
 }
 
+/// Stops the test when the BOINC client is not installed, saying where it was looked for.
+inline void require_boinc_client() {
+  const auto boinc = boinc_binary();
+  INFO("the BOINC client " << boinc << " is required (Debian package boinc-client)");
+  REQUIRE(fs::exists(boinc));
+}
+
 /// A real cobbled started with a configuration file on 127.0.0.1 port 0.
 struct server {
   fs::path data;
@@ -344,6 +351,9 @@ struct client_options {
   /// --exit_when_idle: the client leaves once it has no task (after having had work).
   bool exit_when_idle = true;
   int ncpus = 2;
+  /// Anonymous platform: app_info.xml and testapp placed by hand (docs/real-clients.md);
+  /// false: the client gets the app from the server, as a volunteer's would.
+  bool anonymous = true;
 };
 
 /// The GUI RPC password every test client gets (gui_rpc_auth.cfg).
@@ -378,13 +388,15 @@ struct boinc_client {
   void prepare(const std::string& master_url) {
     auto pdir = dir / "projects" / project_dir_name(master_url);
     fs::create_directories(pdir);
-    write_file(pdir / "app_info.xml", app_info_xml());
-    fs::copy_file(cobble::test::program("tools/testapp/testapp"), pdir / "testapp",
-                  fs::copy_options::overwrite_existing);
-    fs::permissions(pdir / "testapp",
-                    fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec
-                      | fs::perms::others_read | fs::perms::others_exec,
-                    fs::perm_options::replace);
+    if (options.anonymous) {
+      write_file(pdir / "app_info.xml", app_info_xml());
+      fs::copy_file(cobble::test::program("tools/testapp/testapp"), pdir / "testapp",
+                    fs::copy_options::overwrite_existing);
+      fs::permissions(pdir / "testapp",
+                      fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec
+                        | fs::perms::others_read | fs::perms::others_exec,
+                      fs::perm_options::replace);
+    }
     write_file(dir / "cc_config.xml", cc_config_xml(options.ncpus));
     write_file(dir / "global_prefs_override.xml", global_prefs_override_xml());
     write_file(dir / "gui_rpc_auth.cfg", gui_rpc_password + "\n");

@@ -127,9 +127,7 @@ TEST_CASE("two real BOINC clients compute every workunit to a quorum of two", "[
   const auto started = steady::now();
   const auto budget = test_budget(170s);
   const auto deadline = started + budget;
-  const auto boinc = boinc_binary();
-  INFO("the BOINC client " << boinc << " is required (Debian package boinc-client)");
-  REQUIRE(fs::exists(boinc));
+  require_boinc_client();
 
   temp_dir root;
   write_file(root.path / "cobble.yaml", config());

@@ -1,0 +1,173 @@
+// End-to-end: a stock BOINC 7.20.5 client (/usr/bin/boinc) with nothing installed by hand
+// attaches to a real cobbled and gets the app from the server: the operator makes a
+// code-signing key with `cobble key generate`, gives the server its public half
+// (`cobble key add`) and adds tools/testapp as version 101 (`cobble app add-version --key`,
+// signed here); the client downloads the version's file, checks its signature with the key
+// the reply carried, runs it and reports. A second client meets a file changed on the
+// server after signing and refuses it ("Signature verification failed"), as a volunteer's
+// client must. docs/apps.md and docs/cli.md describe the operator's side.
+//
+// The environment variables of boinc_e2e_support.hpp apply; COBBLE_E2E_BUDGET defaults to 120
+// per client run.
+
+#include "boinc_e2e_support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace cobble::e2e;
+
+namespace {
+
+constexpr auto platform = "x86_64-pc-linux-gnu";
+
+/// A quorum of one (each job stands alone) and a configured version 100 that no stock client
+/// can run (no files): version 101, added below, is the one the server distributes.
+std::string config() {
+  return server_config("Cobble app distribution test", R"(        min_quorum: 1
+        target_nresults: 1
+        delay_bound: 2d
+)");
+}
+
+/// Makes a key pair in `keys`, gives the server the public key and adds testapp as version
+/// 101 signed with the private key; the MD5 of the staged file.
+std::string distribute_testapp(const server& s, const fs::path& keys) {
+  auto [code, out] = cobble::test::run_command({cobble::test::program("tools/cobble"), "key",
+                                                "generate", "--out", keys.string()},
+                                               60s);
+  INFO(out);
+  REQUIRE(code == 0);
+  s.cli({"key", "add", (keys / "code_sign_public").string()}, "key add");
+  auto app = cobble::test::program("tools/testapp/testapp");
+  s.cli({"app", "add-version", "testapp", app, "--platform", platform, "--version-num", "101",
+         "--key", (keys / "code_sign_private").string()},
+        "app add-version");
+  return md5_hex(read_file(app));
+}
+
+/// A server whose testapp version 101 is signed and distributed, and one stock client (no
+/// app_info.xml, nothing installed by hand) prepared for it.
+struct distributed_app {
+  temp_dir root;
+  server s;
+  std::string md5; ///< Of testapp, the distributed file (staged as app_<md5>).
+  boinc_client client;
+
+  distributed_app()
+    : s{config_file(root), root.path / "server"}, md5{distribute_testapp(s, root.path / "keys")},
+      client{"client", root.path / "client", stock_client()} {
+    client.prepare(s.master_url());
+  }
+
+  static fs::path config_file(const temp_dir& root) {
+    require_boinc_client();
+    write_file(root.path / "cobble.yaml", config());
+    return root.path / "cobble.yaml";
+  }
+
+  static client_options stock_client() {
+    client_options o;
+    o.anonymous = false;
+    return o;
+  }
+
+  /// `work create` of `count` jobs of `iterations` rounds; their names.
+  std::vector<std::string> create_work(int count, int iterations) const {
+    return s.cli({"work", "create", "--app", "testapp", "--count", std::to_string(count),
+                  "--command-line", "--iterations " + std::to_string(iterations), "--fpops-est",
+                  "1e9", "--fpops-bound", "1e12"},
+                 "work create");
+  }
+};
+
+/// Runs `client` until it leaves (--exit_when_idle) or `done` holds; FAILs on timeout.
+template <class Done>
+void run_until(server& s, boinc_client& client, std::chrono::seconds budget, Done done) {
+  const auto deadline = steady::now() + budget;
+  while (!client.exited() && !done()) {
+    if (steady::now() >= deadline) {
+      s.proc->drain();
+      FAIL("timed out:\n"
+           << client.log_tail(60) << "---- cobbled ----\n"
+           << tail(s.proc->lines(), 40));
+    }
+    std::vector<child_process*> pipes{s.proc.get()};
+    if (client.proc)
+      pipes.push_back(client.proc.get());
+    cobble::test::pump_output(pipes, 500ms);
+    if (auto code = s.proc->wait(0ms))
+      FAIL("cobbled exited with " << *code);
+  }
+}
+
+bool log_has(boinc_client& c, const std::string& text) {
+  c.collect();
+  return std::any_of(c.log.begin(), c.log.end(),
+                     [&](const std::string& line) { return line.find(text) != std::string::npos; });
+}
+
+} // namespace
+
+TEST_CASE("a stock BOINC client gets the signed app from the server and runs it", "[e2e][apps]") {
+  distributed_app d;
+  auto& s = d.s;
+  auto& client = d.client;
+  const auto& md5 = d.md5;
+  auto names = d.create_work(3, 200000);
+  REQUIRE(names.size() == 3);
+  client.start(s.master_url(), s.account_key);
+  run_until(s, client, test_budget(120s), [] { return false; });
+
+  INFO(client.log_tail(80));
+  CHECK(client.exit_code == 0);
+  CHECK_FALSE(log_has(client, "Signature verification failed"));
+  CHECK_FALSE(log_has(client, "missing signature"));
+  // The key it echoes in every request is the project's (not cut, not "never had").
+  CHECK_FALSE(log_has(client, "attach again"));
+  // The client downloaded the version's file (as the server staged it) and holds the key.
+  auto pdir = client.dir / "projects" / project_dir_name(s.master_url());
+  auto downloaded = pdir / ("app_" + md5);
+  REQUIRE(fs::exists(downloaded));
+  CHECK(md5_hex(read_file(downloaded)) == md5);
+  CHECK_FALSE(fs::exists(pdir / "app_info.xml"));
+  auto state = client.state_xml();
+  CHECK(state.find("<code_sign_key>") != std::string::npos);
+  CHECK(state.find("<version_num>101</version_num>") != std::string::npos);
+  // Every job ran on version 101 and was validated.
+  const auto workunits = "/api/projects/" + project + "/workunits/";
+  for (const auto& name : names) {
+    auto wu = s.get(workunits + name);
+    INFO(wu.dump(2));
+    CHECK(wu["state"] == "assimilated");
+    REQUIRE(wu["results"].size() == 1);
+    const auto& r = wu["results"][0];
+    CHECK(r["outcome"] == "success");
+    CHECK(r["validation"] == "valid");
+    CHECK(r["app_version"]["version_num"] == 101);
+    CHECK(r["app_version"]["platform"] == platform);
+  }
+  s.stop_and_verify_log();
+}
+
+TEST_CASE("a stock BOINC client refuses an app file changed after signing", "[e2e][apps]") {
+  distributed_app d;
+  auto& s = d.s;
+  auto& client = d.client;
+  const auto& md5 = d.md5;
+  d.create_work(1, 1000);
+  // Someone changes the staged file on the server: same size, other bytes.
+  auto staged = s.data / "projects" / project / "download" / ("app_" + md5);
+  REQUIRE(fs::exists(staged));
+  auto bytes = read_file(staged);
+  bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
+  write_file(staged, bytes);
+  client.start(s.master_url(), s.account_key);
+  run_until(s, client, test_budget(120s),
+            [&] { return log_has(client, "Signature verification failed"); });
+  INFO(client.log_tail(60));
+  CHECK(log_has(client, "Signature verification failed for app_" + md5));
+  // The changed program never ran: no result of it was a success.
+  auto list = s.get("/api/projects/" + project + "/workunits?limit=10");
+  for (const auto& w : list["items"])
+    CHECK(w["state"] != "assimilated");
+}
