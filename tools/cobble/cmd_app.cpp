@@ -141,20 +141,20 @@ void add_app_add(CLI::App& app, context& ctx) {
                   "out.txt)");
   cmd->add_option("--validator", o->validator, "bitwise (default) or accept_all")
     ->check(CLI::IsMember({"bitwise", "accept_all"}));
-  for (const char* key : {"min_quorum", "target_nresults", "max_error_results", "max_total_results",
-                          "max_success_results", "max_jobs_per_rpc", "max_jobs_per_day"}) {
-    std::string flag = std::string("--") + key;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    auto* opt = cmd->add_option(flag, o->integers[key], std::string("The app's ") + key);
-    o->given.emplace_back(key, opt);
-  }
-  for (const char* key : {"delay_bound", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound",
-                          "rsc_disk_bound", "max_output_nbytes"}) {
-    std::string flag = std::string("--") + key;
-    std::replace(flag.begin(), flag.end(), '_', '-');
-    auto* opt = cmd->add_option(flag, o->numbers[key], std::string("The app's ") + key);
-    o->given.emplace_back(key, opt);
-  }
+  // One option per policy field: --min-quorum sets min_quorum; `given` tells which were.
+  auto policy_options = [&](auto& values, std::initializer_list<const char*> keys) {
+    for (const char* key : keys) {
+      std::string flag = std::string("--") + key;
+      std::replace(flag.begin(), flag.end(), '_', '-');
+      auto* opt = cmd->add_option(flag, values[key], std::string("The app's ") + key);
+      o->given.emplace_back(key, opt);
+    }
+  };
+  policy_options(o->integers,
+                 {"min_quorum", "target_nresults", "max_error_results", "max_total_results",
+                  "max_success_results", "max_jobs_per_rpc", "max_jobs_per_day"});
+  policy_options(o->numbers, {"delay_bound", "rsc_fpops_est", "rsc_fpops_bound", "rsc_memory_bound",
+                              "rsc_disk_bound", "max_output_nbytes"});
   cmd->add_option("--by", o->by, "Who adds it (default: your login name)");
   on_run(*cmd, ctx, [&ctx, o] { return app_add(ctx, *o); });
 }
@@ -306,7 +306,9 @@ void add_app_add_version(CLI::App& app, context& ctx) {
                  "Version number, above the last of this platform and plan class (e.g. 101 "
                  "for 1.01)")
     ->required();
-  cmd->add_option("--plan-class", o->plan_class, "Plan class (default: none, plain CPU)");
+  cmd->add_option("--plan-class", o->plan_class,
+                  "Plan class, one of the project's plan_classes (configuration; default: none, "
+                  "plain CPU)");
   cmd->add_option("--avg-ncpus", o->avg_ncpus, "CPUs a job uses (default 1)");
   cmd->add_option("--resource", o->resource, "cpu (default), nvidia, ati or intel_gpu");
   cmd->add_option("--coproc-count", o->coproc_count, "GPUs a job uses (GPU versions)");
