@@ -867,9 +867,9 @@ private:
   }
 
   void check_app(const app_config& a, const std::string& path) const {
+    // No version in the configuration is fine: versions with files are added while the
+    // server runs (`cobble app add-version`, docs/apps.md), as the demo's are.
     check_app_policy(a, path);
-    if (a.versions.empty())
-      fail(path + ".versions", "at least one app version is required");
     std::set<std::tuple<std::string, std::string, int>> versions;
     for (std::size_t i = 0; i < a.versions.size(); ++i) {
       const auto& v = a.versions[i];
@@ -1053,8 +1053,8 @@ projects:
         # Its one user runs both replicas of a workunit; a public project keeps the default
         # (true) so that no volunteer can make up a quorum alone.
         one_result_per_user_per_wu: false
-        versions:
-          - {platform: x86_64-pc-linux-gnu, version_num: 100}
+        # No versions here: cobbled adds a signed version of the testapp program at its first
+        # start (--demo-app), so that stock BOINC clients download it (docs/apps.md).
 )";
 
 } // namespace
@@ -1135,9 +1135,6 @@ cobble_config demo() {
   app.target_nresults = 2;
   app.validator = validator_kind::bitwise;
   app.one_result_per_user_per_wu = false; // one user runs both replicas of a workunit
-  auto& version = app.versions.emplace_back();
-  version.platform = "x86_64-pc-linux-gnu";
-  version.version_num = 100;
   validate(cfg);
   return cfg;
 }

@@ -10,29 +10,27 @@
 #include "net/http_server.hpp"
 #include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
-#include "storage/posix_file.hpp"
+#include "tools/demo_app.hpp"
 #include "tools/heap.hpp"
+#include "tools/kept_files.hpp"
 #include "tools/prefault.hpp"
 
 #include <caf/all.hpp>
 
 #include <CLI/CLI.hpp>
-#include <openssl/rand.h>
 #include <spdlog/spdlog.h>
 
-#include <cerrno>
 #include <csignal>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <optional>
 
-#include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 namespace fs = std::filesystem;
+using cobble::tools::kept_secret;
+using cobble::tools::read_secret;
+using cobble::tools::write_durably;
 
 namespace {
 
@@ -66,66 +64,6 @@ std::size_t connection_room(std::size_t wanted) {
     return static_cast<std::size_t>(room);
   }
   return wanted;
-}
-
-std::string random_hex(std::size_t bytes) {
-  std::vector<unsigned char> buf(bytes);
-  if (RAND_bytes(buf.data(), static_cast<int>(buf.size())) != 1)
-    throw std::runtime_error("OpenSSL random generator failed");
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string out;
-  for (auto b : buf) {
-    out.push_back(hex[b >> 4]);
-    out.push_back(hex[b & 15]);
-  }
-  return out;
-}
-
-/// The secret in `path`, if the file holds one.
-std::optional<std::string> read_secret(const fs::path& path) {
-  if (!fs::exists(path))
-    return std::nullopt;
-  std::ifstream in{path};
-  std::string token;
-  std::getline(in, token);
-  if (token.empty())
-    return std::nullopt;
-  return token;
-}
-
-/// Writes `line` and a newline to `path` with permissions `mode`: to a temporary file, synced,
-/// renamed into place and the directory synced, so that a reader (or a crash) never sees an
-/// empty or half-written file.
-void write_durably(const fs::path& path, const std::string& line, mode_t mode) {
-  auto tmp = path;
-  tmp += ".tmp";
-  cobble::storage::unique_fd fd{
-    ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode)};
-  if (!fd)
-    throw std::runtime_error(cobble::describe(cobble::storage::posix_error("create", tmp, errno)));
-  auto err = cobble::storage::write_all(fd.get(), line + '\n', tmp);
-  if (!err && ::fsync(fd.get()) != 0)
-    err = cobble::storage::posix_error("sync", tmp, errno);
-  fd.reset();
-  if (!err) {
-    std::error_code renamed;
-    fs::rename(tmp, path, renamed);
-    if (renamed)
-      throw std::runtime_error("cannot rename " + tmp.string() + ": " + renamed.message());
-    err = cobble::storage::sync_dir(path.parent_path());
-  }
-  if (err)
-    throw std::runtime_error(cobble::describe(err));
-}
-
-/// A secret kept in a 0600 file of the data directory, created on first use (durably: a
-/// crash never leaves events that relied on it next to an empty or missing file).
-std::string kept_secret(const fs::path& path) {
-  if (auto kept = read_secret(path))
-    return *kept;
-  auto token = random_hex(24);
-  write_durably(path, token, S_IRUSR | S_IWUSR);
-  return token;
 }
 
 /// The base URL a local client reaches a listener on `address`:`port` at: a wildcard address
@@ -177,6 +115,17 @@ caf::error upload_secret(const fs::path& path, const cobble::world& w, std::stri
   return {};
 }
 
+/// The demo's app when --demo-app is not given: testapp/testapp in cobbled's directory (where
+/// the build puts it); empty when there is none.
+fs::path default_demo_app() {
+  std::error_code ec;
+  auto self = fs::read_symlink("/proc/self/exe", ec);
+  if (ec)
+    return {};
+  auto app = self.parent_path() / "testapp" / "testapp";
+  return fs::is_regular_file(app, ec) ? app : fs::path{};
+}
+
 /// The admin token: from the configuration, or kept in <data_dir>/admin_token.
 std::string admin_token(const cobble::config::server_config& server) {
   if (!server.admin_token.empty())
@@ -188,11 +137,12 @@ int program_main(int argc, char** argv) {
   cobble::heap::use_huge_pages();
   cobble::heap::reserve_arena();
   CLI::App app{"cobbled: the Cobble volunteer-computing project server.\n\n"
-               "Without --config it serves the embedded demo project (one app, 'testapp', one\n"
-               "user, 'demo'). It prints the master URL, and for the demo the demo user's account\n"
-               "key to attach a BOINC client with (with --config no key is printed: 'cobble\n"
-               "user list' shows them). Every change is kept in an event log under the data\n"
-               "directory.\n"
+               "Without --config it serves the embedded demo project: one user, 'demo', and one\n"
+               "app, 'testapp', which it distributes to BOINC clients signed with a key it makes\n"
+               "in <data-dir>/keys/demo/ (see --demo-app). It prints the master URL, and for the\n"
+               "demo the demo user's account key to attach a BOINC client with (with --config no\n"
+               "key is printed: 'cobble user list' shows them). Every change is kept in an event\n"
+               "log under the data directory.\n"
                "SIGINT or SIGTERM stop it cleanly (a final snapshot is written)."};
   std::string config_file;
   std::string data_dir;
@@ -205,8 +155,18 @@ int program_main(int argc, char** argv) {
   std::string scheduler;
   std::string log_level = "info";
   bool print_config = false;
-  app.add_option("-c,--config", config_file, "YAML configuration file (docs/configuration.md)")
-    ->check(CLI::ExistingFile);
+  auto* config_opt = app
+                       .add_option("-c,--config", config_file,
+                                   "YAML configuration file (docs/configuration.md)")
+                       ->check(CLI::ExistingFile);
+  std::string demo_app;
+  app
+    .add_option("--demo-app", demo_app,
+                "The program the embedded demo distributes as its app 'testapp', signed with a "
+                "key kept in <data-dir>/keys/demo/ (default: testapp/testapp beside cobbled; "
+                "only without --config)")
+    ->check(CLI::ExistingFile)
+    ->excludes(config_opt);
   app.add_option("-d,--data-dir", data_dir, "Data directory (overrides server.data_dir)");
   app.add_option("-l,--listen", listen, "Listen address HOST:PORT (overrides server.listen)");
   app.add_option("-p,--port", port, "Listen port; 0 picks a free one (overrides the config)")
@@ -373,6 +333,24 @@ int program_main(int argc, char** argv) {
   }
   auto recovery = std::chrono::duration<double>(std::chrono::steady_clock::now() - started
                                                 - secret_time);
+  // The demo distributes its app before the first client can ask (docs/apps.md).
+  std::string demo_line;
+  if (config_file.empty()) {
+    cobble::tools::demo_app_options demo;
+    demo.key_dir = data / "keys" / "demo";
+    demo.program = demo_app.empty() ? default_demo_app() : fs::path{demo_app};
+    if (demo.program.empty()) {
+      demo_line = "demo app: not distributed: no testapp/testapp beside cobbled (give "
+                  "--demo-app PATH); clients need app_info.xml (docs/real-clients.md)";
+    } else if (auto did = cobble::tools::distribute_demo_app(sys, node->projects.at(demo.project),
+                                                             *file_store, demo)) {
+      demo_line = std::move(*did);
+    } else {
+      std::cerr << "cobbled: the demo cannot distribute its app: " << cobble::describe(did.error())
+                << '\n';
+      return 1;
+    }
+  }
   auto files = std::make_shared<cobble::net::file_service>(file_store, upload_key);
 
   auto ctx = std::make_shared<cobble::net::edge_context>();
@@ -436,7 +414,7 @@ int program_main(int argc, char** argv) {
   // The CLI (and scripts) find the admin API here: `cobble --data-dir DIR` reads it.
   auto admin_base = local_url(admin_opts.address, admin_bound);
   try {
-    write_durably(data / "admin_url", admin_base, S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH);
+    write_durably(data / "admin_url", admin_base + '\n', S_IRUSR | S_IWUSR | S_IRGRP | S_IROTH);
   } catch (const std::exception& e) {
     std::cerr << "cobbled: cannot write " << (data / "admin_url").string() << ": " << e.what()
               << '\n';
@@ -452,6 +430,8 @@ int program_main(int argc, char** argv) {
             << " s, durability "
             << (cfg.server.mode == cobble::config::durability::sync ? "sync" : "async") << ")\n";
   std::cout << "listening on " << base << "\n";
+  if (!demo_line.empty())
+    std::cout << demo_line << "\n";
   {
     // Account keys are secrets: a real project's go to nobody's terminal or journal. The
     // embedded demo prints its one user's, so that a BOINC client can attach at once.

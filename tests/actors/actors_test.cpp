@@ -8,6 +8,7 @@
 #include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "storage/event_store.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -68,7 +69,7 @@ struct actor_fixture : test::node_fixture {
 
 TEST_CASE("the reply names the volunteer's team, and no team when there is none", "[actors]") {
   // The BOINC Manager shows <team_name> from the reply in the project's properties.
-  auto cfg = config::demo();
+  auto cfg = cobble::test::demo_config();
   cfg.projects.at(0).users.at(0).team = "Team <A&B>";
   cfg.projects.at(0).users.push_back({"loner", "loner@example.org", "key-loner"});
   test::node_fixture f(test::node_fixture::options(cfg));

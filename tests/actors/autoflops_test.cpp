@@ -11,6 +11,7 @@
 #include "actors/state.hpp"
 #include "net/boinc_xml.hpp"
 #include "storage/codec.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -35,7 +36,7 @@ event make(payload p, time_us t = t0) {
 /// A project with one app "af" that has a CPU and a GPU version (replication 1).
 config::project_config
 af_project(config::credit_policy_kind policy = config::credit_policy_kind::pfc) {
-  auto p = config::demo().projects.at(0);
+  auto p = cobble::test::demo_config().projects.at(0);
   p.apps.clear();
   config::app_config a;
   a.name = "af";

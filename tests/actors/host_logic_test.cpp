@@ -7,6 +7,7 @@
 #include "actors/host_logic.hpp"
 #include "actors/project_logic.hpp"
 #include "config/config.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -22,7 +23,7 @@ constexpr time_us t0 = 1'700'000'000LL * us_per_second;
 /// The demo project (one CPU app "testapp", two replicas) with the limits given.
 struct limits_fixture {
   project_logic logic;
-  config::project_config cfg = config::demo().projects.at(0);
+  config::project_config cfg = cobble::test::demo_config().projects.at(0);
   time_us now = t0;
   id_type user = 0;
   host_state host;

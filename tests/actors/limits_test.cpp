@@ -5,6 +5,7 @@
 #include "../support/node_fixture.hpp"
 #include "actors/messages.hpp"
 #include "storage/event_store.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -17,7 +18,7 @@ namespace {
 
 /// The demo project with `limits`.
 config::cobble_config with_limits(const config::limits_config& limits) {
-  auto cfg = config::demo();
+  auto cfg = cobble::test::demo_config();
   cfg.projects.at(0).limits = limits;
   return cfg;
 }
@@ -185,7 +186,7 @@ TEST_CASE("two hosts of one user never hold two results of one workunit", "[limi
   // On main one user with two host ids held both replicas of 2,000 workunits, reported the
   // same invented md5 for each pair and had them validated. Now the hosts of one user get at
   // most one result of a workunit (one_result_per_user_per_wu, on by default).
-  auto cfg = config::demo();
+  auto cfg = cobble::test::demo_config();
   auto& project = cfg.projects.at(0);
   project.users.push_back({"other", "other@example.org", "key-other"});
   bool per_user = GENERATE(true, false);

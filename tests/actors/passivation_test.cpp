@@ -5,6 +5,7 @@
 
 #include "../support/node_fixture.hpp"
 #include "actors/messages.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -19,7 +20,7 @@ constexpr double idle = 60;            // passivate_hosts_after in these tests
 constexpr double delay_bound = 604800; // the demo app's, in seconds
 
 config::cobble_config passivating(int max_live = 0) {
-  auto cfg = config::demo();
+  auto cfg = cobble::test::demo_config();
   cfg.projects.at(0).passivate_hosts_after = idle;
   cfg.projects.at(0).max_live_hosts = max_live;
   return cfg;

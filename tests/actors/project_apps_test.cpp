@@ -5,6 +5,7 @@
 #include "actors/error.hpp"
 #include "actors/project_logic.hpp"
 #include "config/config.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -35,7 +36,7 @@ struct apps_fixture {
   time_us now = t0;
   code_sign_key_pair keys = new_keys();
 
-  std::vector<event> configured = logic.configure(config::demo().projects.at(0), now);
+  std::vector<event> configured = logic.configure(cobble::test::demo_config().projects.at(0), now);
 
   caf::expected<std::vector<event>> change(const app_change& c, app_changed& out) {
     now += us_per_second;
@@ -489,7 +490,7 @@ TEST_CASE("an app is added with its policy, once", "[project_apps]") {
       file.name = "newapp_" + file.name;
     REQUIRE(f.add_version(v, out, "newapp"));
     auto before = f.logic.state;
-    auto events = f.logic.configure(config::demo().projects.at(0), f.now);
+    auto events = f.logic.configure(cobble::test::demo_config().projects.at(0), f.now);
     CHECK(events.empty());
     CHECK(f.logic.state == before);
   }

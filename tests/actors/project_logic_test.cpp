@@ -4,6 +4,7 @@
 #include "actors/error.hpp"
 #include "actors/project_logic.hpp"
 #include "config/config.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -26,7 +27,7 @@ constexpr double host_fpops = 1e9;  // so one demo job is 3600 s on one CPU
 constexpr double one_job_secs = demo_est / host_fpops;
 
 config::project_config demo_project() {
-  return config::demo().projects.at(0);
+  return cobble::test::demo_config().projects.at(0);
 }
 
 /// A project_logic configured with `cfg` (the demo project by default).

@@ -11,6 +11,7 @@
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 #include "storage/file_store.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -45,7 +46,7 @@ reported_result success(const std::string& name, const std::string& md5 = {}) {
 /// The demo project's node (tests/support/node_fixture.hpp), its checks hourly.
 struct seq_fixture : test::node_fixture {
   static config::cobble_config make_config(int jobs_per_day) {
-    auto cfg = config::demo();
+    auto cfg = cobble::test::demo_config();
     auto& p = cfg.projects.at(0);
     p.sequence_check_interval = 3600;
     p.deadline_check_interval = 3600;

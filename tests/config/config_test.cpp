@@ -355,9 +355,8 @@ TEST_CASE("the embedded demo equals its YAML text", "[config]") {
   CHECK(a.min_quorum == 2);
   CHECK(a.target_nresults == 2);
   CHECK(a.validator == validator_kind::bitwise);
-  REQUIRE(a.versions.size() == 1);
-  CHECK(a.versions[0].platform == "x86_64-pc-linux-gnu");
-  CHECK(a.versions[0].version_num == 100);
+  // No configured version: cobbled adds a signed one at the demo's first start.
+  CHECK(a.versions.empty());
 
   check_equal(cfg, load_string(demo_yaml(), "<embedded demo>"));
 }

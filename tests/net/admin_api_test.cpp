@@ -7,6 +7,7 @@
 #include "net/files.hpp"
 #include "storage/event_store.hpp"
 #include "storage/file_store.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -159,7 +160,7 @@ struct admin_fixture {
     cfg = std::make_unique<caf::actor_system_config>();
     register_types(*cfg);
     sys = std::make_unique<caf::actor_system>(*cfg);
-    auto conf = config::demo();
+    auto conf = cobble::test::demo_config();
     conf.server.data_dir = dir.path();
     auto opened = storage::event_store::open(dir.path() / "log");
     REQUIRE(opened);

@@ -14,6 +14,7 @@
 #include "net/files.hpp"
 #include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -48,7 +49,7 @@ struct node_fixture {
   explicit node_fixture(std::uint64_t min_free) {
     register_types(cfg);
     sys = std::make_unique<caf::actor_system>(cfg);
-    auto conf = config::demo();
+    auto conf = cobble::test::demo_config();
     conf.server.data_dir = dir.path();
     auto opened = storage::event_store::open(dir.path() / "log");
     REQUIRE(opened);

@@ -10,6 +10,7 @@
 #include "actors/messages.hpp"
 #include "config/config.hpp"
 #include "replay_check.hpp"
+#include "tests/support/demo_config.hpp"
 #include "tools/sim/harness.hpp"
 
 #include <catch2/catch.hpp>
@@ -27,7 +28,7 @@ public:
   /// The tests' node: `cfg`, durable appends as in `cobbled`; `files`: the data directory's
   /// files and the assimilator.
   static sim::harness_options
-  options(config::cobble_config cfg = config::demo(), bool files = false) {
+  options(config::cobble_config cfg = cobble::test::demo_config(), bool files = false) {
     sim::harness_options o;
     o.config = std::move(cfg);
     o.durability = storage::durability::sync;

@@ -44,7 +44,13 @@ void write_program(const fs::path& p, const std::string& text) {
 TEST_CASE("an operator adds a key, an app and signed versions with cobble", "[integration][cli]") {
   temp_dir dir{"cobble-app"};
   temp_dir offline{"cobble-app-keys"};
-  server s{dir.path()};
+  // A project of the operator's (the embedded demo signs its own app with a key of its own).
+  auto cfg = dir.path() / "cobble.yaml";
+  std::ofstream{cfg} << "projects:\n"
+                        "  - name: demo\n"
+                        "    users: [{name: demo}]\n"
+                        "    apps: [{name: testapp}]\n";
+  server s{dir.path() / "data", {"--config", cfg.string()}};
   auto keys = offline.path() / "keys";
   REQUIRE(cobble_cli({"key", "generate", "--out", keys.string()}).first == 0);
   auto priv = (keys / "code_sign_private").string();

@@ -13,6 +13,7 @@
 #include "config/config.hpp"
 #include "storage/event_store.hpp"
 #include "storage/keys.hpp"
+#include "tests/support/demo_config.hpp"
 
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -77,7 +78,7 @@ void prepare(const std::filesystem::path& dir) {
   caf::actor_system_config cfg;
   register_types(cfg);
   caf::actor_system sys{cfg};
-  auto conf = config::demo();
+  auto conf = cobble::test::demo_config();
   conf.server.data_dir = dir;
   auto opened = storage::event_store::open(dir / "log");
   REQUIRE(opened);

@@ -6,6 +6,7 @@
 
 #include "../support/cobbled.hpp"
 #include "storage/event_store.hpp"
+#include "storage/file_store.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -88,6 +89,79 @@ TEST_CASE("the embedded demo prints the demo user's account key, and it is the r
   REQUIRE(printed != lines.end());
   CHECK(printed->substr(printed->rfind(' ') + 1) == s.account_key);
   CHECK(s.stop() == 0);
+}
+
+TEST_CASE("the embedded demo distributes testapp, signed with a key kept in its data directory",
+          "[tools][cobbled][demo]") {
+  temp_dir dir;
+  auto data = dir.path() / "data";
+  auto keys = data / "keys" / "demo";
+  auto testapp = program("tools/testapp/testapp");
+  auto md5 = cobble::storage::md5_of_file(testapp);
+  REQUIRE(md5);
+  /// The demo's versions of testapp and its code-signing keys, as the admin API lists them.
+  auto versions = [](server& s) {
+    return admin_get(s, "/api/projects/demo/apps/testapp")["versions"];
+  };
+  {
+    server s{data};
+    auto lines = s.proc->lines();
+    INFO(server::join(lines));
+    CHECK(any_line_has(lines, "demo app: testapp version 100 (x86_64-pc-linux-gnu) added from"));
+    // The private key stays with the operator's account only.
+    REQUIRE(fs::exists(keys / "code_sign_private"));
+    CHECK((fs::status(keys / "code_sign_private").permissions() & fs::perms::all)
+          == (fs::perms::owner_read | fs::perms::owner_write));
+    auto held = admin_get(s, "/api/projects/demo/keys");
+    REQUIRE(held.size() == 1);
+    CHECK(held[0]["public_key"] == read_file(keys / "code_sign_public"));
+    auto v = versions(s);
+    REQUIRE(v.size() == 1);
+    CHECK(v[0]["version_num"] == 100);
+    CHECK(v[0]["deprecated"] == false);
+    REQUIRE(v[0]["files"].size() == 1);
+    CHECK(v[0]["files"][0]["md5"] == *md5);
+    CHECK(v[0]["files"][0]["open_name"] == "testapp");
+    CHECK(v[0]["files"][0]["main_program"] == true);
+    CHECK(fs::exists(data / "projects" / "demo" / "download" / ("app_" + *md5)));
+    CHECK(s.stop() == 0);
+  }
+  {
+    // Started again: the same key and version, nothing added.
+    server s{data};
+    INFO(server::join(s.proc->lines()));
+    CHECK(
+      any_line_has(s.proc->lines(), "demo app: testapp version 100 (x86_64-pc-linux-gnu), from"));
+    CHECK(admin_get(s, "/api/projects/demo/keys").size() == 1);
+    CHECK(versions(s).size() == 1);
+    CHECK(s.stop() == 0);
+  }
+  {
+    // Another program: a new version above the last, signed with the same key.
+    auto other = dir.path() / "testapp";
+    fs::copy_file(testapp, other);
+    std::ofstream{other, std::ios::app | std::ios::binary} << "changed";
+    server s{data, {"--demo-app", other.string()}};
+    INFO(server::join(s.proc->lines()));
+    CHECK(
+      any_line_has(s.proc->lines(), "demo app: testapp version 101 (x86_64-pc-linux-gnu) added"));
+    CHECK(admin_get(s, "/api/projects/demo/keys").size() == 1);
+    auto v = versions(s);
+    REQUIRE(v.size() == 2);
+    CHECK(v[1]["version_num"] == 101);
+    CHECK(v[1]["files"][0]["md5"] != *md5);
+    CHECK(s.stop() == 0);
+  }
+  // --demo-app is the demo's: with a configuration it is a usage error, and nothing starts.
+  auto cfg = dir.path() / "cobble.yaml";
+  std::ofstream{cfg} << "projects: [{name: p}]\n";
+  auto [code, out] = run_command({program("tools/cobbled"), "--config", cfg.string(), "--demo-app",
+                                  testapp, "--data-dir", (dir.path() / "other").string()},
+                                 60s);
+  INFO(out);
+  CHECK(code != 0);
+  CHECK_THAT(out, Catch::Contains("--demo-app") && Catch::Contains("excludes"));
+  CHECK_FALSE(fs::exists(dir.path() / "other"));
 }
 
 TEST_CASE("with --config cobbled prints no account key and says where to find them") {
