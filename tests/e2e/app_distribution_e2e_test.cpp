@@ -149,6 +149,49 @@ TEST_CASE("a stock BOINC client gets the signed app from the server and runs it"
   s.stop_and_verify_log();
 }
 
+TEST_CASE("a stock BOINC client attaches to the embedded demo with its printed key and runs "
+          "the demo's own signed app",
+          "[e2e][apps][demo]") {
+  require_boinc_client();
+  temp_dir root;
+  // No --config: the demo, which signs and distributes testapp itself at its first start.
+  server s{{}, root.path / "server"};
+  auto names = s.cli({"work", "create", "--app", "testapp", "--count", "2", "--command-line",
+                      "--iterations 1000", "--fpops-est", "1e9", "--fpops-bound", "1e12"},
+                     "work create");
+  REQUIRE(names.size() == 2);
+  auto versions = s.get("/api/projects/" + project + "/apps/testapp")["versions"];
+  REQUIRE(versions.size() == 1);
+  auto md5 = versions[0]["files"][0]["md5"].get<std::string>();
+  client_options o;
+  o.anonymous = false;
+  boinc_client client{"client", root.path / "client", o};
+  client.prepare(s.master_url());
+  client.start(s.master_url(), s.account_key);
+  // The demo's quorum is two and one host gets one replica of a workunit: the client runs one
+  // replica of each and leaves.
+  run_until(s, client, test_budget(120s), [] { return false; });
+  INFO(client.log_tail(80));
+  CHECK(client.exit_code == 0);
+  CHECK_FALSE(log_has(client, "Signature verification failed"));
+  auto pdir = client.dir / "projects" / project_dir_name(s.master_url());
+  CHECK(md5_hex(read_file(pdir / ("app_" + md5))) == md5);
+  const auto workunits = "/api/projects/" + project + "/workunits/";
+  for (const auto& name : names) {
+    auto wu = s.get(workunits + name);
+    INFO(wu.dump(2));
+    REQUIRE(wu["results"].size() == 2);
+    int done = 0;
+    for (const auto& r : wu["results"])
+      if (r["outcome"] == "success") {
+        ++done;
+        CHECK(r["app_version"]["version_num"] == 100);
+      }
+    CHECK(done == 1);
+  }
+  s.stop_and_verify_log();
+}
+
 TEST_CASE("a stock BOINC client refuses an app file changed after signing", "[e2e][apps]") {
   distributed_app d;
   auto& s = d.s;

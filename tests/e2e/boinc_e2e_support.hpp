@@ -223,18 +223,32 @@ struct server {
   std::string account_key;
   std::string token;
 
+  /// With an empty `config`, the embedded demo: its account key is the one cobbled prints.
   server(const fs::path& config, fs::path dir) : data(std::move(dir)) {
     cobble::test::spawn_options opts;
     opts.die_with_parent = true;
-    proc = std::make_unique<child_process>(
-      std::vector<std::string>{cobble::test::program("tools/cobbled"), "--config", config.string(),
-                               "--data-dir", data.string(), "--port", "0", "--admin-port", "0",
-                               "--log-level", "warn"},
-      opts);
+    std::vector<std::string> argv{cobble::test::program("tools/cobbled"),
+                                  "--data-dir",
+                                  data.string(),
+                                  "--port",
+                                  "0",
+                                  "--admin-port",
+                                  "0",
+                                  "--log-level",
+                                  "warn"};
+    if (!config.empty())
+      argv.insert(argv.begin() + 1, {"--config", config.string()});
+    proc = std::make_unique<child_process>(argv, opts);
     auto listening = proc->wait_for("listening on http://127.0.0.1:", 60s);
     INFO("cobbled output:\n" << tail(proc->lines(), 50));
     REQUIRE(listening);
     port = static_cast<unsigned short>(std::stoi(listening->substr(listening->rfind(':') + 1)));
+    if (config.empty()) {
+      const std::string printed_key = "account key of user demo: ";
+      auto line = proc->wait_for(printed_key, 30s);
+      REQUIRE(line);
+      account_key = line->substr(line->find(printed_key) + printed_key.size());
+    }
     auto admin = proc->wait_for("admin API:", 30s);
     REQUIRE(admin);
     admin_port = cobble::test::admin_port_of(*admin);
@@ -243,8 +257,11 @@ struct server {
     std::getline(in, token);
     REQUIRE(!token.empty());
     // With --config cobbled prints no account key: the admin API lists them.
-    account_key = cobble::test::account_key_of(admin_port, token, project, "demo");
-    REQUIRE(!account_key.empty());
+    auto listed = cobble::test::account_key_of(admin_port, token, project, "demo");
+    REQUIRE(!listed.empty());
+    if (!config.empty())
+      account_key = listed;
+    REQUIRE(account_key == listed);
   }
 
   std::string base() const { return "http://127.0.0.1:" + std::to_string(port); }
