@@ -44,7 +44,6 @@ struct actor_fixture : test::node_fixture {
     auto r = anonymous_request(hostid, req_secs, std::move(results));
     r->rpc_seqno = 1;
     r->core_client_release = 2;
-    r->host.host_cpid = "0123456789abcdef";
     r->host.p_ncpus = 2;
     return r;
   }

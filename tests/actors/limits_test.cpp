@@ -31,7 +31,6 @@ struct limits_fixture : test::node_fixture {
   std::shared_ptr<sched_request> request(std::uint64_t hostid, double req_secs, int ncpus = 2,
                                          std::vector<reported_result> results = {}) {
     auto r = anonymous_request(hostid, req_secs, std::move(results));
-    r->host.host_cpid = "0123456789abcdef";
     r->host.p_ncpus = ncpus;
     r->cpu.req_instances = req_secs > 0 ? ncpus : 0;
     return r;
@@ -61,8 +60,9 @@ bool says(const sched_reply& reply, const std::string& part) {
 
 } // namespace
 
-TEST_CASE("a host asking for work in a loop gets request_delay and nothing; reports still count",
-          "[limits][actors]") {
+TEST_CASE(
+  "a host asking for work in a loop gets request_delay and nothing, and reports still count",
+  "[limits][actors]") {
   config::limits_config l;
   l.min_sendwork_interval = 60;
   limits_fixture f(l);

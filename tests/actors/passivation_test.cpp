@@ -44,7 +44,6 @@ struct passivation_fixture : test::node_fixture {
   std::shared_ptr<sched_request>
   request(std::uint64_t hostid, double req_secs, std::vector<reported_result> results = {}) {
     auto r = anonymous_request(hostid, req_secs, std::move(results));
-    r->host.host_cpid = "0123456789abcdef";
     r->host.p_ncpus = 2;
     return r;
   }

@@ -65,7 +65,6 @@ struct seq_fixture : test::node_fixture {
   request(id_type hostid, double req_secs, std::vector<reported_result> results = {},
           std::vector<std::string> held = {}) {
     auto r = anonymous_request(hostid, req_secs, std::move(results));
-    r->host.host_cpid = "cpid";
     r->host.p_ncpus = 1; // the demo app's 3.6e12 FLOPs at 1e9 FLOPS: one hour per element
     r->sequences_held = std::move(held);
     return r;

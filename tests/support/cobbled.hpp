@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <pugixml.hpp>
 
+#include <atomic>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -129,6 +130,14 @@ inline std::string make_request(const std::string& auth, std::uint64_t hostid, d
                               + "</cpu_req_instances>");
   tail = std::regex_replace(tail, std::regex{"<other_results>[\\s\\S]*</other_results>"},
                             "<other_results>\n</other_results>");
+  if (hostid == 0) {
+    // A new client: a CPID of its own, or the server would take it for the fixture's host
+    // attached again (project_state::host_with_cpid).
+    static std::atomic<int> new_clients{0};
+    head = std::regex_replace(head, std::regex{"<host_cpid>[^<]*</host_cpid>"},
+                              "<host_cpid>http-test-client-" + std::to_string(++new_clients)
+                                + "</host_cpid>");
+  }
   std::string body;
   for (const auto& r : results) {
     body += "    <result>\n        <name>" + r.name

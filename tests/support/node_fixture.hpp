@@ -15,6 +15,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -42,6 +43,11 @@ public:
   project_actor project; ///< The configuration's first project.
   std::string auth;      ///< The account key of its first user.
 
+private:
+  std::map<id_type, std::string> cpids_; ///< Of the clients given an id (send_rpc).
+  mutable std::uint64_t new_clients_ = 0;
+
+public:
   storage::event_store& store() { return node.store(); }
 
   /// Moves virtual time and lets every timer's actor run.
@@ -89,9 +95,26 @@ public:
   answered send_rpc(std::shared_ptr<sched_request> r, bool upload = true) {
     if (upload)
       node.upload_outputs(project, *r);
+    auto asked_id = r->hostid;
+    auto cpid = r->host.host_cpid;
     auto out = node.send_rpc(project, std::move(r));
     CHECK(node.port().waiting() == 0);
+    // The client keeps its CPID under the id it was given (cpid_for).
+    if (asked_id == 0 && out.reply && out.reply->hostid.value_or(0) != 0)
+      cpids_.emplace(*out.reply->hostid, cpid);
     return out;
+  }
+
+  /// The CPID a test host reports, as a BOINC client keeps one per installation: a request
+  /// without a host id comes from a new client (a CPID of its own, so that test hosts are
+  /// never taken for one host attached again: project_state::host_with_cpid), a request with
+  /// an id from the client it was given to. A test of reattaching sets the CPID it means.
+  std::string cpid_for(id_type hostid) const {
+    if (hostid != 0)
+      if (auto i = cpids_.find(hostid); i != cpids_.end())
+        return i->second;
+    return hostid == 0 ? "test-new-client-" + std::to_string(++new_clients_)
+                       : "test-host-" + std::to_string(hostid);
   }
 
   /// send_rpc() answered once, by the log once durable.
@@ -115,6 +138,7 @@ public:
     r->platform_name = "anonymous";
     r->cpu.req_secs = req_secs;
     r->cpu.req_instances = req_secs > 0 ? 1 : 0;
+    r->host.host_cpid = cpid_for(hostid);
     r->host.domain_name = "volunteer";
     r->host.p_fpops = 1e9;
     r->host.os_name = "Linux";

@@ -27,7 +27,10 @@ sched_request request(const std::string& auth, id_type hostid, double req_secs,
   r.platform_name = "anonymous";
   r.cpu.req_secs = req_secs;
   r.cpu.req_instances = req_secs > 0 ? 1 : 0;
-  r.host.host_cpid = "cafe";
+  // Each new client a CPID of its own: the same CPID would be one machine attached again.
+  static int new_clients = 0;
+  r.host.host_cpid = hostid == 0 ? "new-client-" + std::to_string(++new_clients)
+                                 : "host-" + std::to_string(hostid);
   r.host.p_ncpus = 1;
   r.host.p_fpops = 1e9;
   r.host.os_name = "Linux";
