@@ -145,6 +145,18 @@ std::string describe(const event& e) {
         return fmt::format("key_md5={} {} by={}", key_fingerprint(x.public_key),
                            x.signature.empty() ? "first key" : "signed by the previous key", x.by);
       },
+      [](const ev::host_reattached& x) {
+        return fmt::format("user={} match={}", x.user,
+                           x.match == static_cast<std::uint8_t>(ev::host_match::cpid)
+                             ? "cpid"
+                             : std::to_string(x.match));
+      },
+      [](const ev::result_written_off& x) {
+        return fmt::format("result={} host={} reason={}", x.result.index, x.host,
+                           x.reason == static_cast<std::uint8_t>(ev::write_off_reason::detached)
+                             ? "detached"
+                             : std::to_string(x.reason));
+      },
     },
     e.data);
   return head + " " + detail;

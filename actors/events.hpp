@@ -528,6 +528,48 @@ void inspect_fields(F& f, code_sign_key_added& x) {
   f(x.public_key, x.signature, x.by);
 }
 
+/// How a host that came without its host id was recognised (host_reattached::match).
+enum class host_match : std::uint8_t {
+  cpid = 1, ///< The client's cross-project id (CPID), among the user's hosts.
+};
+
+/// A client that came without a host id (attached again after a detach, or reinstalled with
+/// its data kept) was recognised as a host of the same user, newest first: it keeps its id,
+/// credit and history, and is told its id in the reply. Decided by project_logic::reattach.
+struct host_reattached {
+  static constexpr std::uint16_t kind = 30;
+  id_type host = 0;
+  id_type user = 0;
+  std::uint8_t match = static_cast<std::uint8_t>(host_match::cpid);
+};
+
+template <class F>
+void inspect_fields(F& f, host_reattached& x) {
+  f(x.host, x.user, x.match);
+}
+
+/// Why a result was written off (result_written_off::reason).
+enum class write_off_reason : std::uint8_t {
+  /// The client attached again without it (BOINC's "client detached"): it no longer has the
+  /// job, so waiting for its deadline would only delay the workunit.
+  detached = 1,
+};
+
+/// A result in progress was given up before its deadline: it is over (outcome
+/// client_detached, not an error of the host) and the workunit gets a replacement at once.
+/// Decided by host_logic::write_off.
+struct result_written_off {
+  static constexpr std::uint16_t kind = 31;
+  result_ref result;
+  id_type host = 0;
+  std::uint8_t reason = static_cast<std::uint8_t>(write_off_reason::detached);
+};
+
+template <class F>
+void inspect_fields(F& f, result_written_off& x) {
+  f(x.result, x.host, x.reason);
+}
+
 static_assert(app_added::payload_version == project_configured::payload_version
                 && app_version_added::payload_version == project_configured::payload_version,
               "app records are written at the version of their payload: keep these equal");
@@ -543,7 +585,7 @@ using payload = std::variant<
   ev::sequence_assigned, ev::sequence_deassigned, ev::sequence_element_checked,
   ev::sequence_restart_saved, ev::host_result_validated, ev::credit_normalized, ev::credit_imported,
   ev::autoflops_sampled, ev::output_received, ev::app_added, ev::app_version_added,
-  ev::app_version_deprecated, ev::code_sign_key_added>;
+  ev::app_version_deprecated, ev::code_sign_key_added, ev::host_reattached, ev::result_written_off>;
 
 /// A decoded event.
 struct event {

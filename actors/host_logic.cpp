@@ -313,6 +313,22 @@ std::vector<event> host_logic::time_out(const std::vector<std::string>& names, t
   return events;
 }
 
+std::vector<event> host_logic::write_off(ev::write_off_reason reason, time_us now) {
+  std::vector<event> events;
+  std::vector<std::string> names;
+  for (const auto& [name, held] : state_.in_progress)
+    if (sequence_of_wu(held.result.wu) == 0)
+      names.push_back(name);
+  for (const auto& name : names) {
+    const auto& held = state_.in_progress.at(name);
+    auto e = make(ev::result_written_off{held.result, state_.id, static_cast<std::uint8_t>(reason)},
+                  now);
+    apply(state_, e, name, settings_.credit);
+    events.push_back(std::move(e));
+  }
+  return events;
+}
+
 std::vector<event> host_logic::learn(const std::vector<validation_notice>& notices, time_us now) {
   std::vector<event> events;
   for (const auto& n : notices) {

@@ -93,6 +93,10 @@ public:
   /// result_timed_out for each named result the host still holds.
   std::vector<event> time_out(const std::vector<std::string>& names, time_us now);
 
+  /// result_written_off (`reason`) for each result the host holds, except work-sequence
+  /// elements (a sequence relocates its chain at the element's deadline, as before).
+  std::vector<event> write_off(ev::write_off_reason reason, time_us now);
+
   /// host_result_validated for each verdict on one of the host's results.
   std::vector<event> learn(const std::vector<validation_notice>& notices, time_us now);
 

@@ -151,6 +151,8 @@ void apply(host_state& s, const event& e, std::string_view result_name, const cr
         error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
         s.in_progress.erase(i);
       },
+      // The client no longer has it: no error of the host's, no quota change (as BOINC).
+      [&](const ev::result_written_off&) { s.in_progress.erase(std::string{result_name}); },
       // A sequence taken from the host takes the results of its dead branch along:
       // the host no longer holds them (a later report changes nothing).
       [&](const ev::sequence_deassigned& x) {

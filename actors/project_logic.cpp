@@ -64,6 +64,13 @@ event project_logic::register_host(id_type user, const host_info_rec& info, time
   return e;
 }
 
+event project_logic::reattach_host(id_type host, id_type user, time_us now) {
+  auto e = make(ev::host_reattached{host, user, static_cast<std::uint8_t>(ev::host_match::cpid)},
+                now);
+  apply(state, e);
+  return e;
+}
+
 std::size_t project_logic::hosts_registered_since(id_type user, time_us since) const {
   std::size_t n = 0;
   for (auto h = state.hosts.rbegin(); h != state.hosts.rend() && h->second.created >= since; ++h)

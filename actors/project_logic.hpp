@@ -68,6 +68,10 @@ public:
   /// Registers a new host of a user.
   event register_host(id_type user, const host_info_rec& info, time_us now);
 
+  /// Gives a client that came without its host id the host `host` of `user` it was
+  /// recognised as (project_state::host_with_cpid).
+  event reattach_host(id_type host, id_type user, time_us now);
+
   /// Hosts `user` registered at `since` or later (host ids grow with time: counted from the
   /// newest host back, so the cost is the registrations since then, not all hosts).
   std::size_t hosts_registered_since(id_type user, time_us since) const;

@@ -27,6 +27,8 @@ struct admitted {
   id_type user = 0;
   id_type host = 0;
   bool new_host = false;
+  /// A host of the user found by its CPID (host_reattached): the client came without its id.
+  bool reattached = false;
 };
 
 /// Authenticates a request and finds or registers its host. Returns the refusal to send back,
@@ -45,6 +47,15 @@ std::shared_ptr<const sched_reply> admit(project_ptr self, const sched_request& 
   out.user = u->second;
   auto h = ps.hosts.find(req.hostid);
   if (req.hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
+    // A client without its host id (attached again, or its state file lost) that the user
+    // has seen before keeps its host: by the CPID the client keeps across detach and attach.
+    if (auto found = ps.host_with_cpid(u->second, req.host.host_cpid); found != 0) {
+      out.host = found;
+      out.reattached = true;
+      move_into(events, route(self, {st.logic.reattach_host(found, u->second, now)},
+                              decided_by{true, 0, false}));
+      return nullptr;
+    }
     if (auto why = st.logic.host_registration_refusal(u->second, now,
                                                       st.config.limits.max_new_hosts_per_day)) {
       spdlog::info("user {}: new host refused: {}", u->second, *why);
@@ -59,6 +70,32 @@ std::shared_ptr<const sched_reply> admit(project_ptr self, const sched_request& 
     out.host = req.hostid;
   }
   return nullptr;
+}
+
+/// A reattached client that lists no job it holds (`<other_results>` empty) and did not set
+/// allow_multiple_clients lost what the host had in progress (a detach deletes the project's
+/// jobs): those results are written off, so that their workunits are replaced now rather than
+/// at their deadlines, as BOINC's scheduler does. The host keeps its results over, so it never
+/// gets a replacement of its own job. Adds the events and the workunits to transition.
+void write_off_detached(project_ptr self, const sched_request& req, id_type id, host_logic& host,
+                        sched_reply& reply, std::vector<event>& events, std::set<id_type>& dirty) {
+  if (req.allow_multiple_clients || !req.other_results.empty())
+    return;
+  auto& st = self->state;
+  auto off = route(self, host.write_off(ev::write_off_reason::detached, st.clk->now()),
+                   decided_by{false, id, false});
+  if (off.empty())
+    return;
+  for (const auto& e : off)
+    if (auto r = result_of(e.data))
+      dirty.insert(r->wu);
+  reply.messages.push_back(
+    {"This computer attached again as host " + std::to_string(id) + ": "
+       + std::to_string(off.size())
+       + (off.size() == 1 ? " task it had in progress was" : " tasks it had in progress were")
+       + " given up and will be sent to other computers.",
+     false});
+  move_into(events, std::move(off));
 }
 
 /// limits.min_sendwork_interval: a work request sooner than that after the host's last
@@ -94,7 +131,7 @@ std::shared_ptr<sched_reply> begin_reply(project_ptr self, const admitted& who, 
   reply->request_delay = st.config.request_delay;
   reply->next_rpc_delay = st.config.next_rpc_delay;
   reply->host = who.host;
-  if (who.new_host)
+  if (who.new_host || who.reattached)
     reply->hostid = who.host;
   const auto& user = ps.users.at(who.user);
   reply->user_name = user.name;
@@ -233,11 +270,13 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
   if (!who.new_host)
     if (auto described = host.describe(info, now))
       move_into(events, route(self, {std::move(*described)}, decided_by{false, who.host, false}));
+  std::set<id_type> dirty;
+  if (who.reattached)
+    write_off_detached(self, *req, who.host, host, *reply, events, dirty);
   auto reports = host.report(*req, now);
   reply->result_acks = std::move(reports.acks);
   move_into(reply->messages, std::move(reports.messages));
   auto reported = route(self, std::move(reports.events), decided_by{false, who.host, false});
-  std::set<id_type> dirty;
   for (const auto& e : reported)
     if (auto r = result_of(e.data))
       dirty.insert(r->wu);

@@ -9,7 +9,25 @@
 
 namespace cobble {
 
+std::uint64_t cpid_key(std::string_view cpid) {
+  if (cpid.empty())
+    return 0;
+  std::uint64_t h = 14695981039346656037ULL; // FNV-1a, 64 bits
+  for (unsigned char c : cpid) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h == 0 ? 1 : h;
+}
+
 namespace {
+
+/// The key of host_by_cpid: a user's hosts apart from every other user's.
+std::uint64_t user_cpid_key(id_type user, std::uint64_t cpid) {
+  std::uint64_t h = cpid ^ (user * 0x9e3779b97f4a7c15ULL);
+  h ^= h >> 31;
+  return h * 0xbf58476d1ce4e5b9ULL;
+}
 
 /// The app with this id (index + 1), for apply; null if none.
 app_rec* mutable_app(project_state& s, std::uint32_t id) {
@@ -186,6 +204,8 @@ const char* to_string(result_outcome x) {
       return "timed_out";
     case result_outcome::didnt_need:
       return "didnt_need";
+    case result_outcome::client_detached:
+      return "client_detached";
   }
   return "?";
 }
@@ -328,6 +348,18 @@ bool project_state::state_file_in_use(const workunit_rec& wu, const std::string&
   return r->second > own;
 }
 
+id_type project_state::host_with_cpid(id_type user, std::string_view cpid) const {
+  auto key = cpid_key(cpid);
+  if (key == 0)
+    return 0;
+  auto i = host_by_cpid.find(user_cpid_key(user, key));
+  if (i == host_by_cpid.end())
+    return 0;
+  // The entry may be stale: the host reported another CPID since.
+  auto h = hosts.find(i->second);
+  return h != hosts.end() && h->second.user == user && h->second.cpid == key ? i->second : 0;
+}
+
 const seq_entry* project_state::sequence(std::string_view key) const {
   if (auto i = seq_by_name.find(std::string{key}); i != seq_by_name.end())
     return &sequences.at(i->second);
@@ -360,6 +392,10 @@ void rebuild_indices(project_state& s) {
   s.user_by_auth.clear();
   for (const auto& [id, u] : s.users)
     s.user_by_auth.emplace(u.authenticator, id);
+  s.host_by_cpid.clear();
+  for (const auto& [id, h] : s.hosts) // in id order: the newest host of a CPID stays
+    if (h.cpid != 0)
+      s.host_by_cpid[user_cpid_key(h.user, h.cpid)] = id;
   s.wu_by_name.clear();
   s.seq_by_name.clear();
   for (const auto& [id, seq] : s.sequences)
@@ -406,10 +442,21 @@ void apply(project_state& s, const event& e) {
         s.next_user = std::max(s.next_user, x.id + 1);
       },
       [&](const ev::host_registered& x) {
-        s.hosts[x.id] = host_reg{x.id, x.user, e.time, {}};
+        auto cpid = cpid_key(x.info.host_cpid);
+        s.hosts[x.id] = host_reg{x.id, x.user, e.time, {}, cpid};
         s.next_host = std::max(s.next_host, x.id + 1);
+        if (cpid != 0)
+          s.host_by_cpid[user_cpid_key(x.user, cpid)] = x.id;
       },
-      [&](const ev::host_described&) {},
+      [&](const ev::host_described& x) {
+        auto h = s.hosts.find(x.id);
+        auto cpid = cpid_key(x.info.host_cpid);
+        if (h == s.hosts.end() || cpid == 0 || cpid == h->second.cpid)
+          return;
+        h->second.cpid = cpid;
+        auto& newest = s.host_by_cpid[user_cpid_key(h->second.user, cpid)];
+        newest = std::max(newest, x.id);
+      },
       [&](const ev::workunit_created& x) {
         auto& wu = s.workunits[x.id];
         wu = workunit_rec{};
@@ -682,6 +729,15 @@ void apply(project_state& s, const event& e) {
       },
       [&](const ev::code_sign_key_added& x) {
         s.code_sign_keys.push_back(code_sign_key_rec{x.public_key, x.signature, e.time});
+      },
+      [&](const ev::host_reattached&) { ++s.counters.hosts_reattached; },
+      [&](const ev::result_written_off& x) {
+        if (auto r = find_result(s, x.result);
+            r && r->state == result_state::in_progress && r->host == x.host) {
+          r->state = result_state::over;
+          r->outcome = result_outcome::client_detached;
+          ++s.counters.results_written_off;
+        }
       },
     },
     e.data);

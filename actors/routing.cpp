@@ -128,6 +128,12 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
                       [](const ev::code_sign_key_added&) {
                         return std::pair{ek::project, id_type{0}};
                       },
+                      [](const ev::host_reattached& x) {
+                        return std::pair{ek::host, x.host};
+                      },
+                      [](const ev::result_written_off& x) {
+                        return std::pair{ek::workunit, x.result.wu};
+                      },
                     },
                     p);
 }
@@ -156,6 +162,10 @@ std::optional<id_type> host_of(const payload& p) {
     return x->host;
   if (auto x = std::get_if<ev::result_timed_out>(&p))
     return x->host;
+  if (auto x = std::get_if<ev::result_written_off>(&p))
+    return x->host;
+  if (auto x = std::get_if<ev::host_reattached>(&p))
+    return x->host;
   if (auto x = std::get_if<ev::host_result_validated>(&p))
     return x->host;
   return std::nullopt;
@@ -167,6 +177,8 @@ std::optional<result_ref> result_of(const payload& p) {
   if (auto x = std::get_if<ev::result_reported>(&p))
     return x->result;
   if (auto x = std::get_if<ev::result_timed_out>(&p))
+    return x->result;
+  if (auto x = std::get_if<ev::result_written_off>(&p))
     return x->result;
   if (auto x = std::get_if<ev::host_result_validated>(&p))
     return x->result;
@@ -199,9 +211,12 @@ bool touches(const event& e, entity_kind kind, id_type id) {
   if (kind == entity_kind::workunit)
     if (auto r = result_of(e.data); r && r->wu == id)
       return true;
-  if (kind == entity_kind::user)
+  if (kind == entity_kind::user) {
     if (auto x = std::get_if<ev::host_registered>(&e.data))
       return x->user == id;
+    if (auto x = std::get_if<ev::host_reattached>(&e.data))
+      return x->user == id;
+  }
   // An app's history includes the configurations that set its policy and versions.
   if (kind == entity_kind::app)
     if (auto x = std::get_if<ev::project_configured>(&e.data))

@@ -16,6 +16,7 @@
 #include <map>
 #include <queue>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -33,6 +34,9 @@ enum class result_outcome : std::uint8_t {
   client_error = 2,
   no_reply = 3,   ///< Timed out.
   didnt_need = 4, ///< Not sent: the workunit finished first.
+  /// Written off: the client attached again without it (result_written_off). Not an error of
+  /// the host, as in BOINC; the workunit gets a replacement at once.
+  client_detached = 5,
 };
 
 /// The validator's verdict on a result.
@@ -290,13 +294,20 @@ struct host_reg {
   id_type user = 0;
   time_us created = 0;
   credit_totals credit{}; ///< Total and recent average credit.
+  /// cpid_key() of the CPID the host last reported (0: none); snapshot 10.
+  std::uint64_t cpid = 0;
   friend bool operator==(const host_reg&, const host_reg&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, host_reg& x) {
-  f(x.id, x.user, x.created, x.credit);
+  f(x.id, x.user, x.created, x.credit, x.cpid);
 }
+
+/// A stable 64-bit key of a client's cross-project id (FNV-1a of its text; 0 for none), so
+/// that hosts are found by CPID without keeping the 32-digit text per host. Collisions only
+/// matter between one user's hosts.
+std::uint64_t cpid_key(std::string_view cpid);
 
 /// Counters of a project, derived from its events.
 struct project_counters {
@@ -308,13 +319,16 @@ struct project_counters {
   std::uint64_t workunits_validated = 0;
   std::uint64_t workunits_assimilated = 0;
   std::uint64_t workunits_failed = 0;
+  std::uint64_t hosts_reattached = 0;    ///< host_reattached (snapshot 10).
+  std::uint64_t results_written_off = 0; ///< result_written_off (snapshot 10).
   friend bool operator==(const project_counters&, const project_counters&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, project_counters& x) {
   f(x.workunits_created, x.results_created, x.results_dispatched, x.results_reported,
-    x.results_timed_out, x.workunits_validated, x.workunits_assimilated, x.workunits_failed);
+    x.results_timed_out, x.workunits_validated, x.workunits_assimilated, x.workunits_failed,
+    x.hosts_reattached, x.results_written_off);
 }
 
 /// How long a project holds an admin batch's idempotency key (24 h), and how many keys it
@@ -386,6 +400,9 @@ struct project_state {
 
   // -- derived indices (rebuilt, not snapshotted) --
   std::unordered_map<std::string, id_type> user_by_auth;
+  /// The newest host per (user, CPID), keyed by user_cpid_key(); entries may be stale (a host
+  /// that reported another CPID since: checked on use).
+  std::unordered_map<std::uint64_t, id_type> host_by_cpid;
   /// Workunits by custom name; generated names ("<app>_wu<id>") are not indexed (see
   /// find_workunit).
   std::unordered_map<std::string, id_type> wu_by_name;
@@ -421,6 +438,8 @@ struct project_state {
 
   /// The sequence with this name, or with this numeric id; null if none.
   const seq_entry* sequence(std::string_view key) const;
+  /// The newest host of `user` whose last reported CPID is `cpid`, or 0.
+  id_type host_with_cpid(id_type user, std::string_view cpid) const;
 
   friend bool operator==(const project_state& a, const project_state& b);
 };
@@ -592,10 +611,11 @@ void apply(world& w, const event& e);
 /// Snapshot format version (2: work sequences; 3: kept state files of sequences; 4: credit;
 /// 5: AutoFlops; 6: predicted app units of held results, the spread of seconds_per_app_unit;
 /// 7: the outputs received of results and sequence elements; 8: the idempotency keys of admin
-/// batches; 9: app versions' files and deprecation, code-signing keys).
+/// batches; 9: app versions' files and deprecation, code-signing keys; 10: hosts' CPIDs and the
+/// counters of reattached hosts and written-off results).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 9;
+inline constexpr std::uint8_t snapshot_version = 10;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -87,7 +87,8 @@ json counts_json(const workunit_rec& wu) {
     }
     if (r.state == result_state::over && r.outcome == result_outcome::success)
       ++success;
-    else if (r.state == result_state::over && r.outcome != result_outcome::didnt_need)
+    else if (r.state == result_state::over && r.outcome != result_outcome::didnt_need
+             && r.outcome != result_outcome::client_detached)
       ++errors;
     if (r.validation == validate_state::valid)
       ++valid;
@@ -227,7 +228,9 @@ json to_json(const project_summary& s) {
                    {"results_timed_out", s.counters.results_timed_out},
                    {"workunits_validated", s.counters.workunits_validated},
                    {"workunits_assimilated", s.counters.workunits_assimilated},
-                   {"workunits_failed", s.counters.workunits_failed}};
+                   {"workunits_failed", s.counters.workunits_failed},
+                   {"hosts_reattached", s.counters.hosts_reattached},
+                   {"results_written_off", s.counters.results_written_off}};
   json apps = json::array();
   for (const auto& a : s.apps)
     apps.push_back({{"name", a.name}, {"versions", a.versions}, {"unsent", a.unsent}});

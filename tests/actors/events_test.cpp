@@ -199,6 +199,8 @@ std::vector<event> samples() {
   out.push_back(make(ev::app_version_added{3, sample_signed_version(), "alice"}));
   out.push_back(make(ev::app_version_deprecated{3, 12, true, "bob"}));
   out.push_back(make(ev::code_sign_key_added{"1024\nabcd\n0003\n.\n", "sig\n", "carol"}));
+  out.push_back(make(ev::host_reattached{6, 5, 1}));
+  out.push_back(make(ev::result_written_off{result_ref{9, 2}, 6, 1}));
   return out;
 }
 
@@ -242,9 +244,11 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::app_version_added::kind == 27);
   CHECK(ev::app_version_deprecated::kind == 28);
   CHECK(ev::code_sign_key_added::kind == 29);
+  CHECK(ev::host_reattached::kind == 30);
+  CHECK(ev::result_written_off::kind == 31);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
-  REQUIRE(all.size() == 29);
+  REQUIRE(all.size() == 31);
   const char* names[] = {"project_configured",       "user_created",
                          "host_registered",          "host_described",
                          "workunit_created",         "results_created",
@@ -259,7 +263,8 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
                          "credit_imported",          "autoflops_sampled",
                          "output_received",          "app_added",
                          "app_version_added",        "app_version_deprecated",
-                         "code_sign_key_added"};
+                         "code_sign_key_added",      "host_reattached",
+                         "result_written_off"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -268,7 +273,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))}
         == "unknown");
-  CHECK(std::string{kind_name(30)} == "unknown");
+  CHECK(std::string{kind_name(32)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -479,6 +484,22 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(describe(all[27]).find("deprecated") != std::string::npos);
     CHECK(describe(all[28]).find("first key") == std::string::npos);
   }
+  SECTION("a reattached host and a written-off result: the host's and the workunit's") {
+    auto r = std::get<ev::host_reattached>(round_trip(all[29]).data);
+    CHECK(r.host == 6);
+    CHECK(r.user == 5);
+    CHECK(r.match == 1);
+    auto w = std::get<ev::result_written_off>(round_trip(all[30]).data);
+    CHECK(w.result == result_ref{9, 2});
+    CHECK(w.host == 6);
+    CHECK(w.reason == 1);
+    CHECK(entity_of(all[29].data) == std::pair{entity_kind::host, id_type{6}});
+    CHECK(entity_of(all[30].data) == std::pair{entity_kind::workunit, id_type{9}});
+    CHECK(owners_of(all[30].data).hosts == std::vector<id_type>{6});
+    CHECK(touches(all[29], entity_kind::user, 5));
+    CHECK(describe(all[29]).find("user=5 match=cpid") != std::string::npos);
+    CHECK(describe(all[30]).find("result=2 host=6 reason=detached") != std::string::npos);
+  }
 }
 
 namespace {
@@ -600,19 +621,19 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
     return kinds;
   };
   // Host 6: registration, description, dispatch, report, timeout, the verdict on its result,
-  // the sequence events that give it or take from it a chain or results, and its statistics
-  // update from the verdict.
+  // the sequence events that give it or take from it a chain or results, its statistics
+  // update from the verdict, its reattachment and a result written off.
   CHECK(touching(entity_kind::host, 6)
-        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18, 21});
+        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18, 21, 30, 31});
   // Host 8 appears only in a verdict.
   CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
   CHECK(touching(entity_kind::workunit, 9)
-        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25});
+        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25, 31});
   CHECK(touching(entity_kind::workunit, 6).empty());
-  // User 5: its creation and its host's registration.
-  CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3});
+  // User 5: its creation, its host's registration and reattachment.
+  CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3, 30});
   CHECK(touching(entity_kind::user, 6).empty());
   CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1, 22, 23, 29});
   // App 3: the configuration that holds it, its new version and that version's deprecation.
