@@ -214,3 +214,55 @@ TEST_CASE("a stock BOINC client refuses an app file changed after signing", "[e2
   for (const auto& w : list["items"])
     CHECK(w["state"] != "assimilated");
 }
+
+TEST_CASE("a stock client that detaches and attaches again keeps its host, and its lost tasks "
+          "go to other computers",
+          "[e2e][apps][identity]") {
+  distributed_app d;
+  auto& s = d.s;
+  // Two tasks that run for ten minutes: still in progress when the volunteer detaches.
+  auto names = s.cli({"work", "create", "--app", "testapp", "--count", "2", "--command-line",
+                      "--wall-seconds 600", "--fpops-est", "1e9", "--fpops-bound", "1e15"},
+                     "work create");
+  REQUIRE(names.size() == 2);
+  // One client on its machine (no allow_multiple_clients), as a volunteer's.
+  client_options o;
+  o.anonymous = false;
+  o.allow_multiple_clients = false;
+  o.exit_when_idle = false;
+  boinc_client client{"detacher", d.root.path / "detacher", o};
+  client.prepare(s.master_url());
+  client.start(s.master_url(), s.account_key);
+  const auto status = "/api/projects/" + project;
+  run_until(s, client, test_budget(120s),
+            [&] { return client.hostid() != 0 && s.get(status)["results_in_progress"] == 2; });
+  auto host = client.hostid();
+
+  // Detach (the client deletes the project and its tasks), then attach again.
+  auto [detached, detach_out] = client.boinccmd({"--project", s.master_url(), "detach"});
+  INFO(detach_out);
+  REQUIRE(detached == 0);
+  auto [attached, attach_out] = client.boinccmd(
+    {"--project_attach", s.master_url(), s.account_key});
+  INFO(attach_out);
+  REQUIRE(attached == 0);
+  run_until(s, client, test_budget(120s), [&] {
+    return s.get(status)["counters"]["results_written_off"] == 2 && client.hostid() == host;
+  });
+  INFO(client.log_tail(60));
+  auto counters = s.get(status)["counters"];
+  CHECK(counters["hosts_reattached"] == 1);
+  CHECK(s.get(status)["hosts"] == 1); // the same host, not a second one
+  CHECK(log_has(client, "attached again as host " + std::to_string(host)));
+  // Each workunit: the detached task is over, its replacement waits for another computer
+  // (never this one: one machine does not make up a quorum alone).
+  const auto workunits = status + "/workunits/";
+  for (const auto& name : names) {
+    auto wu = s.get(workunits + name);
+    INFO(wu.dump(2));
+    REQUIRE(wu["results"].size() == 2);
+    CHECK(wu["results"][0]["outcome"] == "client_detached");
+    CHECK(wu["results"][1]["state"] == "unsent");
+  }
+  s.stop_and_verify_log();
+}

@@ -330,7 +330,9 @@ inline std::string app_info_xml() {
   return doc.substr(begin, end + std::string{"</app_info>"}.size() - begin) + "\n";
 }
 
-inline std::string cc_config_xml(int ncpus) {
+/// `allow_multiple_clients`: several clients on one machine (the tests' usual case); a client
+/// without it is one a server may take for the same machine attached again (the CPID rule).
+inline std::string cc_config_xml(int ncpus, bool allow_multiple_clients = true) {
   return R"(<cc_config>
   <log_flags>
     <task>1</task>
@@ -342,7 +344,8 @@ inline std::string cc_config_xml(int ncpus) {
   </log_flags>
   <options>
     <report_results_immediately>1</report_results_immediately>
-    <allow_multiple_clients>1</allow_multiple_clients>
+    <allow_multiple_clients>)"
+         + std::string(allow_multiple_clients ? "1" : "0") + R"(</allow_multiple_clients>
     <ncpus>)"
          + std::to_string(ncpus) + R"(</ncpus>
   </options>
@@ -371,6 +374,8 @@ struct client_options {
   /// Anonymous platform: app_info.xml and testapp placed by hand (docs/real-clients.md);
   /// false: the client gets the app from the server, as a volunteer's would.
   bool anonymous = true;
+  /// cc_config.xml's allow_multiple_clients (see cc_config_xml).
+  bool allow_multiple_clients = true;
 };
 
 /// The GUI RPC password every test client gets (gui_rpc_auth.cfg).
@@ -414,7 +419,7 @@ struct boinc_client {
                         | fs::perms::others_read | fs::perms::others_exec,
                       fs::perm_options::replace);
     }
-    write_file(dir / "cc_config.xml", cc_config_xml(options.ncpus));
+    write_file(dir / "cc_config.xml", cc_config_xml(options.ncpus, options.allow_multiple_clients));
     write_file(dir / "global_prefs_override.xml", global_prefs_override_xml());
     write_file(dir / "gui_rpc_auth.cfg", gui_rpc_password + "\n");
   }
