@@ -72,13 +72,21 @@ struct af_fixture {
 
   const app_rec& app() const { return logic.state.apps.at(0); }
 
-  id_type new_host() {
+  /// A new user account (the configured one is `user`).
+  id_type new_user(const std::string& name) {
+    auto created = logic.create_user(name, name + "@example.org", name + "-key", now);
+    REQUIRE(created);
+    return std::get<ev::user_created>(created->data).id;
+  }
+
+  /// A new host of `owner` (0: of `user`).
+  id_type new_host(id_type owner = 0) {
     host_info_rec info;
     info.p_ncpus = 1;
     info.p_fpops = 2e9;
     info.coprocs.emplace_back(static_cast<std::uint8_t>(resource_type::nvidia), 1);
     info.coproc_peak_flops.push_back(5e10);
-    auto e = logic.register_host(user, info, now);
+    auto e = logic.register_host(owner == 0 ? user : owner, info, now);
     return std::get<ev::host_registered>(e.data).id;
   }
 
@@ -118,6 +126,15 @@ struct af_fixture {
     return logic.select_jobs(r, now, ev);
   }
 
+  /// Uploads the result's output as a client does before it reports: the validator compares
+  /// the server's digests of received outputs, and a success without them is invalid.
+  file_rec upload(result_ref r, id_type host) {
+    file_rec file{logic.state.result_name(r) + "_0", 64, "m"};
+    auto up = logic.output_received(file.name, host, 64, file.md5, now);
+    REQUIRE(static_cast<bool>(up));
+    return file;
+  }
+
   /// A successful report of `units` app units in `elapsed` seconds, then the transitioner.
   std::vector<event>
   report(result_ref r, id_type host, double elapsed, double units, int state = 5) {
@@ -128,7 +145,7 @@ struct af_fixture {
     rep.cpu = elapsed;
     rep.app_units = units;
     if (rep.success)
-      rep.outputs.push_back(file_rec{logic.state.result_name(r) + "_0", 64, "m"});
+      rep.outputs.push_back(upload(r, host));
     event e = make(ev::result_reported{r, host, rep});
     logic.apply_delivered(e);
     return logic.transition(r.wu, now);
@@ -242,7 +259,8 @@ TEST_CASE("GPU-only propagation averages the estimates of apps with both kinds",
   CHECK(*propagated_flops_per_au({1e11, 3e11, 0}) == Approx(2e11));
 }
 
-TEST_CASE("unit_draw is deterministic and spread over [0, 1)", "[autoflops]") {
+TEST_CASE("unit_draw is deterministic and spread over 0 (included) to 1 (excluded)",
+          "[autoflops]") {
   CHECK(unit_draw(5, 1) == unit_draw(5, 1));
   CHECK(unit_draw(5, 1) != unit_draw(6, 1));
   int below = 0;
@@ -258,7 +276,7 @@ TEST_CASE("unit_draw is deterministic and spread over [0, 1)", "[autoflops]") {
 
 // -- the project -----------------------------------------------------------------------
 
-TEST_CASE("validations feed the app's statistics; CPU and GPU arrays, the minimum wins",
+TEST_CASE("validations feed the app's statistics: CPU and GPU arrays, the minimum wins",
           "[autoflops]") {
   af_fixture f;
   auto host = f.new_host();
@@ -369,6 +387,7 @@ TEST_CASE("one report of 1e6 app units does not starve clients that report secon
       r.state = 5;
       r.final_elapsed_time = r.final_cpu_time = 10;
       r.app_units = units;
+      f.upload(jobs[0].dispatched.result, host);
       r.files.push_back(reported_file{r.name + "_0", 64, "m"});
       sched_request q;
       q.results.push_back(r);
@@ -478,7 +497,8 @@ TEST_CASE("app_units policy: lone results get a check replica at random or under
   auto cfg = af_project(config::credit_policy_kind::app_units);
   cfg.apps[0].autoflops.resend_probability = 1;
   af_fixture f{cfg};
-  auto host = f.new_host(), other = f.new_host();
+  // The check goes to another volunteer: one result of a workunit per user (the default).
+  auto host = f.new_host(), twin = f.new_host(), other = f.new_host(f.new_user("other"));
   auto wu = f.create(1);
   auto jobs = f.select(f.request(host, false));
   auto events = f.report(jobs.at(0).dispatched.result, host, 10, 1);
@@ -487,8 +507,9 @@ TEST_CASE("app_units policy: lone results get a check replica at random or under
   CHECK(created[0].check);
   CHECK(of_kind<ev::workunit_validated>(events).empty());
   CHECK(f.logic.state.workunit(wu)->params->min_quorum == 2);
-  // The check goes to another host; agreement validates both.
+  // The check goes to another user's host; agreement validates both.
   CHECK(f.select(f.request(host, false)).empty());
+  CHECK(f.select(f.request(twin, false)).empty());
   auto check = f.select(f.request(other, false));
   REQUIRE(check.size() == 1);
   auto done = f.report(check[0].dispatched.result, other, 10, 1);
@@ -511,8 +532,7 @@ TEST_CASE("app_units policy: lone results get a check replica at random or under
   rep.client_state = 5;
   rep.elapsed = 10;
   rep.flags = flag_suspect;
-  rep.outputs.push_back(
-    file_rec{g.logic.state.result_name(j2.at(0).dispatched.result) + "_0", 64, "m"});
+  rep.outputs.push_back(g.upload(j2.at(0).dispatched.result, h));
   g.logic.apply_delivered(make(ev::result_reported{j2.at(0).dispatched.result, h, rep}));
   auto suspect = g.logic.transition(j2.at(0).dispatched.result.wu, g.now);
   REQUIRE(of_kind<ev::results_created>(suspect).size() == 1);
@@ -763,7 +783,7 @@ TEST_CASE("older payload versions decode with AutoFlops defaults", "[autoflops][
   p.predicted_app_units = 7;
   event wc = make(ev::workunit_created{3, "w", 1, p, 1, "x"});
   auto rec = to_record(wc);
-  CHECK(static_cast<std::uint8_t>(rec.payload[0]) == 2);
+  CHECK(static_cast<std::uint8_t>(rec.payload[0]) == 3); // 3: batch keys (2: predicted units)
   REQUIRE(from_record(rec));
   CHECK(std::get<ev::workunit_created>(from_record(rec)->data).params.predicted_app_units == 7);
   rec.payload.clear();
@@ -816,7 +836,7 @@ TEST_CASE("older payload versions decode with AutoFlops defaults", "[autoflops][
   a.autoflops.host_min_spread = 0.3;
   ev::project_configured pc3{"p", "P", {a}, {}};
   auto r4 = to_record(make(pc3));
-  CHECK(static_cast<std::uint8_t>(r4.payload[0]) == 4);
+  CHECK(static_cast<std::uint8_t>(r4.payload[0]) == 6); // host_min_spread since 4
   CHECK(std::get<ev::project_configured>(from_record(r4)->data).apps.at(0).autoflops.host_min_spread
         == 0.3);
   r4.payload.clear();
@@ -870,7 +890,9 @@ TEST_CASE("snapshots keep the AutoFlops statistics", "[autoflops][snapshot]") {
     project_world{f.logic.state, {}, {}, {}}); // project_state copies, never assigns
   w.projects[0].hosts[b.id] = b.h;
   auto blob = encode_snapshot(w);
-  CHECK(snapshot_format(blob) == 6);
+  // The current format (AutoFlops statistics since 5, held units and spread since 6).
+  CHECK(snapshot_format(blob) == snapshot_version);
+  static_assert(snapshot_version >= 6);
   auto back = decode_snapshot(blob);
   REQUIRE(back);
   CHECK(back->projects[0].project.autoflops == f.logic.state.autoflops);
@@ -882,7 +904,7 @@ TEST_CASE("snapshots keep the AutoFlops statistics", "[autoflops][snapshot]") {
   CHECK(hb.app_versions.begin()->second.spau_var.log.n == 3);
 }
 
-TEST_CASE("the request's AutoFlops fields parse; BOINC requests have none", "[autoflops]") {
+TEST_CASE("the request's AutoFlops fields parse, and BOINC requests have none", "[autoflops]") {
   sched_request req;
   req.authenticator = "k";
   reported_result r;

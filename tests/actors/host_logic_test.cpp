@@ -194,7 +194,7 @@ TEST_CASE("new hosts per account per day: the cap, the window, other accounts", 
   CHECK_FALSE(logic.host_registration_refusal(f.user, later, 2));
 }
 
-TEST_CASE("a description that did not change writes no event; d_free within 10 % is no change",
+TEST_CASE("a description that did not change writes no event (d_free within 10 % is no change)",
           "[limits]") {
   limits_fixture f;
   host_logic hl{f.host, f.settings};

@@ -81,7 +81,7 @@ TEST_CASE("a passivated host comes back with an identical state", "[host_table]"
   CHECK(t.find(4, 300) == nullptr);
 }
 
-TEST_CASE("hosts used lately stay live; idle ones are passivated", "[host_table]") {
+TEST_CASE("hosts used lately stay live, idle ones are passivated", "[host_table]") {
   host_table t{{{1, busy_host(1, 100)}, {2, busy_host(2, 100)}, {3, busy_host(3, 100)}}};
   t.find(2, 500);
   t.add(4, 500).id = 4;
@@ -118,7 +118,7 @@ TEST_CASE("beyond max_live the least recently used hosts are passivated", "[host
   CHECK(t.gauges().activations == before + 3);
 }
 
-TEST_CASE("one call passivates at most max_per_call hosts; the next takes the rest",
+TEST_CASE("one call passivates at most max_per_call hosts, the next takes the rest",
           "[host_table]") {
   host_table t;
   for (id_type id = 1; id <= 10; ++id)

@@ -427,7 +427,7 @@ TEST_CASE("an idle keep-alive connection is closed after the idle timeout", "[ht
   CHECK(server.stats().timeouts.load() == 0);
 }
 
-TEST_CASE("a connection over max_connections gets 503 and a close; the others go on", "[http]") {
+TEST_CASE("a connection over max_connections gets 503 and a close, the others go on", "[http]") {
   auto opts = test_options();
   opts.max_connections = 2;
   http_server server{opts, default_routes()};
@@ -591,7 +591,7 @@ TEST_CASE("many concurrent connections are all answered", "[http]") {
   CHECK(server.stats().requests.load() == static_cast<unsigned long>(n_clients) * n_requests);
 }
 
-TEST_CASE("stop() with open connections returns promptly; late responders are no-ops", "[http]") {
+TEST_CASE("stop() with open connections returns promptly, late responders are no-ops", "[http]") {
   parking lot;
   std::vector<route> routes = default_routes();
   routes.push_back(make_route("/park", lot.park()));
