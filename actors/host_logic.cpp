@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <string>
+#include <string_view>
 
 namespace cobble {
 
@@ -147,10 +149,55 @@ std::optional<event> host_logic::describe(const host_info_rec& info, time_us now
   return e;
 }
 
+namespace {
+
+/// A client's text for a log line: at most 100 characters, anything but printable ASCII as '?'.
+std::string loggable(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 100))
+    out.push_back(c >= 0x20 && c < 0x7f ? c : '?');
+  return out;
+}
+
+/// loggable() of the text between `open` and `close` in `s` (empty when absent).
+std::string loggable_between(std::string_view s, std::string_view open, std::string_view close) {
+  auto a = s.find(open);
+  if (a == std::string_view::npos)
+    return {};
+  a += open.size();
+  auto b = s.find(close, a);
+  return loggable(s.substr(a, b == std::string_view::npos ? std::string_view::npos : b - a));
+}
+
+/// A client that could not accept a file reports each job that needed it with a
+/// `<file_xfer_error>` in its stderr (BOINC's FILE_INFO::failure_message): logged, so that the
+/// operator hears of an app file that fails its signature (-120, ERR_RSA_FAILED), has none
+/// (-123) or fails its checksum (-119): changed in the download area after it was signed.
+void log_file_errors(id_type host, const reported_result& r) {
+  constexpr std::string_view open = "<file_xfer_error>";
+  std::string_view s = r.stderr_out;
+  for (auto at = s.find(open); at != std::string_view::npos; at = s.find(open, at + open.size())) {
+    auto block = s.substr(at, s.find("</file_xfer_error>", at) - at);
+    // BOINC writes the code with its name: "-120 (RSA key check failed for file)".
+    auto code = loggable_between(block, "<error_code>", "</error_code>");
+    auto number = std::string_view{code}.substr(0, code.find(' '));
+    bool integrity = number == "-119" || number == "-120" || number == "-123";
+    spdlog::warn("host {} could not accept file {} for result '{}': error {}, {}{}", host,
+                 loggable_between(block, "<file_name>", "</file_name>"), loggable(r.name), code,
+                 loggable_between(block, "<error_message>", "</error_message>"),
+                 integrity ? "; the file in the download area no longer matches what was "
+                             "signed: compare its MD5 with the version's (cobble app show)"
+                           : "");
+  }
+}
+
+} // namespace
+
 report_outcome host_logic::report(const sched_request& req, time_us now) {
   report_outcome out;
   for (const auto& r : req.results) {
     out.acks.push_back(r.name);
+    log_file_errors(state_.id, r);
     auto held = state_.in_progress.find(r.name);
     if (held == state_.in_progress.end()) {
       spdlog::info("host {} reported result '{}' it does not hold (not sent to it, already "

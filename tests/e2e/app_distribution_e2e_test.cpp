@@ -205,10 +205,23 @@ TEST_CASE("a stock BOINC client refuses an app file changed after signing", "[e2
   bytes[bytes.size() / 2] = static_cast<char>(bytes[bytes.size() / 2] ^ 0x5a);
   write_file(staged, bytes);
   client.start(s.master_url(), s.account_key);
-  run_until(s, client, test_budget(120s),
-            [&] { return log_has(client, "Signature verification failed"); });
+  // The client refuses the file and reports the job that needed it as a download error; the
+  // server logs its complaint for the operator.
+  const auto complaint = "could not accept file app_" + md5;
+  auto server_has = [&](const std::string& text) {
+    const auto& lines = s.proc->lines();
+    return std::any_of(lines.begin(), lines.end(),
+                       [&](const std::string& l) { return l.find(text) != std::string::npos; });
+  };
+  run_until(s, client, test_budget(120s), [&] {
+    return log_has(client, "Signature verification failed") && server_has(complaint);
+  });
   INFO(client.log_tail(60));
+  INFO("cobbled:\n" << tail(s.proc->lines(), 20));
   CHECK(log_has(client, "Signature verification failed for app_" + md5));
+  CHECK(server_has(complaint));
+  CHECK(server_has("error -120 (RSA key check failed for file), signature verification failed; "
+                   "the file in the download area no longer matches what was signed"));
   // The changed program never ran: no result of it was a success.
   auto list = s.get("/api/projects/" + project + "/workunits?limit=10");
   for (const auto& w : list["items"])
