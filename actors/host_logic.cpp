@@ -173,22 +173,23 @@ std::string loggable_between(std::string_view s, std::string_view open, std::str
 /// `<file_xfer_error>` in its stderr (BOINC's FILE_INFO::failure_message): logged, so that the
 /// operator hears of an app file that fails its signature (-120, ERR_RSA_FAILED), has none
 /// (-123) or fails its checksum (-119): changed in the download area after it was signed.
-void log_file_errors(id_type host, const reported_result& r) {
-  constexpr std::string_view open = "<file_xfer_error>";
+/// One line per job the host held, for its first complaint: a client cannot flood the log.
+void log_file_error(id_type host, const reported_result& r) {
   std::string_view s = r.stderr_out;
-  for (auto at = s.find(open); at != std::string_view::npos; at = s.find(open, at + open.size())) {
-    auto block = s.substr(at, s.find("</file_xfer_error>", at) - at);
-    // BOINC writes the code with its name: "-120 (RSA key check failed for file)".
-    auto code = loggable_between(block, "<error_code>", "</error_code>");
-    auto number = std::string_view{code}.substr(0, code.find(' '));
-    bool integrity = number == "-119" || number == "-120" || number == "-123";
-    spdlog::warn("host {} could not accept file {} for result '{}': error {}, {}{}", host,
-                 loggable_between(block, "<file_name>", "</file_name>"), loggable(r.name), code,
-                 loggable_between(block, "<error_message>", "</error_message>"),
-                 integrity ? "; the file in the download area no longer matches what was "
-                             "signed: compare its MD5 with the version's (cobble app show)"
-                           : "");
-  }
+  auto at = s.find("<file_xfer_error>");
+  if (at == std::string_view::npos)
+    return;
+  auto block = s.substr(at, s.find("</file_xfer_error>", at) - at);
+  // BOINC writes the code with its name: "-120 (RSA key check failed for file)".
+  auto code = loggable_between(block, "<error_code>", "</error_code>");
+  auto number = std::string_view{code}.substr(0, code.find(' '));
+  bool integrity = number == "-119" || number == "-120" || number == "-123";
+  spdlog::warn("host {} could not accept file {} for result '{}': error {}, {}{}", host,
+               loggable_between(block, "<file_name>", "</file_name>"), loggable(r.name), code,
+               loggable_between(block, "<error_message>", "</error_message>"),
+               integrity ? "; the file in the download area no longer matches what was "
+                           "signed: compare its MD5 with the version's (cobble app show)"
+                         : "");
 }
 
 } // namespace
@@ -197,7 +198,6 @@ report_outcome host_logic::report(const sched_request& req, time_us now) {
   report_outcome out;
   for (const auto& r : req.results) {
     out.acks.push_back(r.name);
-    log_file_errors(state_.id, r);
     auto held = state_.in_progress.find(r.name);
     if (held == state_.in_progress.end()) {
       spdlog::info("host {} reported result '{}' it does not hold (not sent to it, already "
@@ -210,6 +210,7 @@ report_outcome host_logic::report(const sched_request& req, time_us now) {
                                 false});
       continue;
     }
+    log_file_error(state_.id, r);
     auto rep = report_from(r);
     if ((rep.flags & (flag_bad_elapsed | flag_bad_cpu)) != 0)
       spdlog::warn("host {} reported result '{}' with implausible times (elapsed {}, cpu {}): "
