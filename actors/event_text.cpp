@@ -42,13 +42,14 @@ std::string describe(const event& e) {
                            us_to_seconds(x.deadline), x.version.app_version_id);
       },
       [](const ev::result_reported& x) {
-        return fmt::format("result={} host={} success={} exit={} elapsed={:g} aus={:g}{}{}",
+        return fmt::format("result={} host={} success={} exit={} elapsed={:g} aus={:g}{}{}{}",
                            x.result.index, x.host, x.report.success, x.report.exit_status,
                            x.report.elapsed, reported_app_units(x.report),
                            (x.report.flags & (flag_bad_elapsed | flag_bad_cpu | flag_bad_app_units))
                              ? " FLAGGED"
                              : "",
-                           (x.report.flags & flag_suspect) ? " SUSPECT" : "");
+                           (x.report.flags & flag_suspect) ? " SUSPECT" : "",
+                           x.late ? " LATE" : "");
       },
       [](const ev::result_timed_out& x) {
         return fmt::format("result={} host={}", x.result.index, x.host);
@@ -152,10 +153,16 @@ std::string describe(const event& e) {
                              : std::to_string(x.match));
       },
       [](const ev::result_written_off& x) {
+        using reason = ev::write_off_reason;
+        auto why = static_cast<reason>(x.reason);
         return fmt::format("result={} host={} reason={}", x.result.index, x.host,
-                           x.reason == static_cast<std::uint8_t>(ev::write_off_reason::detached)
-                             ? "detached"
-                             : std::to_string(x.reason));
+                           why == reason::detached ? "detached"
+                           : why == reason::lost   ? "lost"
+                                                   : std::to_string(x.reason));
+      },
+      [](const ev::result_resent& x) {
+        return fmt::format("result={} host={} deadline={:.0f}", x.result.index, x.host,
+                           us_to_seconds(x.deadline));
       },
     },
     e.data);

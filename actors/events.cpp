@@ -24,7 +24,7 @@ const char* name_of_kind(std::uint16_t kind) {
                                           "output_received",          "app_added",
                                           "app_version_added",        "app_version_deprecated",
                                           "code_sign_key_added",      "host_reattached",
-                                          "result_written_off"};
+                                          "result_written_off",       "result_resent"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];

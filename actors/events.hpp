@@ -129,8 +129,9 @@ struct result_dispatched {
 /// A host reported a result it had been sent.
 struct result_reported {
   static constexpr std::uint16_t kind = 8;
-  /// 2: the host's scale statistics; 3: report app units, raw_flops_per_au, quota_factor.
-  static constexpr std::uint8_t payload_version = 3;
+  /// 2: the host's scale statistics; 3: report app units, raw_flops_per_au, quota_factor;
+  /// 4: late.
+  static constexpr std::uint8_t payload_version = 4;
   result_ref result;
   id_type host = 0;
   report_rec report;
@@ -140,6 +141,10 @@ struct result_reported {
   /// Cherry-picking countermeasure (app_units policy): an abort multiplies the (host,
   /// version)'s max_jobs_per_day by this (1: no change). Decided by the host actor.
   double quota_factor = 1;
+  /// The result was over when the report came (timed out, or written off) on this host, and
+  /// its workunit could still use it: decided by the project (project_logic::late_reports),
+  /// applied over the earlier outcome; the host's statistics are left as they were.
+  bool late = false;
 };
 
 /// A result's deadline passed without a report.
@@ -399,6 +404,8 @@ void inspect_fields(F& f, result_reported& x) {
     f(x.host_pfc, x.probation, x.scale_time);
   if (f.version >= 3)
     f(x.quota_factor);
+  if (f.version >= 4)
+    f(x.late);
 }
 template <class F>
 void inspect_fields(F& f, result_timed_out& x) {
@@ -553,6 +560,10 @@ enum class write_off_reason : std::uint8_t {
   /// The client attached again without it (BOINC's "client detached"): it no longer has the
   /// job, so waiting for its deadline would only delay the workunit.
   detached = 1,
+  /// The client no longer lists it in `<other_results>` (a project reset, a lost reply), and it
+  /// could not be resent (recover_lost): too close to its deadline, no longer needed, or the
+  /// host can no longer run its version.
+  lost = 2,
 };
 
 /// A result in progress was given up before its deadline: it is over (outcome
@@ -570,6 +581,21 @@ void inspect_fields(F& f, result_written_off& x) {
   f(x.result, x.host, x.reason);
 }
 
+/// A result in progress that the client no longer listed was sent to it again, with a new
+/// deadline (BOINC's "resent lost task"): now + half the time it had, never earlier than the
+/// old deadline nor later than a delay bound from now. Decided by project_logic::recover_lost.
+struct result_resent {
+  static constexpr std::uint16_t kind = 32;
+  result_ref result;
+  id_type host = 0;
+  time_us deadline = 0;
+};
+
+template <class F>
+void inspect_fields(F& f, result_resent& x) {
+  f(x.result, x.host, x.deadline);
+}
+
 static_assert(app_added::payload_version == project_configured::payload_version
                 && app_version_added::payload_version == project_configured::payload_version,
               "app records are written at the version of their payload: keep these equal");
@@ -585,7 +611,8 @@ using payload = std::variant<
   ev::sequence_assigned, ev::sequence_deassigned, ev::sequence_element_checked,
   ev::sequence_restart_saved, ev::host_result_validated, ev::credit_normalized, ev::credit_imported,
   ev::autoflops_sampled, ev::output_received, ev::app_added, ev::app_version_added,
-  ev::app_version_deprecated, ev::code_sign_key_added, ev::host_reattached, ev::result_written_off>;
+  ev::app_version_deprecated, ev::code_sign_key_added, ev::host_reattached, ev::result_written_off,
+  ev::result_resent>;
 
 /// A decoded event.
 struct event {

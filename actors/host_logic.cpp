@@ -200,14 +200,17 @@ report_outcome host_logic::report(const sched_request& req, time_us now) {
     out.acks.push_back(r.name);
     auto held = state_.in_progress.find(r.name);
     if (held == state_.in_progress.end()) {
-      spdlog::info("host {} reported result '{}' it does not hold (not sent to it, already "
-                   "reported or timed out): acknowledged, not applied",
+      if (!is_sequence_name(r.name)) {
+        out.unheld.push_back(r);
+        continue;
+      }
+      spdlog::info("host {} reported sequence element '{}' it does not hold: acknowledged, "
+                   "not applied",
                    state_.id, r.name);
-      if (is_sequence_name(r.name))
-        out.messages.push_back({"Result " + r.name
-                                  + " was not accepted: this host no longer holds it (its work "
-                                    "sequence was taken from the host, or ended).",
-                                false});
+      out.messages.push_back({"Result " + r.name
+                                + " was not accepted: this host no longer holds it (its work "
+                                  "sequence was taken from the host, or ended).",
+                              false});
       continue;
     }
     log_file_error(state_.id, r);
@@ -375,6 +378,21 @@ std::vector<event> host_logic::write_off(ev::write_off_reason reason, time_us no
     events.push_back(std::move(e));
   }
   return events;
+}
+
+std::vector<std::string> host_logic::lost(const sched_request& req) const {
+  std::vector<std::string> out;
+  if (!req.other_results_listed)
+    return out;
+  std::set<std::string_view> listed;
+  for (const auto& o : req.other_results)
+    listed.insert(o.name);
+  for (const auto& r : req.results)
+    listed.insert(r.name);
+  for (const auto& [name, held] : state_.in_progress)
+    if (sequence_of_wu(held.result.wu) == 0 && listed.count(name) == 0)
+      out.push_back(name);
+  return out;
 }
 
 std::vector<event> host_logic::learn(const std::vector<validation_notice>& notices, time_us now) {

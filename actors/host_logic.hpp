@@ -62,6 +62,10 @@ struct report_outcome {
   std::vector<std::string> acks;       ///< Every reported name (the client may forget them).
   std::vector<reply_message> messages; ///< For reports that were not accepted.
   std::vector<id_type> workunits;      ///< The workunits of the accepted reports.
+  /// Reports of results the host no longer holds (timed out, written off, never sent to it),
+  /// except work-sequence elements: the project decides whether each counts late
+  /// (project_logic::late_reports).
+  std::vector<reported_result> unheld;
 };
 
 /// The decisions about one host. Every method that returns events has already applied them
@@ -75,8 +79,8 @@ public:
   std::optional<event> describe(const host_info_rec& info, time_us now);
 
   /// The results of `req` the host reports: those it holds become result_reported events
-  /// (carrying what the host knows of its scale for the validator); the others are only
-  /// acknowledged (not sent to it, already reported, or timed out).
+  /// (carrying what the host knows of its scale for the validator); the others are
+  /// acknowledged and left to the project (`unheld`).
   report_outcome report(const sched_request& req, time_us now);
 
   /// The request for jobs to hand to job selection: what the client asks for per resource,
@@ -96,6 +100,11 @@ public:
   /// result_written_off (`reason`) for each result the host holds, except work-sequence
   /// elements (a sequence relocates its chain at the element's deadline, as before).
   std::vector<event> write_off(ev::write_off_reason reason, time_us now);
+
+  /// The results the host holds that the client of `req` no longer has: not listed in its
+  /// `<other_results>` (only when it sent that list) and not reported now; work-sequence
+  /// elements excluded (their sequence relocates the chain). Call after report().
+  std::vector<std::string> lost(const sched_request& req) const;
 
   /// host_result_validated for each verdict on one of the host's results.
   std::vector<event> learn(const std::vector<validation_notice>& notices, time_us now);

@@ -153,6 +153,13 @@ void apply(host_state& s, const event& e, std::string_view result_name, const cr
       },
       // The client no longer has it: no error of the host's, no quota change (as BOINC).
       [&](const ev::result_written_off&) { s.in_progress.erase(std::string{result_name}); },
+      // Sent again (the client had lost it): a new deadline, counted from now (as BOINC).
+      [&](const ev::result_resent& x) {
+        if (auto i = s.in_progress.find(std::string{result_name}); i != s.in_progress.end()) {
+          i->second.deadline = x.deadline;
+          i->second.sent = e.time;
+        }
+      },
       // A sequence taken from the host takes the results of its dead branch along:
       // the host no longer holds them (a later report changes nothing).
       [&](const ev::sequence_deassigned& x) {

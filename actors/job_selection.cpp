@@ -123,6 +123,23 @@ autoflops_estimate(const project_state& st, const app_rec& app, const wu_params&
   return ct;
 }
 
+project_logic::dispatch_credit
+plain_dispatch_credit(const project_state& st, const app_rec& app, const wu_params& p,
+                      const version_choice& c, const version_hint& hint, int quota) {
+  bool use_et = hint.et.n >= st.credit.host_sample_threshold && hint.et.avg > 0;
+  auto af = autoflops_estimate(st, app, p, c, hint);
+  double runtime = af       ? af->estimate
+                   : use_et ? p.rsc_fpops_est * hint.et.avg
+                            : p.rsc_fpops_est / c.flops;
+  return project_logic::dispatch_credit{c.peak_flops,
+                                        quota,
+                                        runtime,
+                                        use_et ? runtime * c.flops / p.rsc_fpops_est : 1.0,
+                                        af ? af->estimate : 0.0,
+                                        af ? af->bound : 0.0,
+                                        c.flops};
+}
+
 bool host_has_result_of(const workunit_rec& wu, id_type host) {
   return std::any_of(wu.results.begin(), wu.results.end(), [&](const result_rec& r) {
     return r.state != result_state::unsent && r.host == host;
@@ -144,7 +161,6 @@ granted_job
 project_logic::dispatch(const app_rec& app, result_ref ref, id_type host, const version_echo& echo,
                         time_us now, std::vector<event>& events, const dispatch_credit& credit) {
   const auto& wu = state.workunits.at(ref.wu);
-  granted_job job;
   auto deadline = now + seconds_to_us(wu.params->delay_bound);
   ev::result_dispatched d{ref,
                           host,
@@ -153,11 +169,21 @@ project_logic::dispatch(const app_rec& app, result_ref ref, id_type host, const 
                           credit.peak_flops,
                           credit.jobs_per_day,
                           wu.params->predicted_app_units};
+  auto job = describe_job(app, ref, echo, deadline, credit);
   job.dispatched = d;
   job.time = now;
+  emit(events, d, now);
+  return job;
+}
+
+granted_job
+project_logic::describe_job(const app_rec& app, result_ref ref, const version_echo& echo,
+                            time_us deadline, const dispatch_credit& credit) const {
+  const auto& wu = state.workunits.at(ref.wu);
+  granted_job job;
   job.runtime_estimate = credit.runtime;
   job.app = app.id;
-  emit(events, d, now);
+  job.dispatched.version = echo;
   auto rname = state.result_name(ref);
   auto& w = job.workunit;
   w.name = wu.name;

@@ -26,7 +26,13 @@ project_logic::output_of(std::string_view name, id_type host) const {
   auto r = state.result(*ref);
   auto wu = state.workunit(ref->wu);
   auto app = wu ? state.app(wu->app) : nullptr;
-  if (r == nullptr || app == nullptr || r->state != result_state::in_progress
+  // Also a result over as timed out or written off, while its workunit can still use a late
+  // report of it (late_reports): a client uploads before it reports.
+  bool late = r != nullptr && r->state == result_state::over
+              && (r->outcome == result_outcome::no_reply
+                  || r->outcome == result_outcome::client_detached)
+              && wu->state != wu_state::failed && !wu->files_deleted && !wu->sequence;
+  if (r == nullptr || app == nullptr || (r->state != result_state::in_progress && !late)
       || (host != 0 && r->host != host) || index >= declared_outputs(*wu, app))
     return std::nullopt;
   return output_ref{*ref, static_cast<std::uint32_t>(index), r->host, app->max_output_nbytes};

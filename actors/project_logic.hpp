@@ -130,6 +130,39 @@ public:
   dispatch_sequence(const job_request& req, const std::vector<id_type>& wus, time_us now,
                     std::vector<event>& events);
 
+  /// What recover_lost decided.
+  struct lost_recovery {
+    std::vector<granted_job> resent;     ///< Sent again, with new deadlines (result_resent).
+    std::vector<id_type> written_off;    ///< Workunits of the results given up, to transition.
+    std::vector<reply_message> messages; ///< One for each lost result, for the volunteer.
+  };
+
+  /// The results in progress on the requesting host that its client no longer has (`lost`:
+  /// host_logic::lost), treated as BOINC's scheduler treats them (lost_results.cpp). Each is
+  /// sent again (result_resent, deadline now + half the time it had, within [old deadline,
+  /// now + delay bound]) when its workunit still needs it (active, no canonical result), the
+  /// host still runs the version it was sent with, and the job's runtime estimate fits
+  /// before the new deadline; else it is written off (result_written_off, reason lost), so
+  /// that its workunit is replaced at once instead of at the deadline.
+  lost_recovery recover_lost(const job_request& req, const std::vector<std::string>& lost,
+                             time_us now, std::vector<event>& events);
+
+  /// What late_reports decided.
+  struct late_outcome {
+    std::vector<id_type> workunits;      ///< Of the reports counted late, to transition.
+    std::vector<reply_message> messages; ///< For late reports no longer needed.
+  };
+
+  /// Reports of results the host no longer holds (host_logic::report's `unheld`): one over
+  /// on this host as timed out or written off counts late (result_reported, `late`) while its
+  /// workunit can use it (not failed, files not deleted, no sequence element): an active
+  /// workunit counts it towards its quorum, a validated one checks it against the canonical
+  /// result and grants the canonical credit when it agrees (lost_results.cpp). Otherwise the
+  /// volunteer is told it arrived too late; reports of results never sent to the host are
+  /// only acknowledged.
+  late_outcome late_reports(id_type host, const std::vector<reported_result>& reports, time_us now,
+                            std::vector<event>& events);
+
   /// The results the client holds (`other_results`) that a sequence took back from it.
   std::vector<std::string> sequence_aborts(const job_request& req) const;
 
@@ -148,7 +181,7 @@ public:
   std::map<id_type, std::vector<std::string>> overdue(time_us now);
 
   /// The max_nbytes of output file `name` when it belongs to a result in progress on `host`
-  /// (0: on any host); nullopt otherwise.
+  /// (0: on any host) or may still be reported late (output_of); nullopt otherwise.
   std::optional<double> upload_limit(std::string_view name, id_type host) const;
 
   /// Output file `name` of a result in progress on `host` finished uploading with this size
@@ -220,11 +253,18 @@ private:
     double max_nbytes = 0;
   };
 
-  /// The output `name` is, when it belongs to a result in progress on `host` (0: any).
+  /// The output `name` is, when it belongs to a result in progress on `host` (0: any), or to
+  /// one of its results over as timed out or written off whose late report its workunit can
+  /// still use (late_reports).
   std::optional<output_ref> output_of(std::string_view name, id_type host) const;
 
   event make(payload p, time_us now) const;
   void emit(std::vector<event>& out, payload p, time_us now);
+
+  /// The reply's part of a job of `app` (workunit, result, files) sent with version `echo`
+  /// and `deadline`: for dispatch() and for a lost result sent again.
+  granted_job describe_job(const app_rec& app, result_ref ref, const version_echo& echo,
+                           time_us deadline, const dispatch_credit& credit) const;
 };
 
 } // namespace cobble

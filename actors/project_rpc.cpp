@@ -98,6 +98,31 @@ void write_off_detached(project_ptr self, const sched_request& req, id_type id, 
   move_into(events, std::move(off));
 }
 
+/// Results the host holds that its client no longer lists (host_logic::lost), when the
+/// project resends lost results and the client asks for work (BOINC's conditions): sent again
+/// in this reply, or written off (their workunits join `dirty`). After a resend the client
+/// gets no new work in this RPC (as BOINC): its queue is what it was before it lost them.
+void recover_lost(project_ptr self, const sched_request& req, const host_logic& host,
+                  job_request& jr, job_grant& grant, sched_reply& reply, std::vector<event>& events,
+                  std::set<id_type>& dirty) {
+  auto& st = self->state;
+  if (!st.config.resend_lost_results || !jr.send_work)
+    return;
+  auto lost = host.lost(req);
+  if (lost.empty())
+    return;
+  std::vector<event> decided;
+  auto r = st.logic.recover_lost(jr, lost, st.clk->now(), decided);
+  move_into(events, route(self, std::move(decided), decided_by{true, 0, false}));
+  dirty.insert(r.written_off.begin(), r.written_off.end());
+  move_into(reply.messages, std::move(r.messages));
+  if (r.resent.empty())
+    return;
+  spdlog::info("host {}: {} lost results sent again", jr.host, r.resent.size());
+  move_into(grant.jobs, std::move(r.resent));
+  jr.send_work = false;
+}
+
 /// limits.min_sendwork_interval: a work request sooner than that after the host's last
 /// served one gets no work, the remaining time as its request_delay and a message; its
 /// reports were accepted already.
@@ -281,20 +306,30 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
     if (auto r = result_of(e.data))
       dirty.insert(r->wu);
   move_into(events, std::move(reported));
-  move_into(events, run_transitions(self, dirty));
+  if (!reports.unheld.empty()) {
+    std::vector<event> decided;
+    auto late = st.logic.late_reports(who.host, reports.unheld, now, decided);
+    move_into(events, route(self, std::move(decided), decided_by{true, 0, false}));
+    dirty.insert(late.workunits.begin(), late.workunits.end());
+    move_into(reply->messages, std::move(late.messages));
+  }
   auto request = host.job_request_for(*req, info, std::move(reports.workunits), now);
-  throttle(self, who.host, request, *reply, now);
   // A client that could not check the files of a distributed version gets none of its work
   // (add_deliveries tells it why).
   request.code_sign = st.logic.key_standing_of(request.code_sign_key);
+  auto grant = std::make_shared<job_grant>();
+  recover_lost(self, *req, host, request, *grant, *reply, events, dirty);
+  move_into(events, run_transitions(self, dirty));
+  throttle(self, who.host, request, *reply, now);
   move_into(reply->messages, host.limit_messages(request));
   auto jr = std::make_shared<const job_request>(std::move(request));
-  if (!wants_project(*jr)) {
+  bool asks = wants_project(*jr);
+  if (!asks && grant->jobs.empty()) {
     answer_when_durable(self, std::move(events), token, std::move(reply));
     return;
   }
-  auto grant = std::make_shared<job_grant>();
-  auto p = plan(self, *jr, *grant);
+  // Lost results sent again finish like any grant (their versions, AutoFlops figures).
+  auto p = asks ? plan(self, *jr, *grant) : project_logic::sequence_plan{};
   if (p.queries.empty()) {
     move_into(events, finish_jobs(self, *jr, *grant, {}));
     add_grant(*reply, *grant);

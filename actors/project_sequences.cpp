@@ -168,18 +168,7 @@ project_logic::dispatch_sequence(const job_request& req, const std::vector<id_ty
     int quota = initial_jobs_per_day(app->max_jobs_per_day, choice->devices);
     if (sent[vid] >= (hint.jobs_left >= 0 ? hint.jobs_left : quota))
       continue;
-    bool use_et = hint.et.n >= state.credit.host_sample_threshold && hint.et.avg > 0;
-    auto af = autoflops_estimate(state, *app, wu->params, *choice, hint);
-    double runtime = af       ? af->estimate
-                     : use_et ? wu->params->rsc_fpops_est * hint.et.avg
-                              : wu->params->rsc_fpops_est / choice->flops;
-    dispatch_credit dc{choice->peak_flops,
-                       quota,
-                       runtime,
-                       use_et ? runtime * choice->flops / wu->params->rsc_fpops_est : 1.0,
-                       af ? af->estimate : 0.0,
-                       af ? af->bound : 0.0,
-                       choice->flops};
+    auto dc = plain_dispatch_credit(state, *app, wu->params, *choice, hint, quota);
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
   }

@@ -511,8 +511,14 @@ void apply(project_state& s, const event& e) {
         }
       },
       [&](const ev::result_reported& x) {
-        if (auto r = find_result(s, x.result);
-            r && r->state == result_state::in_progress && r->host == x.host) {
+        auto r = find_result(s, x.result);
+        if (r == nullptr || r->host != x.host)
+          return;
+        // A late report replaces the outcome the result was given when it was over.
+        bool late = x.late && r->state == result_state::over
+                    && (r->outcome == result_outcome::no_reply
+                        || r->outcome == result_outcome::client_detached);
+        if (r->state == result_state::in_progress || late) {
           r->state = result_state::over;
           r->outcome = x.report.success ? result_outcome::success : result_outcome::client_error;
           r->received = e.time;
@@ -520,6 +526,8 @@ void apply(project_state& s, const event& e) {
           r->probation = x.probation;
           r->scale = reported_scale{x.host_pfc, x.scale_time};
           ++s.counters.results_reported;
+          if (late)
+            ++s.counters.results_late;
         }
       },
       [&](const ev::output_received& x) {
@@ -737,6 +745,15 @@ void apply(project_state& s, const event& e) {
           r->state = result_state::over;
           r->outcome = result_outcome::client_detached;
           ++s.counters.results_written_off;
+        }
+      },
+      [&](const ev::result_resent& x) {
+        if (auto r = find_result(s, x.result);
+            r && r->state == result_state::in_progress && r->host == x.host) {
+          r->sent = e.time;
+          r->deadline = x.deadline;
+          s.deadlines.push({x.deadline, x.result});
+          ++s.counters.results_resent;
         }
       },
     },

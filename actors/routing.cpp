@@ -134,6 +134,9 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
                       [](const ev::result_written_off& x) {
                         return std::pair{ek::workunit, x.result.wu};
                       },
+                      [](const ev::result_resent& x) {
+                        return std::pair{ek::workunit, x.result.wu};
+                      },
                     },
                     p);
 }
@@ -164,6 +167,8 @@ std::optional<id_type> host_of(const payload& p) {
     return x->host;
   if (auto x = std::get_if<ev::result_written_off>(&p))
     return x->host;
+  if (auto x = std::get_if<ev::result_resent>(&p))
+    return x->host;
   if (auto x = std::get_if<ev::host_reattached>(&p))
     return x->host;
   if (auto x = std::get_if<ev::host_result_validated>(&p))
@@ -179,6 +184,8 @@ std::optional<result_ref> result_of(const payload& p) {
   if (auto x = std::get_if<ev::result_timed_out>(&p))
     return x->result;
   if (auto x = std::get_if<ev::result_written_off>(&p))
+    return x->result;
+  if (auto x = std::get_if<ev::result_resent>(&p))
     return x->result;
   if (auto x = std::get_if<ev::host_result_validated>(&p))
     return x->result;

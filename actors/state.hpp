@@ -321,6 +321,8 @@ struct project_counters {
   std::uint64_t workunits_failed = 0;
   std::uint64_t hosts_reattached = 0;    ///< host_reattached (snapshot 10).
   std::uint64_t results_written_off = 0; ///< result_written_off (snapshot 10).
+  std::uint64_t results_resent = 0;      ///< result_resent (snapshot 11).
+  std::uint64_t results_late = 0;        ///< Late reports accepted (snapshot 12).
   friend bool operator==(const project_counters&, const project_counters&) = default;
 };
 
@@ -328,7 +330,7 @@ template <class F>
 void inspect_fields(F& f, project_counters& x) {
   f(x.workunits_created, x.results_created, x.results_dispatched, x.results_reported,
     x.results_timed_out, x.workunits_validated, x.workunits_assimilated, x.workunits_failed,
-    x.hosts_reattached, x.results_written_off);
+    x.hosts_reattached, x.results_written_off, x.results_resent, x.results_late);
 }
 
 /// How long a project holds an admin batch's idempotency key (24 h), and how many keys it
@@ -612,10 +614,11 @@ void apply(world& w, const event& e);
 /// 5: AutoFlops; 6: predicted app units of held results, the spread of seconds_per_app_unit;
 /// 7: the outputs received of results and sequence elements; 8: the idempotency keys of admin
 /// batches; 9: app versions' files and deprecation, code-signing keys; 10: hosts' CPIDs and the
-/// counters of reattached hosts and written-off results).
+/// counters of reattached hosts and written-off results; 11: the counter of resent results;
+/// 12: the counter of late reports).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 10;
+inline constexpr std::uint8_t snapshot_version = 12;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -654,7 +654,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
              "file_grace_period", "sequence_high_water", "sequences_per_host",
              "sequence_check_interval", "sequence_slow_replica_lag", "passivate_hosts_after",
-             "max_live_hosts", "credit", "limits", "users", "apps", "plan_classes"});
+             "max_live_hosts", "resend_lost_results", "credit", "limits", "users", "apps",
+             "plan_classes"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -669,6 +670,7 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_integer(m, "sequence_slow_replica_lag", out.sequence_slow_replica_lag);
   read_duration(m, "passivate_hosts_after", out.passivate_hosts_after);
   read_integer(m, "max_live_hosts", out.max_live_hosts);
+  read_enum(m, "resend_lost_results", out.resend_lost_results, {{"true", true}, {"false", false}});
   if (m.has("credit"))
     parse_credit(p, m.get("credit"), m.child("credit"), out.credit);
   if (m.has("limits"))
@@ -1188,6 +1190,7 @@ std::string to_yaml(const cobble_config& cfg) {
     raw("sequence_slow_replica_lag", std::to_string(p.sequence_slow_replica_lag));
     raw("passivate_hosts_after", format_duration(p.passivate_hosts_after));
     raw("max_live_hosts", std::to_string(p.max_live_hosts));
+    raw("resend_lost_results", p.resend_lost_results ? "true" : "false");
     const auto& c = p.credit;
     out << YAML::Key << "credit" << YAML::Value << YAML::BeginMap;
     raw("normalization_interval", format_duration(c.normalization_interval));

@@ -223,6 +223,11 @@ struct project_config {
   /// Host states kept decoded at most: beyond it the least recently used are passivated on
   /// the next deadline sweep; 0: no cap.
   int max_live_hosts = 100000;
+  /// A job the server has in progress for a host that its client no longer lists
+  /// (`<other_results>`: after a project reset, or a reply that never arrived) is sent again
+  /// when its deadline allows, else given up and replaced at once (docs/real-clients.md);
+  /// false: it waits for its deadline.
+  bool resend_lost_results = true;
   credit_config credit;
   limits_config limits;
   std::vector<app_config> apps;

@@ -230,7 +230,9 @@ json to_json(const project_summary& s) {
                    {"workunits_assimilated", s.counters.workunits_assimilated},
                    {"workunits_failed", s.counters.workunits_failed},
                    {"hosts_reattached", s.counters.hosts_reattached},
-                   {"results_written_off", s.counters.results_written_off}};
+                   {"results_written_off", s.counters.results_written_off},
+                   {"results_resent", s.counters.results_resent},
+                   {"results_late", s.counters.results_late}};
   json apps = json::array();
   for (const auto& a : s.apps)
     apps.push_back({{"name", a.name}, {"versions", a.versions}, {"unsent", a.unsent}});

@@ -471,10 +471,10 @@ TEST_CASE("payloads written before the credit system still decode", "[credit][ev
   REQUIRE(back);
   CHECK(std::get<ev::result_reported>(back->data).host_pfc == avg_of(5, 5));
   CHECK(std::get<ev::result_reported>(back->data).scale_time == 77);
-  CHECK(payload_version(ev::result_reported::kind) == 3);
+  CHECK(payload_version(ev::result_reported::kind) == 4);
   CHECK(payload_version(ev::workunit_assimilated::kind) == 1);
   // A version newer than today's is refused.
   auto future = to_record(now);
-  future.payload[0] = 4;
+  future.payload[0] = static_cast<char>(payload_version(ev::result_reported::kind) + 1);
   CHECK_FALSE(from_record(future));
 }

@@ -133,7 +133,7 @@ std::vector<event> samples() {
     make(ev::result_dispatched{result_ref{9, 1}, 6, t0 + 3600 * us_per_second,
                                version_echo{7, "x86_64-pc-linux-gnu", 101, "mt"}, 4.5e9, 400}));
   out.push_back(make(ev::result_reported{result_ref{9, 1}, 6, sample_report(), average_var{12, 2.5},
-                                         false, t0 + 99}));
+                                         false, t0 + 99, 0.5, true}));
   out.push_back(make(ev::result_timed_out{result_ref{9, 2}, 6}));
   credit_rec granted{1e12, 2.5, 0.5, 0.75, 1.25, 1.5, credit_probation};
   out.push_back(make(
@@ -201,6 +201,7 @@ std::vector<event> samples() {
   out.push_back(make(ev::code_sign_key_added{"1024\nabcd\n0003\n.\n", "sig\n", "carol"}));
   out.push_back(make(ev::host_reattached{6, 5, 1}));
   out.push_back(make(ev::result_written_off{result_ref{9, 2}, 6, 1}));
+  out.push_back(make(ev::result_resent{result_ref{9, 1}, 6, 1'700'000'000'000'000}));
   return out;
 }
 
@@ -246,9 +247,10 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::code_sign_key_added::kind == 29);
   CHECK(ev::host_reattached::kind == 30);
   CHECK(ev::result_written_off::kind == 31);
+  CHECK(ev::result_resent::kind == 32);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
-  REQUIRE(all.size() == 31);
+  REQUIRE(all.size() == 32);
   const char* names[] = {"project_configured",       "user_created",
                          "host_registered",          "host_described",
                          "workunit_created",         "results_created",
@@ -264,7 +266,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
                          "output_received",          "app_added",
                          "app_version_added",        "app_version_deprecated",
                          "code_sign_key_added",      "host_reattached",
-                         "result_written_off"};
+                         "result_written_off",       "result_resent"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -273,7 +275,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))}
         == "unknown");
-  CHECK(std::string{kind_name(32)} == "unknown");
+  CHECK(std::string{kind_name(33)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -286,7 +288,7 @@ TEST_CASE("records carry the event header", "[events]") {
   CHECK(r.entity_kind == static_cast<std::uint8_t>(entity_kind::workunit));
   CHECK(r.entity_id == 9);
   CHECK(static_cast<std::uint8_t>(r.payload.at(0)) == payload_version(r.kind));
-  CHECK(payload_version(r.kind) == 3); // result_reported: the host's scale statistics; app units
+  CHECK(payload_version(r.kind) == 4); // result_reported: scale statistics; app units; late
   auto u = to_record(make(ev::user_created{5, "a", "b", "c"}));
   CHECK(u.entity_kind == static_cast<std::uint8_t>(entity_kind::user));
   CHECK(u.entity_id == 5);
@@ -374,6 +376,9 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(x.report == sample_report());
     CHECK(x.report.exit_status == -3);
     CHECK(x.report.flags == flag_bad_cpu);
+    CHECK(x.quota_factor == 0.5);
+    CHECK(x.late);
+    CHECK(describe(all[7]).find(" LATE") != std::string::npos);
   }
   SECTION("result_timed_out") {
     auto x = std::get<ev::result_timed_out>(round_trip(all[8]).data);
@@ -498,6 +503,14 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(owners_of(all[30].data).hosts == std::vector<id_type>{6});
     CHECK(touches(all[29], entity_kind::user, 5));
     CHECK(describe(all[29]).find("user=5 match=cpid") != std::string::npos);
+    CHECK(describe(all[30]).find("reason=detached") != std::string::npos);
+    auto s = std::get<ev::result_resent>(round_trip(all[31]).data);
+    CHECK(s.result == result_ref{9, 1});
+    CHECK(s.host == 6);
+    CHECK(s.deadline == 1'700'000'000'000'000);
+    CHECK(entity_of(all[31].data) == std::pair{entity_kind::workunit, id_type{9}});
+    CHECK(owners_of(all[31].data).hosts == std::vector<id_type>{6});
+    CHECK(describe(all[31]).find("host=6 deadline=1700000000") != std::string::npos);
     CHECK(describe(all[30]).find("result=2 host=6 reason=detached") != std::string::npos);
   }
 }
@@ -531,6 +544,21 @@ TEST_CASE("a sequence_deassigned of payload version 1 decodes without state file
   CHECK(x.restart_open_names.empty());
   // The same bytes read as version 2 are incomplete.
   r.payload[0] = 2;
+  CHECK_FALSE(from_record(r).has_value());
+}
+
+TEST_CASE("a result_reported of payload version 3 decodes as on time", "[events]") {
+  CHECK(payload_version(ev::result_reported::kind) == 4);
+  // Written as version 3 did (every log before late reports): no `late`.
+  auto r = record_as_version(samples()[7], 3);
+  auto e = from_record(r);
+  REQUIRE(e.has_value());
+  auto x = std::get<ev::result_reported>(e->data);
+  CHECK(x.report == sample_report());
+  CHECK(x.quota_factor == 0.5);
+  CHECK_FALSE(x.late);
+  // The same bytes read as version 4 are incomplete.
+  r.payload[0] = 4;
   CHECK_FALSE(from_record(r).has_value());
 }
 
@@ -622,15 +650,15 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   };
   // Host 6: registration, description, dispatch, report, timeout, the verdict on its result,
   // the sequence events that give it or take from it a chain or results, its statistics
-  // update from the verdict, its reattachment and a result written off.
+  // update from the verdict, its reattachment, a result written off and one sent again.
   CHECK(touching(entity_kind::host, 6)
-        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18, 21, 30, 31});
+        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18, 21, 30, 31, 32});
   // Host 8 appears only in a verdict.
   CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
   CHECK(touching(entity_kind::workunit, 9)
-        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25, 31});
+        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25, 31, 32});
   CHECK(touching(entity_kind::workunit, 6).empty());
   // User 5: its creation, its host's registration and reattachment.
   CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3, 30});

@@ -47,6 +47,7 @@ projects:
     deadline_check_interval: 0.5s
     passivate_hosts_after: 2h
     max_live_hosts: 5000
+    resend_lost_results: false
     limits:
       min_sendwork_interval: 1m
       max_ncpus: 16
@@ -164,6 +165,7 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
     CHECK(p.deadline_check_interval == q.deadline_check_interval);
     CHECK(p.passivate_hosts_after == q.passivate_hosts_after);
     CHECK(p.max_live_hosts == q.max_live_hosts);
+    CHECK(p.resend_lost_results == q.resend_lost_results);
     CHECK(p.plan_classes == q.plan_classes);
     REQUIRE(p.users.size() == q.users.size());
     for (std::size_t j = 0; j < p.users.size(); ++j) {
@@ -249,6 +251,8 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(p.max_live_hosts == 5000);
   CHECK(cfg.projects[1].passivate_hosts_after == 600); // the defaults
   CHECK(cfg.projects[1].max_live_hosts == 100000);
+  CHECK_FALSE(p.resend_lost_results);
+  CHECK(cfg.projects[1].resend_lost_results);
   CHECK(p.limits.min_sendwork_interval == 60.0);
   CHECK(p.limits.max_ncpus == 16);
   CHECK(p.limits.max_ngpus == 2);

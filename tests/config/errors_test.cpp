@@ -153,6 +153,9 @@ TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
                "must not be negative");
   expect_error("projects:\n  - name: p\n    passivate_hosts_after: -5s\n", 3,
                "projects[0].passivate_hosts_after", "must not be negative");
+  expect_error("projects:\n  - name: p\n    resend_lost_results: sometimes\n", 3,
+               "projects[0].resend_lost_results",
+               "unknown value 'sometimes' (allowed: true, false)");
   expect_error(with_app("        delay_bound: -1d\n") + version, 5,
                "projects[0].apps[0].delay_bound", "must be positive");
   expect_error(with_app("        delay_bound: 3651d\n") + version, 5,
