@@ -279,3 +279,78 @@ TEST_CASE("a stock client that detaches and attaches again keeps its host, and i
   }
   s.stop_and_verify_log();
 }
+
+TEST_CASE("a stock client whose project is reset gets its lost tasks again", "[e2e][apps][lost]") {
+  distributed_app d;
+  auto& s = d.s;
+  // Two tasks that run for ten minutes: still in progress when the volunteer resets.
+  auto names = s.cli({"work", "create", "--app", "testapp", "--count", "2", "--command-line",
+                      "--wall-seconds 600", "--fpops-est", "1e9", "--fpops-bound", "1e15"},
+                     "work create");
+  REQUIRE(names.size() == 2);
+  client_options o;
+  o.anonymous = false;
+  o.exit_when_idle = false;
+  boinc_client client{"resetter", d.root.path / "resetter", o};
+  client.prepare(s.master_url());
+  client.start(s.master_url(), s.account_key);
+  const auto status = "/api/projects/" + project;
+  run_until(s, client, test_budget(120s),
+            [&] { return client.hostid() != 0 && s.get(status)["results_in_progress"] == 2; });
+  auto host = client.hostid();
+
+  // Reset: the client deletes the project's tasks and files but keeps its host id; at its
+  // next request it lists no task, and the server sends both again with the app.
+  auto [reset, reset_out] = client.boinccmd({"--project", s.master_url(), "reset"});
+  INFO(reset_out);
+  REQUIRE(reset == 0);
+  run_until(s, client, test_budget(120s),
+            [&] { return s.get(status)["counters"]["results_resent"] == 2; });
+  INFO(client.log_tail(80));
+  CHECK(client.hostid() == host);
+  CHECK(s.get(status)["hosts"] == 1);
+  CHECK(s.get(status)["counters"]["results_written_off"] == 0);
+  // The client has both tasks again and runs them with the app it downloaded once more.
+  run_until(s, client, test_budget(120s), [&] {
+    auto [rc, tasks] = client.boinccmd({"--get_tasks"});
+    return rc == 0
+           && std::all_of(names.begin(), names.end(),
+                          [&](const std::string& n) { return tasks.find(n) != std::string::npos; })
+           && tasks.find("active_task_state: EXECUTING") != std::string::npos;
+  });
+  for (const auto& name : names) // the reply said so (its results are "<workunit>_0")
+    CHECK(log_has(client, "Resent lost task " + name + "_0."));
+  s.stop_and_verify_log();
+}
+
+TEST_CASE("a stock client's task that finishes after its deadline still counts",
+          "[e2e][apps][late]") {
+  distributed_app d;
+  auto& s = d.s;
+  // A 30 s deadline and a task that runs 45 s: the server times it out (and replaces it)
+  // while the client still runs it; the client then uploads and reports it late.
+  auto names = s.cli({"work", "create", "--app", "testapp", "--count", "1", "--command-line",
+                      "--wall-seconds 45", "--fpops-est", "1e9", "--fpops-bound", "1e15",
+                      "--delay-bound", "30"},
+                     "work create");
+  REQUIRE(names.size() == 1);
+  const auto status = "/api/projects/" + project;
+  d.client.start(s.master_url(), s.account_key);
+  run_until(s, d.client, test_budget(180s),
+            [&] { return s.get(status)["counters"]["results_late"] == 1; });
+  INFO(d.client.log_tail(80));
+  auto counters = s.get(status)["counters"];
+  CHECK(counters["results_timed_out"] == 1);
+  CHECK(counters["results_late"] == 1);
+  CHECK_FALSE(log_has(d.client, "permanent upload error"));
+  // Quorum 1: the late result is the canonical one and is granted credit; the replacement
+  // made at the timeout is no longer needed.
+  auto wu = s.get(status + "/workunits/" + names[0]);
+  INFO(wu.dump(2));
+  REQUIRE(wu["results"].size() == 2);
+  CHECK(wu["results"][0]["outcome"] == "success");
+  CHECK(wu["results"][0]["validation"] == "valid");
+  CHECK(wu["results"][0]["credit"]["granted"].get<double>() > 0);
+  CHECK(wu["results"][1]["outcome"] == "didnt_need");
+  s.stop_and_verify_log();
+}
