@@ -228,8 +228,15 @@ project_logic::describe_job(const app_rec& app, result_ref ref, const version_ec
 }
 
 std::vector<granted_job>
-project_logic::select_jobs(const job_request& req, time_us now, std::vector<event>& events) {
+project_logic::select_jobs(const job_request& req, time_us now, std::vector<event>& events,
+                           std::vector<reply_message>* why) {
   std::vector<granted_job> jobs;
+  auto say = [&](std::string text) {
+    if (why != nullptr && std::none_of(why->begin(), why->end(), [&](const reply_message& m) {
+          return m.text == text;
+        }))
+      why->push_back({std::move(text), false});
+  };
   constexpr std::size_t scan_limit = 256; // candidates looked at per app and resource
   std::map<std::uint32_t, int> per_app;
   // The requesting host's user, for one result of a workunit per user (0: not known).
@@ -321,6 +328,10 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
           break;
         queue.pop_front();
       }
+      if (!queue.empty() && jobs_left <= 0 && sent_now == 0)
+        say("This computer has reached its daily quota of " + app.name
+            + " tasks; it gets more tomorrow, and more each day as its tasks succeed.");
+      int too_slow = 0;
       std::size_t scanned = 0;
       for (std::size_t qi = 0; qi < queue.size() && scanned < scan_limit; ++qi, ++scanned) {
         if (!(secs > 0 || inst > 0) || per_app[app.id] >= app.max_jobs_per_rpc)
@@ -343,8 +354,10 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
         bool check = plan(wu, dc);
         double runtime = dc.runtime;
         // Completion check: a job the host cannot finish before its deadline is not sent.
-        if (check && std::max(want.estimated_delay, 0.0) + runtime > wu.params->delay_bound)
+        if (check && std::max(want.estimated_delay, 0.0) + runtime > wu.params->delay_bound) {
+          ++too_slow;
           continue;
+        }
         auto job = dispatch(app, ref, req.host, choice->echo, now, events, dc);
         jobs.push_back(std::move(job));
         ++per_app[app.id];
@@ -353,6 +366,10 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
         secs -= runtime;
         inst -= choice->instances;
       }
+      if (too_slow > 0 && sent_now == 0)
+        say("Tasks of " + app.name
+            + " would not finish before their deadlines on this computer (with the work it "
+              "has queued): none sent.");
     }
   }
   return jobs;

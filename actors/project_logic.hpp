@@ -81,9 +81,12 @@ public:
   std::optional<std::string>
   host_registration_refusal(id_type user, time_us now, int per_day) const;
 
-  /// Picks jobs for a host's request, per resource type, and dispatches them.
-  std::vector<granted_job>
-  select_jobs(const job_request& req, time_us now, std::vector<event>& events);
+  /// Picks jobs for a host's request, per resource type, and dispatches them. `why`, when
+  /// given, gets a message for each app whose work the host was refused: its daily quota is
+  /// used up, or its jobs would not finish before their deadlines.
+  std::vector<granted_job> select_jobs(const job_request& req, time_us now,
+                                       std::vector<event>& events,
+                                       std::vector<reply_message>* why = nullptr);
 
   /// Why the host got no jobs of a resource it asked for, where the reason is the project's
   /// versions: none for its platforms, or plan classes it does not meet (each reason once).

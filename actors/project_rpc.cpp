@@ -209,7 +209,7 @@ std::vector<event> finish_jobs(project_ptr self, const job_request& req, job_gra
       if (left > 0 || hint.jobs_left >= 0)
         hint.jobs_left = std::max(0, left - n);
     }
-    for (auto& j : st.logic.select_jobs(rest, now, dispatched))
+    for (auto& j : st.logic.select_jobs(rest, now, dispatched, &grant.messages))
       grant.jobs.push_back(std::move(j));
     move_into(grant.messages, st.logic.no_version_messages(req, grant.jobs));
   }

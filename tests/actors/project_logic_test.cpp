@@ -682,6 +682,45 @@ TEST_CASE("select_jobs sends no GPU work for an app with only CPU versions", "[p
   CHECK(f.select(a).empty());
 }
 
+TEST_CASE("select_jobs says why a host got no work: its daily quota, or too slow",
+          "[project_logic]") {
+  logic_fixture f;
+  auto host = f.new_host();
+  SECTION("the daily quota of the (host, version) is used up") {
+    f.create({spec("a"), spec("b")});
+    auto r = f.anon_request(host, 1e9, 8);
+    r.hints[anonymous_version_id(1, 0)].jobs_left = 0;
+    std::vector<event> events;
+    std::vector<reply_message> why;
+    CHECK(f.logic.select_jobs(r, f.now, events, &why).empty());
+    REQUIRE(why.size() == 1);
+    CHECK(why[0].text
+          == "This computer has reached its daily quota of testapp tasks; it gets "
+             "more tomorrow, and more each day as its tasks succeed.");
+  }
+  SECTION("its jobs would miss their deadlines, with the work it has queued") {
+    auto w = spec("long");
+    w.delay_bound = 3600;
+    f.create({w});
+    auto r = f.anon_request(host, 1e9, 8);
+    r.requests[0].estimated_delay = 7200; // two hours of work queued already
+    r.hints[anonymous_version_id(1, 0)].et = average_var{20, 1.0 / host_fpops};
+    std::vector<event> events;
+    std::vector<reply_message> why;
+    CHECK(f.logic.select_jobs(r, f.now, events, &why).empty());
+    REQUIRE(why.size() == 1);
+    CHECK(why[0].text
+          == "Tasks of testapp would not finish before their deadlines on this "
+             "computer (with the work it has queued): none sent.");
+  }
+  SECTION("no work at all: nothing to say") {
+    std::vector<event> events;
+    std::vector<reply_message> why;
+    CHECK(f.logic.select_jobs(f.anon_request(host, 1e9, 8), f.now, events, &why).empty());
+    CHECK(why.empty());
+  }
+}
+
 // -- transition ---------------------------------------------------------------
 
 TEST_CASE("transition: two agreeing successes validate and assimilate", "[project_logic]") {
