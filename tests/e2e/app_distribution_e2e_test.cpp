@@ -2,10 +2,12 @@
 // attaches to a real cobbled and gets the app from the server: the operator makes a
 // code-signing key with `cobble key generate`, gives the server its public half
 // (`cobble key add`) and adds tools/testapp as version 101 (`cobble app add-version --key`,
-// signed here); the client downloads the version's file, checks its signature with the key
-// the reply carried, runs it and reports. A second client meets a file changed on the
-// server after signing and refuses it ("Signature verification failed"), as a volunteer's
-// client must. docs/apps.md and docs/cli.md describe the operator's side.
+// signed here); two clients download the version's file, check its signature with the key
+// the reply carried, run it and report, and their results agree. Another client meets a file
+// changed on the server after signing and refuses it ("Signature verification failed"), as a
+// volunteer's client must. Then what happens to a volunteer's machine: detach and attach
+// again, a project reset, a task finished after its deadline. docs/apps.md and docs/cli.md
+// describe the operator's side, docs/real-clients.md the volunteer's.
 //
 // The environment variables of boinc_e2e_support.hpp apply; COBBLE_E2E_BUDGET defaults to 120
 // per client run.
@@ -71,11 +73,13 @@ struct distributed_app {
     return o;
   }
 
-  /// `work create` of `count` jobs of `iterations` rounds; their names.
-  std::vector<std::string> create_work(int count, int iterations) const {
+  /// `work create` of `count` jobs of `iterations` rounds, each run by `quorum` hosts that
+  /// must agree; their names.
+  std::vector<std::string> create_work(int count, int iterations, int quorum = 1) const {
     return s.cli({"work", "create", "--app", "testapp", "--count", std::to_string(count),
                   "--command-line", "--iterations " + std::to_string(iterations), "--fpops-est",
-                  "1e9", "--fpops-bound", "1e12"},
+                  "1e9", "--fpops-bound", "1e12", "--min-quorum", std::to_string(quorum),
+                  "--target-nresults", std::to_string(quorum)},
                  "work create");
   }
 };
@@ -106,45 +110,86 @@ bool log_has(boinc_client& c, const std::string& text) {
                      [&](const std::string& line) { return line.find(text) != std::string::npos; });
 }
 
+/// A volunteer's machine: one client (no allow_multiple_clients, as on a volunteer's computer)
+/// holding two tasks that run for ten minutes, both in progress on the server when the
+/// constructor returns.
+struct busy_volunteer {
+  distributed_app d;
+  std::vector<std::string> names;
+  boinc_client client;
+  std::uint64_t host = 0;
+
+  explicit busy_volunteer(const std::string& who)
+    : names{d.s.cli({"work", "create", "--app", "testapp", "--count", "2", "--command-line",
+                     "--wall-seconds 600", "--fpops-est", "1e9", "--fpops-bound", "1e15"},
+                    "work create")},
+      client{who, d.root.path / who, options()} {
+    REQUIRE(names.size() == 2);
+    client.prepare(d.s.master_url());
+    client.start(d.s.master_url(), d.s.account_key);
+    const auto status = "/api/projects/" + project;
+    run_until(d.s, client, test_budget(120s),
+              [&] { return client.hostid() != 0 && d.s.get(status)["results_in_progress"] == 2; });
+    host = client.hostid();
+  }
+
+  static client_options options() {
+    client_options o;
+    o.anonymous = false;
+    o.allow_multiple_clients = false;
+    o.exit_when_idle = false;
+    return o;
+  }
+};
+
 } // namespace
 
-TEST_CASE("a stock BOINC client gets the signed app from the server and runs it", "[e2e][apps]") {
+TEST_CASE("two stock BOINC clients get the signed app from the server and agree on its results",
+          "[e2e][apps]") {
   distributed_app d;
   auto& s = d.s;
-  auto& client = d.client;
   const auto& md5 = d.md5;
-  auto names = d.create_work(3, 200000);
+  // A quorum of two: each job runs on both machines (one after the other here), and their
+  // outputs must agree.
+  auto names = d.create_work(3, 200000, 2);
   REQUIRE(names.size() == 3);
-  client.start(s.master_url(), s.account_key);
-  run_until(s, client, test_budget(120s), [] { return false; });
-
-  INFO(client.log_tail(80));
-  CHECK(client.exit_code == 0);
-  CHECK_FALSE(log_has(client, "Signature verification failed"));
-  CHECK_FALSE(log_has(client, "missing signature"));
-  // The key it echoes in every request is the project's (not cut, not "never had").
-  CHECK_FALSE(log_has(client, "attach again"));
-  // The client downloaded the version's file (as the server staged it) and holds the key.
-  auto pdir = client.dir / "projects" / project_dir_name(s.master_url());
-  auto downloaded = pdir / ("app_" + md5);
-  REQUIRE(fs::exists(downloaded));
-  CHECK(md5_hex(read_file(downloaded)) == md5);
-  CHECK_FALSE(fs::exists(pdir / "app_info.xml"));
-  auto state = client.state_xml();
-  CHECK(state.find("<code_sign_key>") != std::string::npos);
-  CHECK(state.find("<version_num>101</version_num>") != std::string::npos);
-  // Every job ran on version 101 and was validated.
+  boinc_client second{"second", d.root.path / "second", distributed_app::stock_client()};
+  second.prepare(s.master_url());
+  for (auto* client : {&d.client, &second}) {
+    INFO(client->name);
+    client->start(s.master_url(), s.account_key);
+    run_until(s, *client, test_budget(120s), [] { return false; });
+    INFO(client->log_tail(80));
+    CHECK(client->exit_code == 0);
+    CHECK_FALSE(log_has(*client, "Signature verification failed"));
+    CHECK_FALSE(log_has(*client, "missing signature"));
+    // The key it echoes in every request is the project's (not cut, not "never had").
+    CHECK_FALSE(log_has(*client, "attach again"));
+    // It downloaded the version's file (as the server staged it) and holds the key.
+    auto pdir = client->dir / "projects" / project_dir_name(s.master_url());
+    auto downloaded = pdir / ("app_" + md5);
+    REQUIRE(fs::exists(downloaded));
+    CHECK(md5_hex(read_file(downloaded)) == md5);
+    CHECK_FALSE(fs::exists(pdir / "app_info.xml"));
+    auto state = client->state_xml();
+    CHECK(state.find("<code_sign_key>") != std::string::npos);
+    CHECK(state.find("<version_num>101</version_num>") != std::string::npos);
+  }
+  CHECK(d.client.hostid() != second.hostid());
+  // Every job ran on version 101 on both hosts, and the two agreed.
   const auto workunits = "/api/projects/" + project + "/workunits/";
   for (const auto& name : names) {
     auto wu = s.get(workunits + name);
     INFO(wu.dump(2));
     CHECK(wu["state"] == "assimilated");
-    REQUIRE(wu["results"].size() == 1);
-    const auto& r = wu["results"][0];
-    CHECK(r["outcome"] == "success");
-    CHECK(r["validation"] == "valid");
-    CHECK(r["app_version"]["version_num"] == 101);
-    CHECK(r["app_version"]["platform"] == platform);
+    REQUIRE(wu["results"].size() == 2);
+    CHECK(wu["results"][0]["host"] != wu["results"][1]["host"]);
+    for (const auto& r : wu["results"]) {
+      CHECK(r["outcome"] == "success");
+      CHECK(r["validation"] == "valid");
+      CHECK(r["app_version"]["version_num"] == 101);
+      CHECK(r["app_version"]["platform"] == platform);
+    }
   }
   s.stop_and_verify_log();
 }
@@ -231,25 +276,12 @@ TEST_CASE("a stock BOINC client refuses an app file changed after signing", "[e2
 TEST_CASE("a stock client that detaches and attaches again keeps its host, and its lost tasks "
           "go to other computers",
           "[e2e][apps][identity]") {
-  distributed_app d;
-  auto& s = d.s;
-  // Two tasks that run for ten minutes: still in progress when the volunteer detaches.
-  auto names = s.cli({"work", "create", "--app", "testapp", "--count", "2", "--command-line",
-                      "--wall-seconds 600", "--fpops-est", "1e9", "--fpops-bound", "1e15"},
-                     "work create");
-  REQUIRE(names.size() == 2);
-  // One client on its machine (no allow_multiple_clients), as a volunteer's.
-  client_options o;
-  o.anonymous = false;
-  o.allow_multiple_clients = false;
-  o.exit_when_idle = false;
-  boinc_client client{"detacher", d.root.path / "detacher", o};
-  client.prepare(s.master_url());
-  client.start(s.master_url(), s.account_key);
+  busy_volunteer v{"detacher"};
+  auto& s = v.d.s;
+  auto& client = v.client;
+  const auto& names = v.names;
   const auto status = "/api/projects/" + project;
-  run_until(s, client, test_budget(120s),
-            [&] { return client.hostid() != 0 && s.get(status)["results_in_progress"] == 2; });
-  auto host = client.hostid();
+  auto host = v.host;
 
   // Detach (the client deletes the project and its tasks), then attach again.
   auto [detached, detach_out] = client.boinccmd({"--project", s.master_url(), "detach"});
@@ -281,23 +313,12 @@ TEST_CASE("a stock client that detaches and attaches again keeps its host, and i
 }
 
 TEST_CASE("a stock client whose project is reset gets its lost tasks again", "[e2e][apps][lost]") {
-  distributed_app d;
-  auto& s = d.s;
-  // Two tasks that run for ten minutes: still in progress when the volunteer resets.
-  auto names = s.cli({"work", "create", "--app", "testapp", "--count", "2", "--command-line",
-                      "--wall-seconds 600", "--fpops-est", "1e9", "--fpops-bound", "1e15"},
-                     "work create");
-  REQUIRE(names.size() == 2);
-  client_options o;
-  o.anonymous = false;
-  o.exit_when_idle = false;
-  boinc_client client{"resetter", d.root.path / "resetter", o};
-  client.prepare(s.master_url());
-  client.start(s.master_url(), s.account_key);
+  busy_volunteer v{"resetter"};
+  auto& s = v.d.s;
+  auto& client = v.client;
+  const auto& names = v.names;
   const auto status = "/api/projects/" + project;
-  run_until(s, client, test_budget(120s),
-            [&] { return client.hostid() != 0 && s.get(status)["results_in_progress"] == 2; });
-  auto host = client.hostid();
+  auto host = v.host;
 
   // Reset: the client deletes the project's tasks and files but keeps its host id; at its
   // next request it lists no task, and the server sends both again with the app.
