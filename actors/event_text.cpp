@@ -147,10 +147,12 @@ std::string describe(const event& e) {
                            x.signature.empty() ? "first key" : "signed by the previous key", x.by);
       },
       [](const ev::host_reattached& x) {
+        using match = ev::host_match;
+        auto how = static_cast<match>(x.match);
         return fmt::format("user={} match={}", x.user,
-                           x.match == static_cast<std::uint8_t>(ev::host_match::cpid)
-                             ? "cpid"
-                             : std::to_string(x.match));
+                           how == match::cpid     ? "cpid"
+                           : how == match::traits ? "traits"
+                                                  : std::to_string(x.match));
       },
       [](const ev::result_written_off& x) {
         using reason = ev::write_off_reason;

@@ -538,6 +538,9 @@ void inspect_fields(F& f, code_sign_key_added& x) {
 /// How a host that came without its host id was recognised (host_reattached::match).
 enum class host_match : std::uint8_t {
   cpid = 1, ///< The client's cross-project id (CPID), among the user's hosts.
+  /// A client without a known CPID, by its host name, OS, CPU model and memory (traits_key),
+  /// unless it runs beside other clients (allow_multiple_clients).
+  traits = 2,
 };
 
 /// A client that came without a host id (attached again after a detach, or reinstalled with

@@ -64,9 +64,8 @@ event project_logic::register_host(id_type user, const host_info_rec& info, time
   return e;
 }
 
-event project_logic::reattach_host(id_type host, id_type user, time_us now) {
-  auto e = make(ev::host_reattached{host, user, static_cast<std::uint8_t>(ev::host_match::cpid)},
-                now);
+event project_logic::reattach_host(id_type host, id_type user, ev::host_match how, time_us now) {
+  auto e = make(ev::host_reattached{host, user, static_cast<std::uint8_t>(how)}, now);
   apply(state, e);
   return e;
 }

@@ -69,8 +69,8 @@ public:
   event register_host(id_type user, const host_info_rec& info, time_us now);
 
   /// Gives a client that came without its host id the host `host` of `user` it was
-  /// recognised as (project_state::host_with_cpid).
-  event reattach_host(id_type host, id_type user, time_us now);
+  /// recognised as, `how` (project_state::host_with_cpid, host_with_traits).
+  event reattach_host(id_type host, id_type user, ev::host_match how, time_us now);
 
   /// Hosts `user` registered at `since` or later (host ids grow with time: counted from the
   /// newest host back, so the cost is the registrations since then, not all hosts).
@@ -84,9 +84,9 @@ public:
   /// Picks jobs for a host's request, per resource type, and dispatches them. `why`, when
   /// given, gets a message for each app whose work the host was refused: its daily quota is
   /// used up, or its jobs would not finish before their deadlines.
-  std::vector<granted_job> select_jobs(const job_request& req, time_us now,
-                                       std::vector<event>& events,
-                                       std::vector<reply_message>* why = nullptr);
+  std::vector<granted_job>
+  select_jobs(const job_request& req, time_us now, std::vector<event>& events,
+              std::vector<reply_message>* why = nullptr);
 
   /// Why the host got no jobs of a resource it asked for, where the reason is the project's
   /// versions: none for its platforms, or plan classes it does not meet (each reason once).

@@ -27,9 +27,37 @@ struct admitted {
   id_type user = 0;
   id_type host = 0;
   bool new_host = false;
-  /// A host of the user found by its CPID (host_reattached): the client came without its id.
+  /// A host of the user found by its CPID or traits (host_reattached): the client came
+  /// without its id.
   bool reattached = false;
+  ev::host_match match = ev::host_match::cpid;
 };
+
+/// How recently a host of the same traits but another CPID must have been heard from to be
+/// taken for another machine (cloned from one image, running beside it on one account) rather
+/// than this client before it lost its CPID.
+constexpr double traits_quiet_seconds = 86400;
+
+/// The user's host that a client without a known CPID is, by BOINC's second rule: the newest
+/// with the same host name, OS, CPU model and memory (project_state::host_with_traits), not
+/// for a client that runs beside others on one machine (allow_multiple_clients). Cobble's
+/// deviation: a candidate that reported another CPID within a day is another machine.
+id_type host_by_traits(project_ptr self, id_type user, const sched_request& req, time_us now) {
+  auto& st = self->state;
+  const auto& ps = st.logic.state;
+  if (req.allow_multiple_clients)
+    return 0;
+  auto found = ps.host_with_traits(user, host_info_from(req));
+  if (found == 0)
+    return 0;
+  auto cpid = ps.hosts.at(found).cpid;
+  if (cpid != 0 && cpid != cpid_key(req.host.host_cpid)) {
+    auto other = st.hosts.copy_of(found);
+    if (other && other->last_rpc > now - seconds_to_us(traits_quiet_seconds))
+      return 0;
+  }
+  return found;
+}
 
 /// Authenticates a request and finds or registers its host. Returns the refusal to send back,
 /// or null with `out` set (and the registration, if any, in `events`).
@@ -49,10 +77,19 @@ std::shared_ptr<const sched_reply> admit(project_ptr self, const sched_request& 
   if (req.hostid == 0 || h == ps.hosts.end() || h->second.user != u->second) {
     // A client without its host id (attached again, or its state file lost) that the user
     // has seen before keeps its host: by the CPID the client keeps across detach and attach.
-    if (auto found = ps.host_with_cpid(u->second, req.host.host_cpid); found != 0) {
+    // A client that lost its CPID (a new data directory on a machine without a MAC address):
+    // by the machine's traits.
+    auto how = ev::host_match::cpid;
+    auto found = ps.host_with_cpid(u->second, req.host.host_cpid);
+    if (found == 0) {
+      how = ev::host_match::traits;
+      found = host_by_traits(self, u->second, req, now);
+    }
+    if (found != 0) {
       out.host = found;
       out.reattached = true;
-      move_into(events, route(self, {st.logic.reattach_host(found, u->second, now)},
+      out.match = how;
+      move_into(events, route(self, {st.logic.reattach_host(found, u->second, how, now)},
                               decided_by{true, 0, false}));
       return nullptr;
     }
@@ -73,14 +110,20 @@ std::shared_ptr<const sched_reply> admit(project_ptr self, const sched_request& 
 }
 
 /// A reattached client that lists no job it holds (`<other_results>` empty) and did not set
-/// allow_multiple_clients lost what the host had in progress (a detach deletes the project's
-/// jobs): those results are written off, so that their workunits are replaced now rather than
-/// at their deadlines, as BOINC's scheduler does. The host keeps its results over, so it never
-/// gets a replacement of its own job. Adds the events and the workunits to transition.
-void write_off_detached(project_ptr self, const sched_request& req, id_type id, host_logic& host,
-                        sched_reply& reply, std::vector<event>& events, std::set<id_type>& dirty) {
-  if (req.allow_multiple_clients || !req.other_results.empty())
+/// allow_multiple_clients, or one found by its traits, lost what the host had in progress (a
+/// detach deletes the project's jobs): those results are written off, so that their workunits are
+/// replaced now rather than at their deadlines, as BOINC's scheduler does. The host keeps its
+/// results over, so it never gets a replacement of its own job. Adds the events and the workunits
+/// to transition.
+void write_off_detached(project_ptr self, const sched_request& req, const admitted& who,
+                        host_logic& host, sched_reply& reply, std::vector<event>& events,
+                        std::set<id_type>& dirty) {
+  // Found by its traits, the client is a new installation: it holds none of the host's jobs
+  // whatever it lists (BOINC marks them over on that path always).
+  if (who.match == ev::host_match::cpid
+      && (req.allow_multiple_clients || !req.other_results.empty()))
     return;
+  auto id = who.host;
   auto& st = self->state;
   auto off = route(self, host.write_off(ev::write_off_reason::detached, st.clk->now()),
                    decided_by{false, id, false});
@@ -297,7 +340,7 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
       move_into(events, route(self, {std::move(*described)}, decided_by{false, who.host, false}));
   std::set<id_type> dirty;
   if (who.reattached)
-    write_off_detached(self, *req, who.host, host, *reply, events, dirty);
+    write_off_detached(self, *req, who, host, *reply, events, dirty);
   auto reports = host.report(*req, now);
   reply->result_acks = std::move(reports.acks);
   move_into(reply->messages, std::move(reports.messages));

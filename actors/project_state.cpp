@@ -20,6 +20,25 @@ std::uint64_t cpid_key(std::string_view cpid) {
   return h == 0 ? 1 : h;
 }
 
+std::uint64_t traits_key(const host_info_rec& info) {
+  if (info.domain_name.empty() || info.os_name.empty() || info.p_model.empty())
+    return 0;
+  std::uint64_t h = 14695981039346656037ULL; // FNV-1a, 64 bits, over the fields and separators
+  auto add = [&](std::string_view text) {
+    for (unsigned char c : text) {
+      h ^= c;
+      h *= 1099511628211ULL;
+    }
+    h ^= 0xff; // no field ends inside another
+    h *= 1099511628211ULL;
+  };
+  add(info.domain_name);
+  add(info.os_name);
+  add(info.p_model);
+  add(std::to_string(std::llround(info.m_nbytes)));
+  return h == 0 ? 1 : h;
+}
+
 namespace {
 
 /// The key of host_by_cpid: a user's hosts apart from every other user's.
@@ -360,6 +379,17 @@ id_type project_state::host_with_cpid(id_type user, std::string_view cpid) const
   return h != hosts.end() && h->second.user == user && h->second.cpid == key ? i->second : 0;
 }
 
+id_type project_state::host_with_traits(id_type user, const host_info_rec& info) const {
+  auto key = traits_key(info);
+  if (key == 0)
+    return 0;
+  auto i = host_by_traits.find(user_cpid_key(user, key));
+  if (i == host_by_traits.end())
+    return 0;
+  auto h = hosts.find(i->second);
+  return h != hosts.end() && h->second.user == user && h->second.traits == key ? i->second : 0;
+}
+
 const seq_entry* project_state::sequence(std::string_view key) const {
   if (auto i = seq_by_name.find(std::string{key}); i != seq_by_name.end())
     return &sequences.at(i->second);
@@ -393,9 +423,13 @@ void rebuild_indices(project_state& s) {
   for (const auto& [id, u] : s.users)
     s.user_by_auth.emplace(u.authenticator, id);
   s.host_by_cpid.clear();
-  for (const auto& [id, h] : s.hosts) // in id order: the newest host of a CPID stays
+  s.host_by_traits.clear();
+  for (const auto& [id, h] : s.hosts) { // in id order: the newest host of a key stays
     if (h.cpid != 0)
       s.host_by_cpid[user_cpid_key(h.user, h.cpid)] = id;
+    if (h.traits != 0)
+      s.host_by_traits[user_cpid_key(h.user, h.traits)] = id;
+  }
   s.wu_by_name.clear();
   s.seq_by_name.clear();
   for (const auto& [id, seq] : s.sequences)
@@ -443,19 +477,32 @@ void apply(project_state& s, const event& e) {
       },
       [&](const ev::host_registered& x) {
         auto cpid = cpid_key(x.info.host_cpid);
-        s.hosts[x.id] = host_reg{x.id, x.user, e.time, {}, cpid};
+        auto traits = traits_key(x.info);
+        s.hosts[x.id] = host_reg{x.id, x.user, e.time, {}, cpid, traits};
         s.next_host = std::max(s.next_host, x.id + 1);
         if (cpid != 0)
           s.host_by_cpid[user_cpid_key(x.user, cpid)] = x.id;
+        if (traits != 0)
+          s.host_by_traits[user_cpid_key(x.user, traits)] = x.id;
       },
       [&](const ev::host_described& x) {
         auto h = s.hosts.find(x.id);
-        auto cpid = cpid_key(x.info.host_cpid);
-        if (h == s.hosts.end() || cpid == 0 || cpid == h->second.cpid)
+        if (h == s.hosts.end())
           return;
-        h->second.cpid = cpid;
-        auto& newest = s.host_by_cpid[user_cpid_key(h->second.user, cpid)];
-        newest = std::max(newest, x.id);
+        auto cpid = cpid_key(x.info.host_cpid);
+        if (cpid != 0 && cpid != h->second.cpid) {
+          h->second.cpid = cpid;
+          auto& newest = s.host_by_cpid[user_cpid_key(h->second.user, cpid)];
+          newest = std::max(newest, x.id);
+        }
+        auto traits = traits_key(x.info);
+        if (traits != h->second.traits) {
+          h->second.traits = traits;
+          if (traits != 0) {
+            auto& newest = s.host_by_traits[user_cpid_key(h->second.user, traits)];
+            newest = std::max(newest, x.id);
+          }
+        }
       },
       [&](const ev::workunit_created& x) {
         auto& wu = s.workunits[x.id];

@@ -296,18 +296,26 @@ struct host_reg {
   credit_totals credit{}; ///< Total and recent average credit.
   /// cpid_key() of the CPID the host last reported (0: none); snapshot 10.
   std::uint64_t cpid = 0;
+  /// traits_key() of the host's last description (0: too little to match on); snapshot 13.
+  std::uint64_t traits = 0;
   friend bool operator==(const host_reg&, const host_reg&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, host_reg& x) {
-  f(x.id, x.user, x.created, x.credit, x.cpid);
+  f(x.id, x.user, x.created, x.credit, x.cpid, x.traits);
 }
 
 /// A stable 64-bit key of a client's cross-project id (FNV-1a of its text; 0 for none), so
 /// that hosts are found by CPID without keeping the 32-digit text per host. Collisions only
 /// matter between one user's hosts.
 std::uint64_t cpid_key(std::string_view cpid);
+
+/// A stable 64-bit key of what BOINC's scheduler compares to find a client that lost its CPID
+/// among its user's hosts: host name, OS, CPU model and memory (BOINC also compares the
+/// client's IP address, which Cobble does not keep). 0 when the host name, OS or CPU model
+/// is empty: too little to tell machines apart.
+std::uint64_t traits_key(const host_info_rec& info);
 
 /// Counters of a project, derived from its events.
 struct project_counters {
@@ -405,6 +413,8 @@ struct project_state {
   /// The newest host per (user, CPID), keyed by user_cpid_key(); entries may be stale (a host
   /// that reported another CPID since: checked on use).
   std::unordered_map<std::uint64_t, id_type> host_by_cpid;
+  /// The newest host per (user, traits_key()); entries may be stale, as host_by_cpid's.
+  std::unordered_map<std::uint64_t, id_type> host_by_traits;
   /// Workunits by custom name; generated names ("<app>_wu<id>") are not indexed (see
   /// find_workunit).
   std::unordered_map<std::string, id_type> wu_by_name;
@@ -442,6 +452,9 @@ struct project_state {
   const seq_entry* sequence(std::string_view key) const;
   /// The newest host of `user` whose last reported CPID is `cpid`, or 0.
   id_type host_with_cpid(id_type user, std::string_view cpid) const;
+  /// The newest host of `user` whose last description has the traits of `info`
+  /// (traits_key()), or 0.
+  id_type host_with_traits(id_type user, const host_info_rec& info) const;
 
   friend bool operator==(const project_state& a, const project_state& b);
 };
@@ -615,10 +628,10 @@ void apply(world& w, const event& e);
 /// 7: the outputs received of results and sequence elements; 8: the idempotency keys of admin
 /// batches; 9: app versions' files and deprecation, code-signing keys; 10: hosts' CPIDs and the
 /// counters of reattached hosts and written-off results; 11: the counter of resent results;
-/// 12: the counter of late reports).
+/// 12: the counter of late reports; 13: hosts' traits).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 12;
+inline constexpr std::uint8_t snapshot_version = 13;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -503,6 +503,8 @@ TEST_CASE("every payload kind round-trips field by field", "[events]") {
     CHECK(owners_of(all[30].data).hosts == std::vector<id_type>{6});
     CHECK(touches(all[29], entity_kind::user, 5));
     CHECK(describe(all[29]).find("user=5 match=cpid") != std::string::npos);
+    CHECK(describe(make(ev::host_reattached{6, 5, 2})).find("user=5 match=traits")
+          != std::string::npos);
     CHECK(describe(all[30]).find("reason=detached") != std::string::npos);
     auto s = std::get<ev::result_resent>(round_trip(all[31]).data);
     CHECK(s.result == result_ref{9, 1});

@@ -169,3 +169,73 @@ TEST_CASE_METHOD(identity_fixture, "a CPID finds only the same user's newest hos
   CHECK(status()->counters.hosts_reattached == 1);
   CHECK(status()->hosts == 4);
 }
+
+namespace {
+
+/// A client on the machine "box" (host name, OS, CPU model and memory as BOINC compares them).
+std::shared_ptr<sched_request>
+on_box(identity_fixture& f, id_type hostid, const std::string& cpid, double req_secs) {
+  auto r = f.request(hostid, cpid, req_secs);
+  r->host.domain_name = "box";
+  r->host.os_name = "Linux";
+  r->host.p_model = "AMD Ryzen 7 5800X";
+  r->host.m_nbytes = 34359738368;
+  return r;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(identity_fixture,
+                 "a client that lost its CPID is found by its machine's traits once the old one "
+                 "is silent",
+                 "[actors][identity]") {
+  create(2);
+  auto first = rpc(on_box(*this, 0, "random-cpid-1", 7200));
+  auto id = first->hostid.value();
+  REQUIRE(first->results.size() == 2);
+
+  // Two days later a new installation (a new random CPID) on the same machine: the same host,
+  // and the jobs of the old installation are given up whatever the client lists.
+  advance(seconds_to_us(2 * 86400));
+  auto again = on_box(*this, 0, "random-cpid-2", 0);
+  again->other_results.push_back(other_result{"something_else_0", 0, ""});
+  auto reply = rpc(again);
+  CHECK(reply->hostid.value_or(0) == id);
+  CHECK(has_message(*reply, "attached again as host " + std::to_string(id)));
+  CHECK(status()->hosts == 1);
+  CHECK(status()->counters.hosts_reattached == 1);
+  CHECK(status()->counters.results_written_off == 2);
+  CHECK(in_progress_of(id) == 0);
+  // The host now goes by its new CPID.
+  later();
+  CHECK(rpc(request(0, "random-cpid-2", 0))->hostid.value_or(0) == id);
+}
+
+TEST_CASE_METHOD(identity_fixture,
+                 "machines alike in every trait stay apart while both run, or beside others",
+                 "[actors][identity]") {
+  create(2);
+  auto a = rpc(on_box(*this, 0, "clone-a", 7200))->hostid.value();
+  // A second machine cloned from the same image, on the same account, running at once.
+  auto b = rpc(on_box(*this, 0, "clone-b", 7200))->hostid.value();
+  CHECK(a != b);
+  CHECK(status()->counters.hosts_reattached == 0);
+  CHECK(status()->counters.results_written_off == 0);
+  CHECK(in_progress_of(a) + in_progress_of(b) == 4);
+  // Several clients on one machine (allow_multiple_clients): never matched by traits, even
+  // when the others are silent.
+  advance(seconds_to_us(2 * 86400));
+  auto several = on_box(*this, 0, "instance-3", 0);
+  several->allow_multiple_clients = true;
+  auto c = rpc(several)->hostid.value();
+  CHECK(c != a);
+  CHECK(c != b);
+  // Too little to tell machines apart (no CPU model): never matched.
+  auto bare = on_box(*this, 0, "bare", 0);
+  bare->host.p_model.clear();
+  auto d = rpc(bare)->hostid.value();
+  CHECK(d != a);
+  CHECK(d != b);
+  CHECK(d != c);
+  CHECK(status()->counters.hosts_reattached == 0);
+}
