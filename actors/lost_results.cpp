@@ -78,11 +78,12 @@ project_logic::recover_lost(const job_request& req, const std::vector<std::strin
                                   static_cast<std::uint8_t>(ev::write_off_reason::lost)},
            now);
       out.written_off.push_back(ref->wu);
-      out.messages.push_back(
-        {"Task " + name + " was lost and will not be sent again: " + why
-           + (wu.state == wu_state::active && !wu.canonical ? "; another computer will run it."
-                                                            : "."),
-         false});
+      std::string text = "Task " + name;
+      text += " was lost and will not be sent again: ";
+      text += why;
+      text += wu.state == wu_state::active && !wu.canonical ? "; another computer will run it."
+                                                            : ".";
+      out.messages.push_back({std::move(text), false});
       continue;
     }
     auto job = describe_job(*app, *ref, choice->echo, *deadline, *credit);

@@ -22,12 +22,14 @@ namespace {
 
 constexpr auto platform = "x86_64-pc-linux-gnu";
 
-/// A quorum of one (each job stands alone) and a configured version 100 that no stock client
-/// can run (no files): version 101, added below, is the one the server distributes.
+/// A quorum of one (each job stands alone, unless it is created with more) and a configured
+/// version 100 that no stock client can run (no files): version 101, added below, is the one
+/// the server distributes. The clients share one account, so not one result per user.
 std::string config() {
   return server_config("Cobble app distribution test", R"(        min_quorum: 1
         target_nresults: 1
         delay_bound: 2d
+        one_result_per_user_per_wu: false
 )");
 }
 
@@ -333,8 +335,9 @@ TEST_CASE("a stock client whose project is reset gets its lost tasks again", "[e
   CHECK(s.get(status)["counters"]["results_written_off"] == 0);
   // The client has both tasks again and runs them with the app it downloaded once more.
   run_until(s, client, test_budget(120s), [&] {
-    auto [rc, tasks] = client.boinccmd({"--get_tasks"});
-    return rc == 0
+    auto got = client.boinccmd({"--get_tasks"});
+    const auto& tasks = got.second;
+    return got.first == 0
            && std::all_of(names.begin(), names.end(),
                           [&](const std::string& n) { return tasks.find(n) != std::string::npos; })
            && tasks.find("active_task_state: EXECUTING") != std::string::npos;
