@@ -124,8 +124,8 @@ autoflops_estimate(const project_state& st, const app_rec& app, const wu_params&
 }
 
 project_logic::dispatch_credit
-plain_dispatch_credit(const project_state& st, const app_rec& app, const wu_params& p,
-                      const version_choice& c, const version_hint& hint, int quota) {
+job_dispatch_credit(const project_state& st, const app_rec& app, const wu_params& p,
+                    const version_choice& c, const version_hint& hint, int quota) {
   bool use_et = hint.et.n >= st.credit.host_sample_threshold && hint.et.avg > 0;
   auto af = autoflops_estimate(st, app, p, c, hint);
   double runtime = af       ? af->estimate
@@ -272,18 +272,8 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
       // R(J,H): the AutoFlops estimate when there is one; else E(J) × ETmean(H,V) once the
       // pair has enough samples, else E(J) / flops. Also whether the completion check applies.
       auto plan = [&](const workunit_rec& wu, dispatch_credit& dc) {
-        auto af = autoflops_estimate(state, app, wu.params, *choice, hint);
-        double runtime = af       ? af->estimate
-                         : use_et ? wu.params->rsc_fpops_est * hint.et.avg
-                                  : wu.params->rsc_fpops_est / choice->flops;
-        dc = dispatch_credit{choice->peak_flops,
-                             quota,
-                             runtime,
-                             use_et ? runtime * choice->flops / wu.params->rsc_fpops_est : 1.0,
-                             af ? af->estimate : 0.0,
-                             af ? af->bound : 0.0,
-                             choice->flops};
-        return use_et || af.has_value();
+        dc = job_dispatch_credit(state, app, wu.params, *choice, hint, quota);
+        return use_et || dc.est_seconds > 0; // an AutoFlops estimate is positive
       };
       int sent_now = 0;
       // AutoFlops reference job: every host runs it once, before other work of the app.

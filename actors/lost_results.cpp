@@ -67,7 +67,7 @@ project_logic::recover_lost(const job_request& req, const std::vector<std::strin
       if (auto h = req.hints.find(choice->echo.app_version_id); h != req.hints.end())
         hint = h->second;
       int quota = initial_jobs_per_day(app->max_jobs_per_day, choice->devices);
-      credit = plain_dispatch_credit(state, *app, wu.params, *choice, hint, quota);
+      credit = job_dispatch_credit(state, *app, wu.params, *choice, hint, quota);
       deadline = resend_deadline(*r, wu.params->delay_bound, now);
       if (!(credit->runtime <= us_to_seconds(*deadline - now)))
         why = "it could not be finished before its deadline";

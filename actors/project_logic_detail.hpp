@@ -90,13 +90,13 @@ std::optional<completion_time>
 autoflops_estimate(const project_state& st, const app_rec& app, const wu_params& p,
                    const version_choice& c, const version_hint& hint);
 
-/// The credit figures and runtime of a job sent outside job selection (a sequence element, a
-/// lost result sent again): R(J,H) from AutoFlops when it applies, else E(J) × ETmean(H,V)
-/// once the pair has enough samples, else E(J) / flops (job_selection.cpp). `quota`: the
-/// pair's initial daily quota.
+/// The credit figures and runtime of a job sent to the requesting host (by job selection, as a
+/// sequence element, or as a lost result sent again): R(J,H) from AutoFlops when it applies, else
+/// E(J) × ETmean(H,V) once the pair has enough samples, else E(J) / flops (job_selection.cpp).
+/// `quota`: the pair's initial daily quota.
 project_logic::dispatch_credit
-plain_dispatch_credit(const project_state& st, const app_rec& app, const wu_params& p,
-                      const version_choice& c, const version_hint& hint, int quota);
+job_dispatch_credit(const project_state& st, const app_rec& app, const wu_params& p,
+                    const version_choice& c, const version_hint& hint, int quota);
 
 /// True when some version of the app has validated samples (job_selection.cpp).
 bool in_use(const std::vector<version_credit_input>& inputs);

@@ -168,7 +168,7 @@ project_logic::dispatch_sequence(const job_request& req, const std::vector<id_ty
     int quota = initial_jobs_per_day(app->max_jobs_per_day, choice->devices);
     if (sent[vid] >= (hint.jobs_left >= 0 ? hint.jobs_left : quota))
       continue;
-    auto dc = plain_dispatch_credit(state, *app, wu->params, *choice, hint, quota);
+    auto dc = job_dispatch_credit(state, *app, wu->params, *choice, hint, quota);
     jobs.push_back(dispatch(*app, result_ref{id, 0}, req.host, choice->echo, now, events, dc));
     ++sent[vid];
   }
