@@ -94,6 +94,19 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::list, atom::key>::with<key_list_ptr>,
   // Every user account (admin API; includes authenticators).
   caf::replies_to<atom::list, atom::user>::with<user_list_ptr>,
+  // One account by e-mail, account key or id, with its team and hosts (web RPCs, the site);
+  // an unknown_account error when there is none.
+  caf::replies_to<atom::user, account_query_ptr>::with<account_view_ptr>,
+  // A volunteer makes an account (create_account.php, the site); answers it when durable. A
+  // duplicate error when the e-mail address is taken.
+  caf::replies_to<atom::create, account_spec_ptr>::with<account_view_ptr>,
+  // A volunteer changes their account (am_set_info.php, the site); answers it when durable.
+  caf::replies_to<atom::user, account_update_ptr>::with<account_view_ptr>,
+  // A volunteer makes a team and joins it; answers it when durable. A duplicate error when
+  // the name is taken (any case).
+  caf::replies_to<atom::create, team_spec_ptr>::with<team_list_ptr>,
+  // Teams by id or name (team_lookup.php, the site).
+  caf::replies_to<atom::team, team_query_ptr>::with<team_list_ptr>,
   // Creates a work sequence (admin API); answers with it when durable.
   caf::replies_to<atom::create, sequence_spec_ptr>::with<sequence_view_ptr>,
   // One work sequence by name or numeric id.

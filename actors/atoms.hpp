@@ -34,6 +34,13 @@ struct log_status;
 struct app_version_state;
 struct plan_class_scales;
 struct credit_export;
+struct account_query;
+struct account_view;
+struct account_spec;
+struct account_update;
+struct team_spec;
+struct team_query;
+struct team_view;
 
 using work_batch_ptr = std::shared_ptr<const work_batch>;
 using work_created_ptr = std::shared_ptr<const work_created>;
@@ -66,6 +73,13 @@ using sequence_list_ptr = std::shared_ptr<const std::vector<sequence_view>>;
 using app_list_ptr = std::shared_ptr<const std::vector<app_rec>>;
 using key_list_ptr = std::shared_ptr<const std::vector<code_sign_key_rec>>;
 using user_list_ptr = std::shared_ptr<const std::vector<user_rec>>;
+using account_query_ptr = std::shared_ptr<const account_query>;
+using account_view_ptr = std::shared_ptr<const account_view>;
+using account_spec_ptr = std::shared_ptr<const account_spec>;
+using account_update_ptr = std::shared_ptr<const account_update>;
+using team_spec_ptr = std::shared_ptr<const team_spec>;
+using team_query_ptr = std::shared_ptr<const team_query>;
+using team_list_ptr = std::shared_ptr<const std::vector<team_view>>;
 using app_version_state_ptr = std::shared_ptr<const app_version_state>;
 using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
 using credit_export_ptr = std::shared_ptr<const credit_export>;
@@ -103,6 +117,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, normalize, "normalize")
   CAF_ADD_ATOM(cobble, cobble::atom, credit, "credit")
   CAF_ADD_ATOM(cobble, cobble::atom, key, "key")
+  CAF_ADD_ATOM(cobble, cobble::atom, team, "team")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)
@@ -118,6 +133,13 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_view_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::host_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::log_status_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::user_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::account_query_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::account_view_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::account_spec_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::account_update_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_spec_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_query_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::key_list_ptr)

@@ -166,6 +166,12 @@ std::string describe(const event& e) {
         return fmt::format("result={} host={} deadline={:.0f}", x.result.index, x.host,
                            us_to_seconds(x.deadline));
       },
+      [](const ev::user_changed& x) {
+        return fmt::format("name={} team={}", x.name, x.team.empty() ? "-" : x.team);
+      },
+      [](const ev::team_created& x) {
+        return fmt::format("name={} founder={}", x.name, x.founder);
+      },
     },
     e.data);
   return head + " " + detail;

@@ -53,15 +53,22 @@ struct project_configured {
   credit_settings credit{};
 };
 
-/// A user account with its authenticator (account key).
+/// A user account with its authenticator (account key): made by the operator (configuration,
+/// admin API) or by a volunteer (create_account.php, the web site). A team it names that the
+/// directory lacks is added to it (configuration teams have no team_created).
 struct user_created {
   static constexpr std::uint16_t kind = 2;
-  static constexpr std::uint8_t payload_version = 2; ///< 2: team.
+  /// 2: team; 3: password and profile.
+  static constexpr std::uint8_t payload_version = 3;
   id_type id = 0;
   std::string name;
   std::string email;
   std::string authenticator;
-  std::string team{}; ///< Empty: none.
+  std::string team{};   ///< Empty: none.
+  std::string passwd{}; ///< As stored (user_rec::passwd); empty: none.
+  std::string country{};
+  std::string postal_code{};
+  std::string cross_project_id{}; ///< 32 random hex digits (user_rec::cross_project_id).
 };
 
 /// A host's first scheduler RPC gave it an id.
@@ -368,6 +375,8 @@ void inspect_fields(F& f, user_created& x) {
   f(x.id, x.name, x.email, x.authenticator);
   if (f.version >= 2)
     f(x.team);
+  if (f.version >= 3)
+    f(x.passwd, x.country, x.postal_code, x.cross_project_id);
 }
 template <class F>
 void inspect_fields(F& f, host_registered& x) {
@@ -599,6 +608,43 @@ void inspect_fields(F& f, result_resent& x) {
   f(x.result, x.host, x.deadline);
 }
 
+/// A volunteer changed their account (am_set_info.php, the web site): the account's editable
+/// fields as they are now, all of them. `team` is the team's name; empty: in no team.
+/// Decided by project_logic::change_account.
+struct user_changed {
+  static constexpr std::uint16_t kind = 33;
+  id_type id = 0;
+  std::string name;
+  std::string email;
+  std::string passwd;
+  std::string country;
+  std::string postal_code;
+  std::string url;
+  std::string team;
+};
+
+template <class F>
+void inspect_fields(F& f, user_changed& x) {
+  f(x.id, x.name, x.email, x.passwd, x.country, x.postal_code, x.url, x.team);
+}
+
+/// A volunteer made a team (create_team.php, the web site) and joined it. Decided by
+/// project_logic::create_team.
+struct team_created {
+  static constexpr std::uint16_t kind = 34;
+  id_type id = 0;
+  std::string name;
+  id_type founder = 0;
+  std::string url;
+  std::string description;
+  std::string country;
+};
+
+template <class F>
+void inspect_fields(F& f, team_created& x) {
+  f(x.id, x.name, x.founder, x.url, x.description, x.country);
+}
+
 static_assert(app_added::payload_version == project_configured::payload_version
                 && app_version_added::payload_version == project_configured::payload_version,
               "app records are written at the version of their payload: keep these equal");
@@ -615,7 +661,7 @@ using payload = std::variant<
   ev::sequence_restart_saved, ev::host_result_validated, ev::credit_normalized, ev::credit_imported,
   ev::autoflops_sampled, ev::output_received, ev::app_added, ev::app_version_added,
   ev::app_version_deprecated, ev::code_sign_key_added, ev::host_reattached, ev::result_written_off,
-  ev::result_resent>;
+  ev::result_resent, ev::user_changed, ev::team_created>;
 
 /// A decoded event.
 struct event {

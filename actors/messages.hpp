@@ -213,6 +213,72 @@ struct host_view {
   std::optional<host_state> state; ///< Present for `show`, absent in lists.
 };
 
+// -- accounts and teams (BOINC's web RPCs, the volunteer site) -------------------
+
+/// A question about one account: by e-mail address (any case), account key or id.
+struct account_query {
+  enum class key : std::uint8_t { email, authenticator, id };
+  key by = key::email;
+  std::string text; ///< The e-mail address or account key.
+  id_type id = 0;
+};
+
+/// One account with what the web shows of it.
+struct account_view {
+  user_rec user;
+  id_type team = 0;              ///< Its team's directory id; 0: none.
+  bool team_founder = false;     ///< It made its team.
+  std::vector<host_reg> hosts{}; ///< Its hosts, by id.
+};
+
+/// A new account. `passwd` is already in stored form (user_rec::passwd); `team` names a team
+/// to join when it exists (BOINC's create_account.php ignores one that does not).
+struct account_spec {
+  std::string name;
+  std::string email;
+  std::string passwd;
+  std::string country{};
+  std::string postal_code{};
+  std::string team{};
+};
+
+/// A volunteer's changes to their account: every present field is set. A new e-mail address
+/// comes with a new password hash (the BOINC hash covers the address).
+struct account_update {
+  std::string authenticator;
+  std::optional<std::string> name{};
+  std::optional<std::string> email{};
+  std::optional<std::string> passwd{};
+  std::optional<std::string> country{};
+  std::optional<std::string> postal_code{};
+  std::optional<std::string> url{};
+  std::optional<id_type> team{}; ///< 0: leave the team.
+};
+
+/// A team a volunteer makes (and joins).
+struct team_spec {
+  std::string authenticator; ///< The founder's account key.
+  std::string name;
+  std::string url{};
+  std::string description{};
+  std::string country{};
+};
+
+/// A team with what the web shows of it.
+struct team_view {
+  team_rec team;
+  std::size_t members = 0;
+  credit_totals credit{};
+  std::string founder_name{}; ///< Empty: no founder (a configuration team).
+};
+
+/// Teams by id, or whose name contains `name` (any case), at most `limit`, by id.
+struct team_query {
+  std::string name{};
+  id_type id = 0; ///< Non-zero: only this team.
+  std::size_t limit = 100;
+};
+
 /// The log's counters, for /metrics.
 struct log_status {
   std::uint64_t last_seq = 0;

@@ -95,6 +95,52 @@ create_user(project_ptr self, const std::string& name, const std::string& email)
   return rp;
 }
 
+/// The account `id` as it is now, for an answer.
+account_view_ptr account_now(project_ptr self, id_type id) {
+  auto v = account_of(self->state.logic.state, id);
+  return account_view_ptr{std::make_shared<account_view>(v ? std::move(*v) : account_view{})};
+}
+
+caf::result<account_view_ptr> show_account(project_ptr self, const account_query& q) {
+  auto id = account_id(self->state.logic.state, q);
+  if (id == 0)
+    return caf::make_error(ec::unknown_account, "no such account");
+  return account_now(self, id);
+}
+
+caf::result<account_view_ptr> create_account(project_ptr self, const account_spec& spec) {
+  auto e = self->state.logic.create_account(spec, random_authenticator(), self->state.clk->now());
+  if (!e)
+    return e.error();
+  auto view = account_now(self, std::get<ev::user_created>(e->data).id);
+  auto rp = self->make_response_promise<account_view_ptr>();
+  answer_when_durable(self, route(self, {std::move(*e)}, decided_by{true, 0, false}), rp, view);
+  return rp;
+}
+
+caf::result<account_view_ptr> change_account(project_ptr self, const account_update& update) {
+  auto e = self->state.logic.change_account(update, self->state.clk->now());
+  if (!e)
+    return e.error();
+  auto view = account_now(self, std::get<ev::user_changed>(e->data).id);
+  auto rp = self->make_response_promise<account_view_ptr>();
+  answer_when_durable(self, route(self, {std::move(*e)}, decided_by{true, 0, false}), rp, view);
+  return rp;
+}
+
+caf::result<team_list_ptr> create_team(project_ptr self, const team_spec& spec) {
+  auto e = self->state.logic.create_team(spec, self->state.clk->now());
+  if (!e)
+    return e.error();
+  team_query q;
+  q.id = std::get<ev::team_created>(e->data).id;
+  auto view = team_list_ptr{
+    std::make_shared<std::vector<team_view>>(find_teams(self->state.logic.state, q))};
+  auto rp = self->make_response_promise<team_list_ptr>();
+  answer_when_durable(self, route(self, {std::move(*e)}, decided_by{true, 0, false}), rp, view);
+  return rp;
+}
+
 caf::result<std::uint64_t> import_credit(project_ptr self, const ev::credit_imported& import) {
   auto e = self->state.logic.import_credit(import, self->state.clk->now());
   if (!e)
@@ -309,6 +355,15 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::list, atom::user) {
       return user_list_ptr{
         std::make_shared<std::vector<user_rec>>(users_of(self->state.logic.state))};
+    },
+    // -- accounts and teams (web RPCs, the site) --
+    [self](atom::user, const account_query_ptr& q) { return show_account(self, *q); },
+    [self](atom::create, const account_spec_ptr& spec) { return create_account(self, *spec); },
+    [self](atom::user, const account_update_ptr& u) { return change_account(self, *u); },
+    [self](atom::create, const team_spec_ptr& spec) { return create_team(self, *spec); },
+    [self](atom::team, const team_query_ptr& q) {
+      return team_list_ptr{
+        std::make_shared<std::vector<team_view>>(find_teams(self->state.logic.state, *q))};
     },
     [self](atom::state) { return live_world(self); },
     // -- files --

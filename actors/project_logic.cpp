@@ -39,7 +39,10 @@ std::vector<event> project_logic::configure(const config::project_config& cfg, t
     auto auth = u.authenticator.empty() ? random_authenticator() : u.authenticator;
     if (state.user_by_auth.count(auth))
       continue;
-    emit(out, ev::user_created{state.next_user, u.name, u.email, auth, u.team}, now);
+    emit(out,
+         ev::user_created{
+           state.next_user, u.name, u.email, auth, u.team, {}, {}, {}, random_authenticator()},
+         now);
   }
   return out;
 }
@@ -53,7 +56,10 @@ caf::expected<event> project_logic::create_user(const std::string& name, const s
       return caf::make_error(ec::duplicate, "user " + name + " exists");
   if (state.user_by_auth.count(authenticator))
     return caf::make_error(ec::duplicate, "authenticator in use");
-  auto e = make(ev::user_created{state.next_user, name, email, authenticator, {}}, now);
+  auto e = make(
+    ev::user_created{
+      state.next_user, name, email, authenticator, {}, {}, {}, {}, random_authenticator()},
+    now);
   apply(state, e);
   return e;
 }

@@ -65,6 +65,21 @@ public:
   caf::expected<event> create_user(const std::string& name, const std::string& email,
                                    const std::string& authenticator, time_us now);
 
+  /// A volunteer's new account (create_account.php, the site), with `authenticator` as its
+  /// key: invalid_argument for an empty or oversized name or e-mail, duplicate when an account
+  /// has the e-mail address (any case). Joins spec.team when the directory has it.
+  caf::expected<event>
+  create_account(const account_spec& spec, const std::string& authenticator, time_us now);
+
+  /// An account's owner changes it (actors/accounts.cpp): unknown_account for an unknown key,
+  /// duplicate for an e-mail address another account has, invalid_argument for an oversized
+  /// field or a team the directory lacks.
+  caf::expected<event> change_account(const account_update& update, time_us now);
+
+  /// A volunteer makes a team and joins it: unknown_account, invalid_argument (empty or
+  /// oversized fields), duplicate (the name is taken, any case).
+  caf::expected<event> create_team(const team_spec& spec, time_us now);
+
   /// Registers a new host of a user.
   event register_host(id_type user, const host_info_rec& info, time_us now);
 

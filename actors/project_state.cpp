@@ -39,7 +39,22 @@ std::uint64_t traits_key(const host_info_rec& info) {
   return h == 0 ? 1 : h;
 }
 
+std::string fold_case(std::string_view text) {
+  std::string out{text};
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 namespace {
+
+/// Adds a team to the directory and its name index.
+void add_team(project_state& s, team_rec t) {
+  s.team_by_name.emplace(fold_case(t.name), t.id);
+  s.next_team = std::max(s.next_team, t.id + 1);
+  s.team_dir[t.id] = std::move(t);
+}
 
 /// The key of host_by_cpid: a user's hosts apart from every other user's.
 std::uint64_t user_cpid_key(id_type user, std::uint64_t cpid) {
@@ -379,6 +394,16 @@ id_type project_state::host_with_cpid(id_type user, std::string_view cpid) const
   return h != hosts.end() && h->second.user == user && h->second.cpid == key ? i->second : 0;
 }
 
+id_type project_state::user_with_email(std::string_view email) const {
+  auto i = user_by_email.find(fold_case(email));
+  return i == user_by_email.end() ? 0 : i->second;
+}
+
+id_type project_state::team_named(std::string_view team) const {
+  auto i = team_by_name.find(fold_case(team));
+  return i == team_by_name.end() ? 0 : i->second;
+}
+
 id_type project_state::host_with_traits(id_type user, const host_info_rec& info) const {
   auto key = traits_key(info);
   if (key == 0)
@@ -415,13 +440,21 @@ bool operator==(const project_state& a, const project_state& b) {
          && a.workunits == b.workunits && a.next_user == b.next_user && a.next_host == b.next_host
          && a.next_wu == b.next_wu && a.counters == b.counters && a.sequences == b.sequences
          && a.next_seq == b.next_seq && a.autoflops == b.autoflops && a.batch_keys == b.batch_keys
-         && a.code_sign_keys == b.code_sign_keys;
+         && a.code_sign_keys == b.code_sign_keys && a.team_dir == b.team_dir
+         && a.next_team == b.next_team;
 }
 
 void rebuild_indices(project_state& s) {
   s.user_by_auth.clear();
-  for (const auto& [id, u] : s.users)
+  s.user_by_email.clear();
+  for (const auto& [id, u] : s.users) {
     s.user_by_auth.emplace(u.authenticator, id);
+    if (!u.email.empty())
+      s.user_by_email.emplace(fold_case(u.email), id); // in id order: the older one stays
+  }
+  s.team_by_name.clear();
+  for (const auto& [id, t] : s.team_dir)
+    s.team_by_name.emplace(fold_case(t.name), id);
   s.host_by_cpid.clear();
   s.host_by_traits.clear();
   for (const auto& [id, h] : s.hosts) { // in id order: the newest host of a key stays
@@ -471,9 +504,43 @@ void apply(project_state& s, const event& e) {
         s.credit = x.credit;
       },
       [&](const ev::user_created& x) {
-        s.users[x.id] = user_rec{x.id, x.name, x.email, x.authenticator, e.time, {}, x.team};
+        s.users[x.id]
+          = user_rec{x.id,   x.name,   x.email,   x.authenticator, e.time, {},
+                     x.team, x.passwd, x.country, x.postal_code,   {},     x.cross_project_id};
         s.user_by_auth[x.authenticator] = x.id;
+        if (!x.email.empty())
+          s.user_by_email.emplace(fold_case(x.email), x.id);
         s.next_user = std::max(s.next_user, x.id + 1);
+        // A team named by the configuration joins the directory with its first member.
+        if (!x.team.empty() && s.team_named(x.team) == 0)
+          add_team(s, team_rec{s.next_team, x.team, 0, e.time, {}, {}, {}});
+      },
+      [&](const ev::user_changed& x) {
+        auto u = s.users.find(x.id);
+        if (u == s.users.end())
+          return;
+        auto& r = u->second;
+        if (fold_case(r.email) != fold_case(x.email)) {
+          if (auto i = s.user_by_email.find(fold_case(r.email));
+              i != s.user_by_email.end() && i->second == x.id)
+            s.user_by_email.erase(i);
+          if (!x.email.empty())
+            s.user_by_email.emplace(fold_case(x.email), x.id);
+        }
+        r.name = x.name;
+        r.email = x.email;
+        r.passwd = x.passwd;
+        r.country = x.country;
+        r.postal_code = x.postal_code;
+        r.url = x.url;
+        r.team = x.team;
+        if (!x.team.empty() && s.team_named(x.team) == 0)
+          add_team(s, team_rec{s.next_team, x.team, 0, e.time, {}, {}, {}});
+      },
+      [&](const ev::team_created& x) {
+        add_team(s, team_rec{x.id, x.name, x.founder, e.time, x.url, x.description, x.country});
+        if (auto u = s.users.find(x.founder); u != s.users.end())
+          u->second.team = x.name;
       },
       [&](const ev::host_registered& x) {
         auto cpid = cpid_key(x.info.host_cpid);

@@ -43,6 +43,15 @@ gauges_of(const project_state& ps, const host_table& hosts, std::size_t sample =
 /// Every user account (with authenticators).
 std::vector<user_rec> users_of(const project_state& ps);
 
+/// The account `id` with its team id and hosts (actors/accounts.cpp); nullopt when unknown.
+std::optional<account_view> account_of(const project_state& ps, id_type id);
+
+/// The account a query names (e-mail in any case, account key or id), or 0.
+id_type account_id(const project_state& ps, const account_query& q);
+
+/// The teams a query asks for, by id, with their member counts and credit.
+std::vector<team_view> find_teams(const project_state& ps, const team_query& q);
+
 /// The name of an app, "?" when unknown.
 std::string app_name(const project_state& ps, std::uint32_t app);
 

@@ -34,6 +34,8 @@ const char* to_string(entity_kind x) {
       return "seq";
     case entity_kind::app:
       return "app";
+    case entity_kind::team:
+      return "team";
   }
   return "?";
 }
@@ -137,6 +139,12 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
                       [](const ev::result_resent& x) {
                         return std::pair{ek::workunit, x.result.wu};
                       },
+                      [](const ev::user_changed& x) {
+                        return std::pair{ek::user, x.id};
+                      },
+                      [](const ev::team_created& x) {
+                        return std::pair{ek::team, x.id};
+                      },
                     },
                     p);
 }
@@ -223,6 +231,8 @@ bool touches(const event& e, entity_kind kind, id_type id) {
       return x->user == id;
     if (auto x = std::get_if<ev::host_reattached>(&e.data))
       return x->user == id;
+    if (auto x = std::get_if<ev::team_created>(&e.data))
+      return x->founder == id;
   }
   // An app's history includes the configurations that set its policy and versions.
   if (kind == entity_kind::app)

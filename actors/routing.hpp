@@ -21,7 +21,8 @@ enum class entity_kind : std::uint8_t {
   host = 3,
   workunit = 4,
   sequence = 5,
-  app = 6, ///< An app and its versions (id: the app's).
+  app = 6,  ///< An app and its versions (id: the app's).
+  team = 7, ///< A team of the directory.
 };
 
 const char* to_string(entity_kind x);

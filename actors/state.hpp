@@ -280,13 +280,47 @@ struct user_rec {
   time_us created = 0;
   credit_totals credit{}; ///< Total and recent average credit.
   std::string team{};     ///< Empty: none.
+  /// The password as stored (snapshot 14): an Argon2id string (libsodium's crypto_pwhash_str)
+  /// of what the BOINC protocol sends, md5(password + lowercase e-mail); empty: the account
+  /// has no password (made by the operator) and logs in only with its account key.
+  std::string passwd{};
+  std::string country{};     ///< As the volunteer chose it; empty: none (snapshot 14).
+  std::string postal_code{}; ///< Snapshot 14.
+  std::string url{};         ///< The volunteer's web page; empty: none (snapshot 14).
+  /// 32 random hex digits, never shown: the public cross-project id is
+  /// md5(cross_project_id + e-mail) (public_cpid). Empty for accounts made before payload 3
+  /// of user_created (snapshot 14).
+  std::string cross_project_id{};
   friend bool operator==(const user_rec&, const user_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, user_rec& x) {
-  f(x.id, x.name, x.email, x.authenticator, x.created, x.credit, x.team);
+  f(x.id, x.name, x.email, x.authenticator, x.created, x.credit, x.team, x.passwd, x.country,
+    x.postal_code, x.url, x.cross_project_id);
 }
+
+/// A team in the project's directory (snapshot 14). Credit stays in project_state::teams,
+/// by name, as before the directory.
+struct team_rec {
+  id_type id = 0;
+  std::string name;
+  id_type founder = 0; ///< The user who made it (0: a team named in the configuration).
+  time_us created = 0;
+  std::string url{};
+  std::string description{};
+  std::string country{};
+  friend bool operator==(const team_rec&, const team_rec&) = default;
+};
+
+template <class F>
+void inspect_fields(F& f, team_rec& x) {
+  f(x.id, x.name, x.founder, x.created, x.url, x.description, x.country);
+}
+
+/// The key of a name or e-mail address that must be unique regardless of case: ASCII letters
+/// in lower case, everything else as it is.
+std::string fold_case(std::string_view text);
 
 /// The project's record of a host: who owns it (the host actor keeps the rest).
 struct host_reg {
@@ -392,6 +426,9 @@ struct project_state {
   /// Credit of each team (by name), from its members' grants.
   std::map<std::string, credit_totals> teams;
   std::map<id_type, user_rec> users;
+  /// The team directory, by id (snapshot 14).
+  std::map<id_type, team_rec> team_dir{};
+  id_type next_team = 1;
   std::map<id_type, host_reg> hosts;
   wu_table workunits;
   id_type next_user = 1;
@@ -410,6 +447,11 @@ struct project_state {
 
   // -- derived indices (rebuilt, not snapshotted) --
   std::unordered_map<std::string, id_type> user_by_auth;
+  /// Users by fold_case(e-mail); accounts without an e-mail are not indexed. Two accounts made
+  /// by the operator may share an address: the older one is indexed.
+  std::unordered_map<std::string, id_type> user_by_email;
+  /// Teams by fold_case(name).
+  std::unordered_map<std::string, id_type> team_by_name;
   /// The newest host per (user, CPID), keyed by user_cpid_key(); entries may be stale (a host
   /// that reported another CPID since: checked on use).
   std::unordered_map<std::uint64_t, id_type> host_by_cpid;
@@ -455,6 +497,10 @@ struct project_state {
   /// The newest host of `user` whose last description has the traits of `info`
   /// (traits_key()), or 0.
   id_type host_with_traits(id_type user, const host_info_rec& info) const;
+  /// The user with this e-mail address (any case), or 0.
+  id_type user_with_email(std::string_view email) const;
+  /// The team with this name (any case), or 0.
+  id_type team_named(std::string_view team) const;
 
   friend bool operator==(const project_state& a, const project_state& b);
 };
@@ -463,7 +509,8 @@ template <class F>
 void inspect_fields(F& f, project_state& x) {
   f(x.index, x.name, x.long_name, x.apps, x.credit, x.version_credit, x.min_avg_pfc,
     x.credit_imports, x.teams, x.users, x.hosts, x.workunits, x.next_user, x.next_host, x.next_wu,
-    x.counters, x.sequences, x.next_seq, x.autoflops, x.batch_keys, x.code_sign_keys);
+    x.counters, x.sequences, x.next_seq, x.autoflops, x.batch_keys, x.code_sign_keys, x.team_dir,
+    x.next_team);
 }
 
 /// Rebuilds the derived indices of a project after decoding.
@@ -628,10 +675,11 @@ void apply(world& w, const event& e);
 /// 7: the outputs received of results and sequence elements; 8: the idempotency keys of admin
 /// batches; 9: app versions' files and deprecation, code-signing keys; 10: hosts' CPIDs and the
 /// counters of reattached hosts and written-off results; 11: the counter of resent results;
-/// 12: the counter of late reports; 13: hosts' traits).
+/// 12: the counter of late reports; 13: hosts' traits; 14: users' passwords and profile, the
+/// team directory).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 13;
+inline constexpr std::uint8_t snapshot_version = 14;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -609,6 +609,18 @@ void parse_credit(parser& p, const YAML::Node& node, const std::string& path, cr
             {{"mean", version_pfc_estimator::mean}, {"median", version_pfc_estimator::median}});
 }
 
+void parse_accounts(parser& p, const YAML::Node& node, const std::string& path,
+                    accounts_config& out) {
+  mapping m(p, node, path, {"creation", "invitation_codes", "min_password_length", "terms_of_use"});
+  read_enum(m, "creation", out.creation,
+            {{"open", account_creation::open},
+             {"closed", account_creation::closed},
+             {"invitation", account_creation::invitation}});
+  read_strings(m, "invitation_codes", out.invitation_codes);
+  read_integer(m, "min_password_length", out.min_password_length);
+  read(m, "terms_of_use", out.terms_of_use);
+}
+
 void parse_limits(parser& p, const YAML::Node& node, const std::string& path, limits_config& out) {
   mapping m(p, node, path,
             {"min_sendwork_interval", "max_ncpus", "max_ngpus", "max_jobs_in_progress",
@@ -654,8 +666,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
             {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
              "file_grace_period", "sequence_high_water", "sequences_per_host",
              "sequence_check_interval", "sequence_slow_replica_lag", "passivate_hosts_after",
-             "max_live_hosts", "resend_lost_results", "credit", "limits", "users", "apps",
-             "plan_classes"});
+             "max_live_hosts", "resend_lost_results", "accounts", "credit", "limits", "users",
+             "apps", "plan_classes"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
@@ -671,6 +683,8 @@ void parse_project(parser& p, const YAML::Node& node, const std::string& path,
   read_duration(m, "passivate_hosts_after", out.passivate_hosts_after);
   read_integer(m, "max_live_hosts", out.max_live_hosts);
   read_enum(m, "resend_lost_results", out.resend_lost_results, {{"true", true}, {"false", false}});
+  if (m.has("accounts"))
+    parse_accounts(p, m.get("accounts"), m.child("accounts"), out.accounts);
   if (m.has("credit"))
     parse_credit(p, m.get("credit"), m.child("credit"), out.credit);
   if (m.has("limits"))
@@ -774,6 +788,17 @@ private:
     positive("server.max_batch_items", s.max_batch_items);
   }
 
+  void check_accounts(const accounts_config& a, const std::string& path) const {
+    if (a.min_password_length < 1 || a.min_password_length > 128)
+      fail(path + ".min_password_length", "must be between 1 and 128");
+    if (a.creation == account_creation::invitation && a.invitation_codes.empty())
+      fail(path + ".invitation_codes",
+           "creation: invitation needs at least one code (or use creation: closed)");
+    for (const auto& code : a.invitation_codes)
+      if (code.empty() || code.size() > 254)
+        fail(path + ".invitation_codes", "each code must have 1 to 254 characters");
+  }
+
   void check_project(const project_config& p, const std::string& path) const {
     if (!valid_name(p.name))
       fail(path + ".name",
@@ -789,6 +814,7 @@ private:
     not_negative(path + ".sequence_slow_replica_lag", p.sequence_slow_replica_lag);
     not_negative(path + ".passivate_hosts_after", p.passivate_hosts_after);
     not_negative(path + ".max_live_hosts", p.max_live_hosts);
+    check_accounts(p.accounts, path + ".accounts");
     check_credit(p.credit, path + ".credit");
     check_limits(p.limits, path + ".limits");
     check_plan_classes(p, path);
@@ -1191,6 +1217,20 @@ std::string to_yaml(const cobble_config& cfg) {
     raw("passivate_hosts_after", format_duration(p.passivate_hosts_after));
     raw("max_live_hosts", std::to_string(p.max_live_hosts));
     raw("resend_lost_results", p.resend_lost_results ? "true" : "false");
+    const auto& acc = p.accounts;
+    out << YAML::Key << "accounts" << YAML::Value << YAML::BeginMap;
+    raw("creation", acc.creation == account_creation::open     ? "open"
+                    : acc.creation == account_creation::closed ? "closed"
+                                                               : "invitation");
+    if (!acc.invitation_codes.empty()) {
+      out << YAML::Key << "invitation_codes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+      for (const auto& code : acc.invitation_codes)
+        out << YAML::DoubleQuoted << code;
+      out << YAML::EndSeq;
+    }
+    raw("min_password_length", std::to_string(acc.min_password_length));
+    str("terms_of_use", acc.terms_of_use);
+    out << YAML::EndMap;
     const auto& c = p.credit;
     out << YAML::Key << "credit" << YAML::Value << YAML::BeginMap;
     raw("normalization_interval", format_duration(c.normalization_interval));

@@ -149,6 +149,23 @@ struct credit_config {
 /// time plus the bound in microseconds since 1970, which must not overflow.
 inline constexpr double max_delay_bound = 10 * 365 * 86400.0;
 
+/// Who may make an account through BOINC's web RPCs and the project's site.
+enum class account_creation {
+  open,       ///< Anyone.
+  closed,     ///< No one: accounts come from the operator (configuration, admin API).
+  invitation, ///< Whoever gives one of the invitation codes.
+};
+
+/// Volunteers' accounts (docs/web.md).
+struct accounts_config {
+  account_creation creation = account_creation::open;
+  std::vector<std::string> invitation_codes{}; ///< For `invitation`; none may be empty.
+  /// The shortest password the BOINC Manager and the site accept (get_project_config.php).
+  int min_password_length = 6;
+  std::string terms_of_use{}; ///< Shown before an account is made; empty: none.
+  bool operator==(const accounts_config&) const = default;
+};
+
 /// Limits a hostile client cannot widen (docs/security.md, "Limits a client cannot widen").
 struct limits_config {
   /// Seconds between two work requests of one host that are served; a sooner one gets
@@ -228,6 +245,7 @@ struct project_config {
   /// when its deadline allows, else given up and replaced at once (docs/real-clients.md);
   /// false: it waits for its deadline.
   bool resend_lost_results = true;
+  accounts_config accounts{};
   credit_config credit;
   limits_config limits;
   std::vector<app_config> apps;

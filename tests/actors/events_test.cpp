@@ -122,8 +122,10 @@ std::vector<event> samples() {
   app.host_scale_check = true;
   app.max_jobs_per_day = 33;
   out.push_back(make(ev::project_configured{"demo", "Demo project", {app}, cs}));
-  out.push_back(make(ev::user_created{5, "alice", "alice@example.org",
-                                      "0123456789abcdef0123456789abcdef", "team-a"}));
+  out.push_back(
+    make(ev::user_created{5, "alice", "alice@example.org", "0123456789abcdef0123456789abcdef",
+                          "team-a", "$argon2id$v=19$m=65536,t=2,p=1$c2FsdA$aGFzaA", "Norway",
+                          "0150", "fedcba9876543210fedcba9876543210"}));
   out.push_back(make(ev::host_registered{6, 5, sample_info()}));
   out.push_back(make(ev::host_described{6, sample_info()}));
   out.push_back(
@@ -202,6 +204,10 @@ std::vector<event> samples() {
   out.push_back(make(ev::host_reattached{6, 5, 1}));
   out.push_back(make(ev::result_written_off{result_ref{9, 2}, 6, 1}));
   out.push_back(make(ev::result_resent{result_ref{9, 1}, 6, 1'700'000'000'000'000}));
+  out.push_back(make(ev::user_changed{5, "alice b", "alice@example.net", "$argon2id$other",
+                                      "Sweden", "12345", "https://alice.example.net", "team-b"}));
+  out.push_back(make(ev::team_created{8, "Night Owls", 5, "https://owls.example.org",
+                                      "We crunch at night.", "Norway"}));
   return out;
 }
 
@@ -248,25 +254,45 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::host_reattached::kind == 30);
   CHECK(ev::result_written_off::kind == 31);
   CHECK(ev::result_resent::kind == 32);
+  CHECK(ev::user_changed::kind == 33);
+  CHECK(ev::team_created::kind == 34);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
-  REQUIRE(all.size() == 32);
-  const char* names[] = {"project_configured",       "user_created",
-                         "host_registered",          "host_described",
-                         "workunit_created",         "results_created",
-                         "result_dispatched",        "result_reported",
-                         "result_timed_out",         "workunit_validated",
-                         "workunit_assimilated",     "workunit_failed",
-                         "workunit_files_deleted",   "sequence_created",
-                         "sequence_extended",        "sequence_ended",
-                         "sequence_assigned",        "sequence_deassigned",
-                         "sequence_element_checked", "sequence_restart_saved",
-                         "host_result_validated",    "credit_normalized",
-                         "credit_imported",          "autoflops_sampled",
-                         "output_received",          "app_added",
-                         "app_version_added",        "app_version_deprecated",
-                         "code_sign_key_added",      "host_reattached",
-                         "result_written_off",       "result_resent"};
+  REQUIRE(all.size() == 34);
+  const char* names[] = {"project_configured",
+                         "user_created",
+                         "host_registered",
+                         "host_described",
+                         "workunit_created",
+                         "results_created",
+                         "result_dispatched",
+                         "result_reported",
+                         "result_timed_out",
+                         "workunit_validated",
+                         "workunit_assimilated",
+                         "workunit_failed",
+                         "workunit_files_deleted",
+                         "sequence_created",
+                         "sequence_extended",
+                         "sequence_ended",
+                         "sequence_assigned",
+                         "sequence_deassigned",
+                         "sequence_element_checked",
+                         "sequence_restart_saved",
+                         "host_result_validated",
+                         "credit_normalized",
+                         "credit_imported",
+                         "autoflops_sampled",
+                         "output_received",
+                         "app_added",
+                         "app_version_added",
+                         "app_version_deprecated",
+                         "code_sign_key_added",
+                         "host_reattached",
+                         "result_written_off",
+                         "result_resent",
+                         "user_changed",
+                         "team_created"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -275,7 +301,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))}
         == "unknown");
-  CHECK(std::string{kind_name(33)} == "unknown");
+  CHECK(std::string{kind_name(35)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -564,6 +590,23 @@ TEST_CASE("a result_reported of payload version 3 decodes as on time", "[events]
   CHECK_FALSE(from_record(r).has_value());
 }
 
+TEST_CASE("a user_created of payload version 2 decodes without password or profile", "[events]") {
+  CHECK(payload_version(ev::user_created::kind) == 3);
+  // Written as version 2 did (every log before volunteers made accounts): no password.
+  auto r = record_as_version(samples()[1], 2);
+  auto e = from_record(r);
+  REQUIRE(e.has_value());
+  auto x = std::get<ev::user_created>(e->data);
+  CHECK(x.name == "alice");
+  CHECK(x.team == "team-a");
+  CHECK(x.passwd.empty());
+  CHECK(x.country.empty());
+  CHECK(x.cross_project_id.empty());
+  // The same bytes read as version 3 are incomplete.
+  r.payload[0] = 3;
+  CHECK_FALSE(from_record(r).has_value());
+}
+
 TEST_CASE("a workunit_created of payload version 2 decodes without a batch key", "[events]") {
   CHECK(payload_version(ev::workunit_created::kind) == 3);
   // Written as version 2 did (every log before idempotency keys): no batch fields.
@@ -662,8 +705,10 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   CHECK(touching(entity_kind::workunit, 9)
         == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25, 31, 32});
   CHECK(touching(entity_kind::workunit, 6).empty());
-  // User 5: its creation, its host's registration and reattachment.
-  CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3, 30});
+  // User 5: its creation, its host's registration and reattachment, its change, the team it
+  // made.
+  CHECK(touching(entity_kind::user, 5) == std::vector<std::uint16_t>{2, 3, 30, 33, 34});
+  CHECK(touching(entity_kind::team, 8) == std::vector<std::uint16_t>{34});
   CHECK(touching(entity_kind::user, 6).empty());
   CHECK(touching(entity_kind::project, 0) == std::vector<std::uint16_t>{1, 22, 23, 29});
   // App 3: the configuration that holds it, its new version and that version's deprecation.

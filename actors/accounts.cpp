@@ -1,0 +1,184 @@
+/// Volunteers' accounts and teams: made and changed by their owners through BOINC's web RPCs
+/// and the site (project_logic::create_account, change_account, create_team), and the views
+/// of them (account_of, find_teams). The edge checks the protocol's rules first (e-mail form,
+/// password hash, account creation open); these checks keep the state sane whoever asks.
+
+#include "actors/project_logic_detail.hpp"
+#include "actors/project_views.hpp"
+
+#include <algorithm>
+
+namespace cobble {
+
+namespace {
+
+constexpr std::size_t max_name = 254;  // BOINC's user.name and team.name are varchar(254)
+constexpr std::size_t max_field = 254; // url, e-mail
+constexpr std::size_t max_short = 64;  // country, postal code
+constexpr std::size_t max_description = 4096;
+
+/// Why a text field is refused; empty when acceptable. `required`: empty is refused too.
+std::string
+field_problem(std::string_view what, std::string_view text, std::size_t max, bool required) {
+  if (required && text.empty())
+    return std::string{what} + " is empty";
+  if (text.size() > max)
+    return std::string{what} + " is longer than " + std::to_string(max) + " bytes";
+  if (std::any_of(text.begin(), text.end(),
+                  [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; }))
+    return std::string{what} + " contains a control character";
+  return {};
+}
+
+caf::error invalid(const std::string& why) {
+  return caf::make_error(ec::invalid_argument, why);
+}
+
+} // namespace
+
+caf::expected<event> project_logic::create_account(const account_spec& spec,
+                                                   const std::string& authenticator, time_us now) {
+  for (const auto& problem : {field_problem("name", spec.name, max_name, true),
+                       field_problem("e-mail address", spec.email, max_field, true),
+                       field_problem("country", spec.country, max_short, false),
+                       field_problem("postal code", spec.postal_code, max_short, false)})
+    if (!problem.empty())
+      return invalid(problem);
+  if (state.user_with_email(spec.email) != 0)
+    return caf::make_error(ec::duplicate, "an account with this e-mail address exists");
+  if (authenticator.empty() || state.user_by_auth.count(authenticator))
+    return caf::make_error(ec::duplicate, "authenticator in use");
+  std::string team;
+  if (auto t = spec.team.empty() ? 0 : state.team_named(spec.team); t != 0)
+    team = state.team_dir.at(t).name;
+  auto e = make(ev::user_created{state.next_user, spec.name, spec.email, authenticator, team,
+                                 spec.passwd, spec.country, spec.postal_code,
+                                 random_authenticator()},
+                now);
+  apply(state, e);
+  return e;
+}
+
+caf::expected<event> project_logic::change_account(const account_update& update, time_us now) {
+  auto found = state.user_by_auth.find(update.authenticator);
+  if (update.authenticator.empty() || found == state.user_by_auth.end())
+    return caf::make_error(ec::unknown_account, "no account has this account key");
+  const auto& u = state.users.at(found->second);
+  ev::user_changed x{u.id, u.name, u.email, u.passwd, u.country, u.postal_code, u.url, u.team};
+  auto set = [](std::string& field, const std::optional<std::string>& value) {
+    if (value)
+      field = *value;
+  };
+  set(x.name, update.name);
+  set(x.email, update.email);
+  set(x.passwd, update.passwd);
+  set(x.country, update.country);
+  set(x.postal_code, update.postal_code);
+  set(x.url, update.url);
+  for (const auto& problem : {field_problem("name", x.name, max_name, true),
+                       field_problem("e-mail address", x.email, max_field, !u.email.empty()),
+                       field_problem("country", x.country, max_short, false),
+                       field_problem("postal code", x.postal_code, max_short, false),
+                       field_problem("URL", x.url, max_field, false)})
+    if (!problem.empty())
+      return invalid(problem);
+  if (auto other = state.user_with_email(x.email); other != 0 && other != u.id)
+    return caf::make_error(ec::duplicate, "another account has this e-mail address");
+  if (update.team) {
+    if (*update.team == 0) {
+      x.team.clear();
+    } else {
+      auto t = state.team_dir.find(*update.team);
+      if (t == state.team_dir.end())
+        return invalid("no team has id " + std::to_string(*update.team));
+      x.team = t->second.name;
+    }
+  }
+  auto e = make(std::move(x), now);
+  apply(state, e);
+  return e;
+}
+
+caf::expected<event> project_logic::create_team(const team_spec& spec, time_us now) {
+  auto found = state.user_by_auth.find(spec.authenticator);
+  if (spec.authenticator.empty() || found == state.user_by_auth.end())
+    return caf::make_error(ec::unknown_account, "no account has this account key");
+  for (const auto& problem : {field_problem("team name", spec.name, max_name, true),
+                       field_problem("URL", spec.url, max_field, false),
+                       field_problem("country", spec.country, max_short, false)})
+    if (!problem.empty())
+      return invalid(problem);
+  if (spec.description.size() > max_description)
+    return invalid("description is longer than " + std::to_string(max_description) + " bytes");
+  if (state.team_named(spec.name) != 0)
+    return caf::make_error(ec::duplicate, "a team named " + spec.name + " exists");
+  auto e = make(ev::team_created{state.next_team, spec.name, found->second, spec.url,
+                                 spec.description, spec.country},
+                now);
+  apply(state, e);
+  return e;
+}
+
+id_type account_id(const project_state& ps, const account_query& q) {
+  switch (q.by) {
+    case account_query::key::email:
+      return q.text.empty() ? 0 : ps.user_with_email(q.text);
+    case account_query::key::authenticator: {
+      auto i = ps.user_by_auth.find(q.text);
+      return q.text.empty() || i == ps.user_by_auth.end() ? 0 : i->second;
+    }
+    case account_query::key::id:
+      return ps.users.count(q.id) ? q.id : 0;
+  }
+  return 0;
+}
+
+std::optional<account_view> account_of(const project_state& ps, id_type id) {
+  auto u = ps.users.find(id);
+  if (u == ps.users.end())
+    return std::nullopt;
+  account_view out{u->second};
+  out.team = u->second.team.empty() ? 0 : ps.team_named(u->second.team);
+  if (auto t = ps.team_dir.find(out.team); t != ps.team_dir.end())
+    out.team_founder = t->second.founder == id;
+  // A scan of every host: the web asks for one account's hosts rarely (show_user.php with
+  // the account key); an index by user would cost memory on every host.
+  for (const auto& [hid, h] : ps.hosts)
+    if (h.user == id)
+      out.hosts.push_back(h);
+  return out;
+}
+
+std::vector<team_view> find_teams(const project_state& ps, const team_query& q) {
+  std::vector<const team_rec*> picked;
+  if (q.id != 0) {
+    if (auto t = ps.team_dir.find(q.id); t != ps.team_dir.end())
+      picked.push_back(&t->second);
+  } else {
+    auto wanted = fold_case(q.name);
+    for (const auto& [id, t] : ps.team_dir) {
+      if (picked.size() >= q.limit)
+        break;
+      if (fold_case(t.name).find(wanted) != std::string::npos)
+        picked.push_back(&t);
+    }
+  }
+  std::vector<team_view> out;
+  for (const auto* t : picked) {
+    team_view v{*t};
+    if (auto c = ps.teams.find(t->name); c != ps.teams.end())
+      v.credit = c->second;
+    if (auto f = ps.users.find(t->founder); f != ps.users.end())
+      v.founder_name = f->second.name;
+    out.push_back(std::move(v));
+  }
+  // Members: one pass over the users for all the picked teams.
+  for (const auto& [id, u] : ps.users)
+    if (!u.team.empty())
+      for (auto& v : out)
+        if (v.team.name == u.team)
+          ++v.members;
+  return out;
+}
+
+} // namespace cobble
