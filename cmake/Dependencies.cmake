@@ -34,5 +34,15 @@ if(NOT TARGET isal::isal)
     IMPORTED_LOCATION "${ISAL_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${ISAL_INCLUDE_DIR}")
 endif()
+# libsodium (libsodium-dev): Argon2id for volunteers' passwords (net/password.hpp). No CMake
+# config either.
+find_path(SODIUM_INCLUDE_DIR sodium.h REQUIRED)
+find_library(SODIUM_LIBRARY sodium REQUIRED)
+if(NOT TARGET sodium::sodium)
+  add_library(sodium::sodium UNKNOWN IMPORTED)
+  set_target_properties(sodium::sodium PROPERTIES
+    IMPORTED_LOCATION "${SODIUM_LIBRARY}"
+    INTERFACE_INCLUDE_DIRECTORIES "${SODIUM_INCLUDE_DIR}")
+endif()
 find_package(mimalloc 2.0 REQUIRED CONFIG)              # the programs' heap (tools/heap.hpp)
 find_package(Catch2 2 REQUIRED CONFIG)

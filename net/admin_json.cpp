@@ -470,7 +470,17 @@ json to_json(const user_rec& u) {
           {"authenticator", u.authenticator},
           {"created", time_json(u.created)},
           {"team", u.team},
+          {"country", u.country},
+          {"url", u.url},
+          {"has_password", !u.passwd.empty()}, // never the stored hash itself
           {"credit", totals_json(u.credit)}};
+}
+
+json to_json(const team_rec& t) {
+  return {{"id", t.id},           {"name", t.name},
+          {"founder", t.founder}, {"created", time_json(t.created)},
+          {"url", t.url},         {"description", t.description},
+          {"country", t.country}};
 }
 
 json export_rec_json(const credit_export_rec& r) {

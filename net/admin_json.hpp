@@ -48,6 +48,7 @@ nlohmann::json to_json(const host_view& v);
 
 /// A user account, authenticator included (the admin API is for operators only).
 nlohmann::json to_json(const user_rec& u);
+nlohmann::json to_json(const team_rec& t);
 
 /// An app with its replication settings and versions (anonymous ids shown as -2, -3, ...).
 nlohmann::json to_json(const app_rec& a);

@@ -16,14 +16,6 @@
 
 namespace cobble::net {
 
-namespace {
-
-/// What a response needs from its request, once the request is gone.
-struct reply_shape {
-  unsigned version = 11;
-  bool keep_alive = true;
-};
-
 response shaped(const reply_shape& shape, http::status status, std::string body,
                 std::string_view content_type) {
   response res{status, shape.version};
@@ -34,6 +26,8 @@ response shaped(const reply_shape& shape, http::status status, std::string body,
   res.prepare_payload();
   return res;
 }
+
+namespace {
 
 /// The XML of a scheduler reply, each output file signed for the host (the upload handler
 /// accepts the file only with its token). Runs on the connection's strand.

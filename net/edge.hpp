@@ -18,6 +18,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cobble::net {
@@ -42,6 +43,17 @@ struct edge_context {
   /// Null: not watched.
   std::shared_ptr<const storage::disk_space> disk;
 };
+
+/// What a response needs from its request once the request is gone (answers made later, on
+/// another thread).
+struct reply_shape {
+  unsigned version = 11;
+  bool keep_alive = true;
+};
+
+/// A response of `shape` with this status, body and content type.
+response shaped(const reply_shape& shape, http::status status, std::string body,
+                std::string_view content_type);
 
 /// The routes of every project plus /healthz and /metrics.
 std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx);

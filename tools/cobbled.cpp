@@ -8,6 +8,7 @@
 #include "net/edge.hpp"
 #include "net/files.hpp"
 #include "net/http_server.hpp"
+#include "net/web_rpc.hpp"
 #include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
 #include "tools/demo_app.hpp"
@@ -364,6 +365,12 @@ int program_main(int argc, char** argv) {
   ctx->port = rpc_port;
   ctx->disk = disk;
   auto routes = cobble::net::edge_routes(ctx);
+  auto web = std::make_shared<cobble::net::web_rpc_context>();
+  web->edge = ctx;
+  for (const auto& p : cfg.projects)
+    web->accounts[p.name] = p.accounts;
+  for (auto& r : cobble::net::web_rpc_routes(web))
+    routes.push_back(std::move(r));
   cobble::net::admin_context actx;
   actx.sys = &sys;
   actx.projects = node->projects;

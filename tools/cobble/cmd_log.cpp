@@ -210,7 +210,7 @@ entity_ref parse_entity(const std::string& s) {
   auto colon = s.find(':');
   if (colon == std::string::npos || colon + 1 == s.size())
     throw usage_error("--entity must be KIND:ID (host:ID, wu:ID, wu:NAME, user:ID, "
-                      "project:NAME, seq:ID, seq:NAME, app:ID, app:NAME), got '"
+                      "project:NAME, seq:ID, seq:NAME, app:ID, app:NAME, team:ID), got '"
                       + s + "'");
   auto kind = s.substr(0, colon);
   entity_ref out;
@@ -228,9 +228,14 @@ entity_ref parse_entity(const std::string& s) {
     out.kind = entity_kind::sequence;
   else if (kind == "app")
     out.kind = entity_kind::app;
+  else if (kind == "team")
+    out.kind = entity_kind::team;
   else
-    throw usage_error("unknown entity kind '" + kind + "' (host, wu, user, project, seq, app)");
-  if ((out.kind == entity_kind::host || out.kind == entity_kind::user) && !numeric)
+    throw usage_error("unknown entity kind '" + kind
+                      + "' (host, wu, user, project, seq, app, team)");
+  if ((out.kind == entity_kind::host || out.kind == entity_kind::user
+       || out.kind == entity_kind::team)
+      && !numeric)
     throw usage_error("a " + kind + " is named by its numeric id, got '" + out.key + "'");
   return out;
 }
@@ -273,6 +278,12 @@ find_in_project(const project_world& pw, std::uint16_t index, const entity_ref& 
       auto id = std::stoull(ref.key);
       if (auto u = ps.users.find(id); u != ps.users.end())
         return entity_match{index, id, net::to_json(u->second)};
+      break;
+    }
+    case entity_kind::team: {
+      auto id = std::stoull(ref.key);
+      if (auto t = ps.team_dir.find(id); t != ps.team_dir.end())
+        return entity_match{index, id, net::to_json(t->second)};
       break;
     }
     case entity_kind::sequence: {

@@ -1,0 +1,34 @@
+#pragma once
+/// BOINC's web RPCs, served at each project's master URL as BOINC serves them (GET,
+/// URL-encoded parameters, XML answers with BOINC's error numbers): get_project_config.php,
+/// create_account.php, lookup_account.php, am_get_info.php, am_set_info.php, show_user.php,
+/// team_lookup.php and create_team.php. What the BOINC Manager's "add project" wizard,
+/// `boinccmd --create_account` / `--lookup_account` and account managers call.
+///
+/// Each request is read on the Asio thread, then handed to a one-shot actor that asks the
+/// project; passwords are hashed and checked on the password pool's thread
+/// (net/password.hpp). docs/web.md lists every RPC, parameter and error.
+#include "config/config.hpp"
+#include "net/edge.hpp"
+#include "net/password.hpp"
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cobble::net {
+
+/// What the web RPCs need beyond the edge's context.
+struct web_rpc_context {
+  std::shared_ptr<edge_context> edge;
+  /// Each project's account settings, by project name; a project not listed has the defaults.
+  std::map<std::string, config::accounts_config> accounts;
+  std::shared_ptr<password_pool> passwords = std::make_shared<password_pool>();
+  std::shared_ptr<failure_limiter> failures = std::make_shared<failure_limiter>();
+};
+
+/// The web RPC routes of every project of `ctx->edge`.
+std::vector<route> web_rpc_routes(const std::shared_ptr<web_rpc_context>& ctx);
+
+} // namespace cobble::net
