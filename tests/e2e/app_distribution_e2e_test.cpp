@@ -239,6 +239,81 @@ TEST_CASE("a stock BOINC client attaches to the embedded demo with its printed k
   s.stop_and_verify_log();
 }
 
+TEST_CASE("a volunteer makes an account with boinccmd and attaches with the key it gets",
+          "[e2e][web]") {
+  require_boinc_client();
+  temp_dir root;
+  server s{{}, root.path / "server"}; // the demo: its signed app, account creation open
+  auto names = s.cli({"work", "create", "--app", "testapp", "--count", "2", "--command-line",
+                      "--iterations 1000", "--fpops-est", "1e9", "--fpops-bound", "1e12"},
+                     "work create");
+  client_options o;
+  o.anonymous = false;
+  boinc_client client{"volunteer", root.path / "client", o};
+  client.prepare(s.master_url());
+  client.start(s.master_url(), ""); // attached to nothing yet
+  const auto url = s.master_url();
+
+  // What the BOINC Manager's "add project" asks first. The GUI RPC port opens a moment after
+  // the client starts: asked again until it answers.
+  std::pair<int, std::string> config;
+  const auto deadline = steady::now() + test_budget(60s);
+  do {
+    config = client.boinccmd({"--get_project_config", url});
+    if (config.second.find("min_passwd_length") != std::string::npos)
+      break;
+    cobble::test::pump_output({client.proc.get()}, 500ms);
+  } while (steady::now() < deadline);
+  INFO(config.second);
+  CHECK(config.second.find("name: Cobble demo project") != std::string::npos);
+  CHECK(config.second.find("min_passwd_length: 6") != std::string::npos);
+
+  auto key_in = [](const std::string& out) {
+    std::smatch m;
+    return std::regex_search(out, m, std::regex{"account key: ([0-9a-f]{32})"}) ? m[1].str()
+                                                                                : std::string{};
+  };
+  auto made = client.boinccmd(
+    {"--create_account", url, "Vera@Example.org", "volunteer pw", "Vera Volunteer"});
+  INFO(made.second);
+  auto key = key_in(made.second);
+  REQUIRE(key.size() == 32);
+  auto looked_up = client.boinccmd({"--lookup_account", url, "vera@example.org", "volunteer pw"});
+  INFO(looked_up.second);
+  CHECK(key_in(looked_up.second) == key);
+  auto wrong = client.boinccmd({"--lookup_account", url, "vera@example.org", "not it"});
+  INFO(wrong.second);
+  CHECK(key_in(wrong.second).empty());
+  CHECK(wrong.second.find("bad password") != std::string::npos);
+
+  // Attached with that key, the client runs the demo's work for Vera's account.
+  auto attached = client.boinccmd({"--project_attach", url, key});
+  INFO(attached.second);
+  REQUIRE(attached.first == 0);
+  run_until(s, client, test_budget(120s), [] { return false; });
+  INFO(client.log_tail(60));
+  CHECK(client.exit_code == 0);
+  std::uint64_t vera = 0;
+  for (const auto& u : s.get("/api/projects/" + project + "/users")) {
+    auto email = u["email"].get<std::string>(); // the GUI RPC library sends it lower-cased
+    std::transform(email.begin(), email.end(), email.begin(), ::tolower);
+    if (email == "vera@example.org")
+      vera = u["id"].get<std::uint64_t>();
+  }
+  REQUIRE(vera != 0);
+  auto host = s.get("/api/projects/" + project + "/hosts/" + std::to_string(client.hostid()));
+  CHECK(host["user"] == vera);
+  int done = 0;
+  const auto workunits = "/api/projects/" + project + "/workunits/";
+  for (const auto& name : names) {
+    auto wu = s.get(workunits + name); // held: read below
+    for (const auto& r : wu["results"])
+      done += r["outcome"] == "success" ? 1 : 0;
+  }
+  CHECK(done == 2);
+  s.stop_and_verify_log();
+}
+
 TEST_CASE("a stock BOINC client refuses an app file changed after signing", "[e2e][apps]") {
   distributed_app d;
   auto& s = d.s;

@@ -445,9 +445,8 @@ struct boinc_client {
                                   "10"};
     if (options.exit_when_idle)
       argv.emplace_back("--exit_when_idle");
-    if (starts == 0) {
+    if (starts == 0 && !key.empty()) // an empty key: attached later (boinccmd)
       argv.insert(argv.end(), {"--attach_project", master_url, key});
-    }
     cobble::test::spawn_options opts;
     opts.own_process_group = true; // the apps it runs die with it
     opts.die_with_parent = true;
