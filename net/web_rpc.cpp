@@ -243,12 +243,16 @@ void create_account(const call_ptr& c) {
             spec->team = c->str("team_name");
             self->request(c->project, ask_timeout, atom::create_v, account_spec_ptr{spec})
               .then(
-                [c](const account_view_ptr& made) {
+                [c, self](const account_view_ptr& made) {
                   spdlog::info("account {} made on {} by the web RPC", made->user.id,
                                c->project_name);
                   c->answer(account_out_xml(made->user.authenticator));
+                  self->quit(); // it became a waiting actor: it ends only when told
                 },
-                [c](caf::error& e) { c->refused(e); });
+                [c, self](caf::error& e) {
+                  c->refused(e);
+                  self->quit();
+                });
           });
           hash_for(c, self, c->str("passwd_hash"));
         });
@@ -345,9 +349,17 @@ void am_set_info(const call_ptr& c) {
   }
   spawn_one_shot(*c->ctx->edge->sys, [c, update, passwd_hash](caf::event_based_actor* self) {
     auto send = [c, self](const std::shared_ptr<account_update>& u) {
+      // quit(): after become() (a password to hash) the actor ends only when told.
       self->request(c->project, ask_timeout, atom::user_v, account_update_ptr{u})
-        .then([c](const account_view_ptr&) { c->answer(am_set_info_xml()); },
-              [c](caf::error& err) { c->refused(err); });
+        .then(
+          [c, self](const account_view_ptr&) {
+            c->answer(am_set_info_xml());
+            self->quit();
+          },
+          [c, self](caf::error& err) {
+            c->refused(err);
+            self->quit();
+          });
     };
     if (passwd_hash.empty()) {
       send(update);
