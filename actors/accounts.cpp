@@ -39,9 +39,9 @@ caf::error invalid(const std::string& why) {
 caf::expected<event> project_logic::create_account(const account_spec& spec,
                                                    const std::string& authenticator, time_us now) {
   for (const auto& problem : {field_problem("name", spec.name, max_name, true),
-                       field_problem("e-mail address", spec.email, max_field, true),
-                       field_problem("country", spec.country, max_short, false),
-                       field_problem("postal code", spec.postal_code, max_short, false)})
+                              field_problem("e-mail address", spec.email, max_field, true),
+                              field_problem("country", spec.country, max_short, false),
+                              field_problem("postal code", spec.postal_code, max_short, false)})
     if (!problem.empty())
       return invalid(problem);
   if (state.user_with_email(spec.email) != 0)
@@ -76,10 +76,10 @@ caf::expected<event> project_logic::change_account(const account_update& update,
   set(x.postal_code, update.postal_code);
   set(x.url, update.url);
   for (const auto& problem : {field_problem("name", x.name, max_name, true),
-                       field_problem("e-mail address", x.email, max_field, !u.email.empty()),
-                       field_problem("country", x.country, max_short, false),
-                       field_problem("postal code", x.postal_code, max_short, false),
-                       field_problem("URL", x.url, max_field, false)})
+                              field_problem("e-mail address", x.email, max_field, !u.email.empty()),
+                              field_problem("country", x.country, max_short, false),
+                              field_problem("postal code", x.postal_code, max_short, false),
+                              field_problem("URL", x.url, max_field, false)})
     if (!problem.empty())
       return invalid(problem);
   if (auto other = state.user_with_email(x.email); other != 0 && other != u.id)
@@ -104,8 +104,8 @@ caf::expected<event> project_logic::create_team(const team_spec& spec, time_us n
   if (spec.authenticator.empty() || found == state.user_by_auth.end())
     return caf::make_error(ec::unknown_account, "no account has this account key");
   for (const auto& problem : {field_problem("team name", spec.name, max_name, true),
-                       field_problem("URL", spec.url, max_field, false),
-                       field_problem("country", spec.country, max_short, false)})
+                              field_problem("URL", spec.url, max_field, false),
+                              field_problem("country", spec.country, max_short, false)})
     if (!problem.empty())
       return invalid(problem);
   if (spec.description.size() > max_description)

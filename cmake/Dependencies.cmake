@@ -24,6 +24,7 @@ find_package(fmt REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
 find_package(nlohmann_json 3.11 REQUIRED CONFIG)
 find_package(OpenSSL REQUIRED)                          # md5, random tokens
+find_package(ZLIB REQUIRED)                             # the statistics export's .gz files
 # ISA-L (libisal-dev): the CRC-32 of events and snapshots, folded with carry-less multiplies.
 # It ships a pkg-config file and no CMake config.
 find_path(ISAL_INCLUDE_DIR isa-l/crc.h REQUIRED)

@@ -36,6 +36,8 @@ using nlohmann::json;
 
 // -- reading the log ----------------------------------------------------------------------
 
+} // namespace
+
 std::unique_ptr<storage::event_store> open_log(const global_options& g) {
   if (g.data_dir.empty())
     throw usage_error("the log commands need --data-dir DIR (the event log is DIR/log)");
@@ -51,6 +53,8 @@ std::unique_ptr<storage::event_store> open_log(const global_options& g) {
     throw failure("cannot open the event log in " + dir.string() + ": " + describe(st.error()));
   return std::move(*st);
 }
+
+namespace {
 
 json event_json(const event& e) {
   auto [kind, id] = entity_of(e.data);
@@ -117,6 +121,8 @@ const T& keep_until_exit(T&& x) {
   return *p;
 }
 
+} // namespace
+
 /// Replays events 1..to, printing progress and speed to stderr. The world lives until exit.
 const world& replay(const storage::event_store& st, std::uint64_t to) {
   auto start = std::chrono::steady_clock::now();
@@ -133,6 +139,8 @@ const world& replay(const storage::event_store& st, std::uint64_t to) {
   std::cerr << "replayed " << n << " events in " << secs << " s (" << rate.str() << " events/s)\n";
   return keep_until_exit(std::move(*w));
 }
+
+namespace {
 
 // -- log tail -----------------------------------------------------------------------------
 

@@ -13,14 +13,23 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 #include <ostream>
 #include <string>
 
 namespace CLI {
 class App;
 } // namespace CLI
+
+namespace cobble {
+struct world;
+namespace storage {
+class event_store;
+} // namespace storage
+} // namespace cobble
 
 namespace cobble::cli {
 
@@ -59,6 +68,14 @@ void add_show_command(CLI::App& group, context& ctx, const std::string& help,
 void add_list_command(CLI::App& group, context& ctx, const std::string& help,
                       const std::string& resource, printer print_items);
 
+/// The event log of --data-dir, opened read-only (safe while cobbled runs); a failure when
+/// the directory has none, a usage error without --data-dir.
+std::unique_ptr<storage::event_store> open_log(const global_options& g);
+
+/// The world at event `to` (the newest snapshot at or before it and the events after it),
+/// with progress and speed on stderr; it lives until the process exits.
+const world& replay(const storage::event_store& st, std::uint64_t to);
+
 // -- the command groups, in the order of `cobble --help` ----------------------------------
 
 /// `status`: the project's status.
@@ -85,5 +102,8 @@ void add_key_commands(CLI::App& app, context& ctx);
 
 /// `log tail|replay|verify`: the event log of a data directory, offline.
 void add_log_commands(CLI::App& app, context& ctx);
+
+/// `stats export`: the statistics export for stats sites, offline (docs/web.md).
+void add_stats_commands(CLI::App& app, context& ctx);
 
 } // namespace cobble::cli

@@ -1,0 +1,268 @@
+#include "net/stats_export.hpp"
+
+#include "net/password.hpp"
+#include "net/web_rpc_xml.hpp"
+#include "net/xml_text.hpp"
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <stdexcept>
+#include <system_error>
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <zlib.h>
+
+namespace cobble::net {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view xml_head = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+
+std::int64_t whole_seconds(time_us t) {
+  return t / 1'000'000;
+}
+
+/// `<tag>value</tag>` on a line, the value escaped.
+void text(std::string& out, std::string_view tag, std::string_view value) {
+  fmt::format_to(std::back_inserter(out), " <{}>", tag);
+  xml::append_escaped(out, value);
+  fmt::format_to(std::back_inserter(out), "</{}>\n", tag);
+}
+
+/// A double as BOINC's %f.
+void real(std::string& out, std::string_view tag, double v) {
+  fmt::format_to(std::back_inserter(out), " <{0}>{1:.6f}</{0}>\n", tag, v);
+}
+
+template <class I>
+void integer(std::string& out, std::string_view tag, I v) {
+  fmt::format_to(std::back_inserter(out), " <{0}>{1}</{0}>\n", tag, v);
+}
+
+void credit(std::string& out, const credit_totals& c) {
+  real(out, "total_credit", c.total);
+  real(out, "expavg_credit", c.expavg);
+  real(out, "expavg_time", static_cast<double>(c.expavg_time) / 1e6);
+}
+
+std::string users_xml(const project_state& ps, stats_counts& n) {
+  std::string out{xml_head};
+  out += "<users>\n";
+  for (const auto& [id, u] : ps.users) {
+    if (u.credit.total <= 0)
+      continue;
+    ++n.users;
+    n.total_credit += u.credit.total;
+    out += "<user>\n";
+    integer(out, "id", id);
+    text(out, "name", u.name);
+    integer(out, "create_time", whole_seconds(u.created));
+    credit(out, u.credit);
+    text(out, "cpid", public_cpid(u));
+    if (auto team = u.team.empty() ? 0 : ps.team_named(u.team); team != 0)
+      integer(out, "teamid", team);
+    out += "</user>\n";
+  }
+  out += "</users>\n";
+  return out;
+}
+
+std::string teams_xml(const project_state& ps, stats_counts& n) {
+  std::string out{xml_head};
+  out += "<teams>\n";
+  for (const auto& [id, t] : ps.team_dir) {
+    auto c = ps.teams.find(t.name);
+    if (c == ps.teams.end() || c->second.total <= 0)
+      continue;
+    ++n.teams;
+    out += "<team>\n";
+    integer(out, "id", id);
+    integer(out, "type", 0);
+    text(out, "name", t.name);
+    integer(out, "userid", t.founder);
+    credit(out, c->second);
+    if (auto f = ps.users.find(t.founder); f != ps.users.end())
+      text(out, "founder_name", f->second.name);
+    integer(out, "create_time", whole_seconds(t.created));
+    if (!t.url.empty())
+      text(out, "url", t.url);
+    if (!t.description.empty())
+      text(out, "description", t.description);
+    text(out, "country", t.country);
+    out += "</team>\n";
+  }
+  out += "</teams>\n";
+  return out;
+}
+
+std::string hosts_xml(const project_world& pw, stats_counts& n) {
+  const auto& ps = pw.project;
+  std::string out{xml_head};
+  out += "<hosts>\n";
+  for (const auto& [id, h] : ps.hosts) {
+    auto owner = ps.users.find(h.user);
+    if (h.credit.total <= 0 || owner == ps.users.end())
+      continue;
+    ++n.hosts;
+    auto st = pw.hosts.find(id);
+    static const host_state none{};
+    const auto& s = st == pw.hosts.end() ? none : st->second;
+    out += "<host>\n";
+    integer(out, "id", id);
+    integer(out, "userid", h.user);
+    credit(out, h.credit);
+    text(out, "p_vendor", s.info.p_vendor);
+    text(out, "p_model", s.info.p_model);
+    text(out, "os_name", s.info.os_name);
+    text(out, "os_version", s.info.os_version);
+    integer(out, "create_time", whole_seconds(h.created));
+    integer(out, "rpc_time", whole_seconds(s.last_rpc));
+    integer(out, "ncpus", s.info.p_ncpus);
+    real(out, "p_fpops", s.info.p_fpops);
+    real(out, "p_iops", s.info.p_iops);
+    real(out, "m_nbytes", s.info.m_nbytes);
+    real(out, "d_free", s.info.d_free);
+    text(out, "host_cpid", public_host_cpid(s.info.host_cpid, owner->second.email));
+    out += "</host>\n";
+  }
+  out += "</hosts>\n";
+  return out;
+}
+
+std::string tables_xml(const project_state& ps, const stats_counts& n, time_us now) {
+  std::string out{xml_head};
+  out += "<tables>\n";
+  integer(out, "update_time", whole_seconds(now));
+  if (n.users > 0)
+    integer(out, "nusers_total", n.users);
+  if (n.teams > 0)
+    integer(out, "nteams_total", n.teams);
+  if (n.hosts > 0)
+    integer(out, "nhosts_total", n.hosts);
+  if (n.total_credit > 0)
+    real(out, "total_credit", n.total_credit);
+  out += " <applications>\n";
+  for (const auto& a : ps.apps) {
+    out += "  <application>\n ";
+    text(out, "name", a.user_friendly_name.empty() ? a.name : a.user_friendly_name);
+    out += "  </application>\n";
+  }
+  out += " </applications>\n";
+  out += "</tables>\n";
+  return out;
+}
+
+[[noreturn]] void fail(const std::string& what, const fs::path& p) {
+  throw std::runtime_error(what + " " + p.string() + ": "
+                           + std::error_code{errno, std::generic_category()}.message());
+}
+
+/// Writes `bytes` (gzipped with `gzip`) to `p` and syncs it.
+void write_file(const fs::path& p, const std::string& bytes, bool gzip) {
+  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fail("cannot create", p);
+  if (gzip) {
+    int copy = ::dup(fd);
+    if (copy < 0) {
+      ::close(fd);
+      fail("cannot write", p);
+    }
+    gzFile gz = ::gzdopen(copy, "wb9");
+    bool ok = gz != nullptr;
+    if (ok && !bytes.empty())
+      ok = ::gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size()))
+           == static_cast<int>(bytes.size());
+    if (gz != nullptr && ::gzclose(gz) != Z_OK)
+      ok = false;
+    if (!ok) {
+      ::close(fd);
+      throw std::runtime_error("cannot compress " + p.string());
+    }
+  } else {
+    std::size_t done = 0;
+    while (done < bytes.size()) {
+      auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0) {
+        ::close(fd);
+        fail("cannot write", p);
+      }
+      done += static_cast<std::size_t>(n);
+    }
+  }
+  if (::fsync(fd) != 0) {
+    ::close(fd);
+    fail("cannot sync", p);
+  }
+  ::close(fd);
+}
+
+void sync_dir(const fs::path& p) {
+  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    fail("cannot open", p);
+  int rc = ::fsync(fd);
+  ::close(fd);
+  if (rc != 0)
+    fail("cannot sync", p);
+}
+
+} // namespace
+
+std::string public_host_cpid(const std::string& host_cpid, const std::string& owner_email) {
+  if (host_cpid.empty())
+    return {};
+  return md5_hex(host_cpid + owner_email);
+}
+
+std::vector<stats_file> stats_files(const project_world& pw, time_us now, stats_counts* counts) {
+  stats_counts n;
+  auto users = users_xml(pw.project, n);
+  auto teams = teams_xml(pw.project, n);
+  auto hosts = hosts_xml(pw, n);
+  auto tables = tables_xml(pw.project, n, now);
+  if (counts != nullptr)
+    *counts = n;
+  // The records are in id order already: the id-sorted files have the same content.
+  return {{"user.gz", users, true},     {"user_id.gz", users, true}, {"team.gz", teams, true},
+          {"team_id.gz", teams, true},  {"host.gz", hosts, true},    {"host_id.gz", hosts, true},
+          {"tables.xml", tables, false}};
+}
+
+void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
+  auto parent = dir.parent_path().empty() ? fs::path{"."} : dir.parent_path();
+  auto staging = parent / ("." + dir.filename().string() + ".new");
+  auto previous = parent / ("." + dir.filename().string() + ".old");
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  fs::remove_all(staging, ec);
+  fs::remove_all(previous, ec);
+  if (!fs::create_directory(staging, ec))
+    throw std::runtime_error("cannot create " + staging.string() + ": " + ec.message());
+  for (const auto& f : files) {
+    if (f.name.empty() || f.name.find('/') != std::string::npos || f.name[0] == '.')
+      throw std::runtime_error("bad statistics file name '" + f.name + "'");
+    write_file(staging / f.name, f.xml, f.gzip);
+  }
+  sync_dir(staging);
+  if (fs::exists(dir, ec)) {
+    fs::rename(dir, previous, ec);
+    if (ec)
+      throw std::runtime_error("cannot move " + dir.string() + " aside: " + ec.message());
+  }
+  fs::rename(staging, dir, ec);
+  if (ec)
+    throw std::runtime_error("cannot move " + staging.string() + " to " + dir.string() + ": "
+                             + ec.message());
+  sync_dir(parent);
+  fs::remove_all(previous, ec);
+}
+
+} // namespace cobble::net

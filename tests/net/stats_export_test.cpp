@@ -1,0 +1,204 @@
+// The statistics export: two hosts of a volunteer in a team compute a workunit to a quorum of
+// two on the deterministic node, and the export read back, gunzipped and parsed as a stats
+// site reads BOINC's db_dump files, shows the credit the server granted, public
+// cross-project ids and no e-mail address; `cobble stats export` writes the same offline.
+
+#include "../support/node_fixture.hpp"
+#include "../support/process.hpp"
+#include "../support/temp_dir.hpp"
+#include "actors/messages.hpp"
+#include "net/password.hpp"
+#include "net/stats_export.hpp"
+#include "tests/support/demo_config.hpp"
+
+#include <catch2/catch.hpp>
+#include <pugixml.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include <zlib.h>
+
+using namespace cobble;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// The demo project whose user "demo" is in team "Crunchers & Co".
+config::cobble_config in_a_team() {
+  auto cfg = cobble::test::demo_config();
+  cfg.projects.at(0).users.at(0).team = "Crunchers & Co";
+  cfg.projects.at(0).users.push_back({"idle", "idle@example.org", "key-idle"});
+  return cfg;
+}
+
+reported_result success(const std::string& name) {
+  reported_result r;
+  r.name = name;
+  r.state = 5;
+  r.final_cpu_time = 95;
+  r.final_elapsed_time = 100;
+  r.platform = "x86_64-pc-linux-gnu";
+  r.version_num = 100;
+  r.files.push_back(reported_file{name + "_0", 64, "0123456789abcdef0123456789abcdef"});
+  return r;
+}
+
+struct stats_fixture : test::node_fixture {
+  stats_fixture() : node_fixture(options(in_a_team())) {}
+
+  std::shared_ptr<sched_request>
+  request(std::uint64_t hostid, double req_secs, std::vector<reported_result> results = {}) {
+    auto r = anonymous_request(hostid, req_secs, std::move(results));
+    r->rpc_seqno = 1;
+    r->host.p_ncpus = 2;
+    r->host.p_vendor = "AuthenticAMD";
+    r->host.p_model = "Ryzen <7>";
+    return r;
+  }
+
+  /// Two hosts of user "demo" each run a replica of one workunit; both agree.
+  void compute() {
+    auto b = std::make_shared<work_batch>();
+    b->submitter = "test";
+    b->items.push_back(work_spec{});
+    b->items.back().app = "testapp";
+    b->items.back().name = "wu";
+    ask<work_created_ptr>(project, atom::create_v, work_batch_ptr{std::move(b)});
+    auto a = rpc(request(0, 3600));
+    auto c = rpc(request(0, 3600));
+    REQUIRE(a->results.size() == 1);
+    REQUIRE(c->results.size() == 1);
+    rpc(request(*a->hostid, 0, {success(a->results[0].name)}));
+    rpc(request(*c->hostid, 0, {success(c->results[0].name)}));
+    REQUIRE(workunit("wu")->wu.canonical.has_value());
+  }
+};
+
+/// The whole of a gzip file, inflated; fails the test when it is not valid gzip.
+std::string gunzip(const fs::path& p) {
+  gzFile gz = gzopen(p.c_str(), "rb");
+  REQUIRE(gz != nullptr);
+  std::string out;
+  char buf[4096];
+  int n = 0;
+  while ((n = gzread(gz, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
+  int err = 0;
+  gzerror(gz, &err);
+  CHECK(err == Z_OK);
+  CHECK(gzclose(gz) == Z_OK);
+  return out;
+}
+
+/// Records of a db_dump file read as a stats site reads them: each child of the root is a
+/// record, each of its children a field by tag name.
+std::vector<std::map<std::string, std::string>> records(const std::string& xml, const char* root) {
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(xml.c_str()));
+  REQUIRE(doc.child(root));
+  std::vector<std::map<std::string, std::string>> out;
+  for (auto rec : doc.child(root).children()) {
+    auto& fields = out.emplace_back();
+    for (auto f : rec.children())
+      fields[f.name()] = f.text().get();
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE_METHOD(stats_fixture, "the statistics export shows the credit the server granted",
+                 "[web][stats]") {
+  compute();
+  auto users = ask<user_list_ptr>(project, atom::list_v, atom::user_v);
+  const user_rec* demo = nullptr;
+  for (const auto& u : *users)
+    if (u.name == "demo")
+      demo = &u;
+  REQUIRE(demo != nullptr);
+  REQUIRE(demo->credit.total > 0);
+
+  auto world = ask<project_world_ptr>(project, atom::state_v);
+  net::stats_counts n;
+  auto files = net::stats_files(*world, node.now(), &n);
+  cobble::test::temp_dir out{"stats"};
+  net::write_stats(out.path() / "demo", files);
+  auto dir = out.path() / "demo";
+  for (const auto* name :
+       {"user.gz", "user_id.gz", "team.gz", "team_id.gz", "host.gz", "host_id.gz", "tables.xml"})
+    CHECK(fs::exists(dir / name));
+
+  auto user_xml = gunzip(dir / "user.gz");
+  CHECK(gunzip(dir / "user_id.gz") == user_xml);
+  auto us = records(user_xml, "users");
+  REQUIRE(us.size() == 1); // "idle" has no credit and is left out
+  CHECK(us[0]["name"] == "demo");
+  CHECK(std::stod(us[0]["total_credit"]) == Approx(demo->credit.total).epsilon(1e-6));
+  CHECK(us[0]["cpid"] == net::md5_hex(demo->cross_project_id + demo->email));
+  CHECK(us[0]["cpid"].size() == 32);
+  CHECK(user_xml.find("example.org") == std::string::npos); // no e-mail address anywhere
+
+  auto ts = records(gunzip(dir / "team.gz"), "teams");
+  REQUIRE(ts.size() == 1);
+  CHECK(ts[0]["name"] == "Crunchers & Co");
+  CHECK(ts[0]["id"] == us[0]["teamid"]);
+  CHECK(std::stod(ts[0]["total_credit"]) == Approx(demo->credit.total).epsilon(1e-6));
+
+  auto host_xml = gunzip(dir / "host.gz");
+  auto hs = records(host_xml, "hosts");
+  REQUIRE(hs.size() == 2);
+  double host_credit = 0;
+  for (auto& h : hs) {
+    CHECK(h["userid"] == us[0]["id"]);
+    CHECK(h["p_model"] == "Ryzen <7>");
+    CHECK(h["host_cpid"].size() == 32);
+    host_credit += std::stod(h["total_credit"]);
+  }
+  CHECK(host_credit == Approx(demo->credit.total).epsilon(1e-6));
+  CHECK(host_xml.find("example.org") == std::string::npos);
+
+  std::ifstream in{dir / "tables.xml"};
+  std::stringstream tables;
+  tables << in.rdbuf();
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(tables.str().c_str()));
+  auto t = doc.child("tables");
+  CHECK(t.child("nusers_total").text().as_int() == 1);
+  CHECK(t.child("nteams_total").text().as_int() == 1);
+  CHECK(t.child("nhosts_total").text().as_int() == 2);
+  CHECK(t.child("total_credit").text().as_double() == Approx(demo->credit.total).epsilon(1e-6));
+  // The app's user-friendly name, as BOINC writes it.
+  CHECK(std::string{t.child("applications").child("application").child_value("name")}
+        == "Cobble test app");
+
+  // A second export replaces the first whole; no staging directory is left behind.
+  net::write_stats(dir, files);
+  std::size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator{out.path()})
+    ++entries;
+  CHECK(entries == 1);
+
+  // Offline, from the data directory's log: the same users and credit.
+  stop();
+  auto cli_out = out.path() / "cli";
+  auto [code, text] = cobble::test::run_command({cobble::test::program("tools/cobble"),
+                                                 "--data-dir", node.data_dir().string(), "stats",
+                                                 "export", "--out", cli_out.string()},
+                                                std::chrono::seconds(60));
+  INFO(text);
+  REQUIRE(code == 0);
+  CHECK(text.find("project demo: 1 users, 1 teams, 2 hosts with credit") != std::string::npos);
+  CHECK(gunzip(cli_out / "demo" / "user.gz") == user_xml);
+  start();
+}
+
+TEST_CASE("a host's public CPID hides the client's", "[web][stats]") {
+  CHECK(net::public_host_cpid("", "a@b.org").empty());
+  auto cpid = net::public_host_cpid("0123456789abcdef0123456789abcdef", "a@b.org");
+  CHECK(cpid == net::md5_hex("0123456789abcdef0123456789abcdef" + std::string{"a@b.org"}));
+  CHECK(cpid != "0123456789abcdef0123456789abcdef");
+}
