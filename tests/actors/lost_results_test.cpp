@@ -230,15 +230,7 @@ TEST_CASE_METHOD(no_resend_fixture, "resend_lost_results false leaves lost jobs 
 namespace {
 
 reported_result success(const std::string& name, const std::string& md5) {
-  reported_result r;
-  r.name = name;
-  r.state = 5;
-  r.final_cpu_time = 95;
-  r.final_elapsed_time = 100;
-  r.platform = "x86_64-pc-linux-gnu";
-  r.version_num = 100;
-  r.files.push_back(reported_file{name + "_0", 64, md5});
-  return r;
+  return test::success_report(name, md5);
 }
 
 /// One workunit of the demo app (quorum 2) with a deadline 100 s after sending, sent to a

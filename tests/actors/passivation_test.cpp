@@ -27,15 +27,7 @@ config::cobble_config passivating(int max_live = 0) {
 }
 
 reported_result success(const std::string& name) {
-  reported_result r;
-  r.name = name;
-  r.state = 5;
-  r.final_cpu_time = 95;
-  r.final_elapsed_time = 100;
-  r.platform = "x86_64-pc-linux-gnu";
-  r.version_num = 100;
-  r.files.push_back(reported_file{name + "_0", 64, "feedface"});
-  return r;
+  return test::success_report(name, "feedface");
 }
 
 struct passivation_fixture : test::node_fixture {

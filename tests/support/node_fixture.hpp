@@ -23,6 +23,21 @@
 
 namespace cobble::test {
 
+/// The report of a successful result as a 7.20 client with app_info.xml sends it: the demo
+/// app's version 1.00, 100 s elapsed, one 64-byte output (`<result>_0`) of MD5 `md5`.
+inline reported_result success_report(const std::string& name,
+                                      const std::string& md5 = "0123456789abcdef0123456789abcdef") {
+  reported_result r;
+  r.name = name;
+  r.state = 5;
+  r.final_cpu_time = 95;
+  r.final_elapsed_time = 100;
+  r.platform = "x86_64-pc-linux-gnu";
+  r.version_num = 100;
+  r.files.push_back(reported_file{name + "_0", 64, md5});
+  return r;
+}
+
 /// A Catch2 fixture (TEST_CASE_METHOD); tests derive from it to add their requests.
 class node_fixture {
 public:
