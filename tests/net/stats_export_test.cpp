@@ -35,18 +35,6 @@ config::cobble_config in_a_team() {
   return cfg;
 }
 
-reported_result success(const std::string& name) {
-  reported_result r;
-  r.name = name;
-  r.state = 5;
-  r.final_cpu_time = 95;
-  r.final_elapsed_time = 100;
-  r.platform = "x86_64-pc-linux-gnu";
-  r.version_num = 100;
-  r.files.push_back(reported_file{name + "_0", 64, "0123456789abcdef0123456789abcdef"});
-  return r;
-}
-
 struct stats_fixture : test::node_fixture {
   stats_fixture() : node_fixture(options(in_a_team())) {}
 
@@ -72,8 +60,8 @@ struct stats_fixture : test::node_fixture {
     auto c = rpc(request(0, 3600));
     REQUIRE(a->results.size() == 1);
     REQUIRE(c->results.size() == 1);
-    rpc(request(*a->hostid, 0, {success(a->results[0].name)}));
-    rpc(request(*c->hostid, 0, {success(c->results[0].name)}));
+    rpc(request(*a->hostid, 0, {test::success_report(a->results[0].name)}));
+    rpc(request(*c->hostid, 0, {test::success_report(c->results[0].name)}));
     REQUIRE(workunit("wu")->wu.canonical.has_value());
   }
 };
