@@ -418,6 +418,10 @@ void team_lookup(const call_ptr& c) {
         ids.push_back(v);
       rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
     }
+    if (ids.empty()) { // bad or unknown ids are skipped, as on BOINC: here all of them
+      c->answer(teams_xml({}));
+      return;
+    }
   } else {
     q->name = c->str("team_name");
     if (q->name.empty()) {

@@ -219,6 +219,8 @@ TEST_CASE("account managers change accounts and make, find and join teams", "[we
           .text()
           .as_int()
         == 2);
+  // No valid id among team_ids: no team (not every team).
+  CHECK_FALSE(w.get("/demo/team_lookup.php?team_ids=x,0")->doc.child("teams").child("team"));
   auto bob_answer = w.get("/demo/am_get_info.php?account_key=" + bob);
   auto bob_info = bob_answer->doc.child("am_get_info_reply");
   CHECK(bob_info.child("teamid").text().as_int() == team);
