@@ -506,9 +506,11 @@ void create_team(const call_ptr& c) {
 using rpc_fn = void (*)(const call_ptr&);
 
 /// A route that reads the form (query string, or a POSTed body for am_set_info) and runs
-/// `fn` with it.
+/// `fn` with it. A `changes` page is refused while the data directory is low on disk space
+/// (-183, "project down": the client tries again later), before anything is asked.
 route web_route(const std::shared_ptr<web_rpc_context>& ctx, const std::string& name,
-                const project_actor& project, const char* page, rpc_fn fn, bool post) {
+                const project_actor& project, const char* page, rpc_fn fn, bool post,
+                bool changes) {
   std::vector<http::verb> methods{http::verb::get};
   if (post)
     methods.push_back(http::verb::post);
@@ -516,7 +518,7 @@ route web_route(const std::shared_ptr<web_rpc_context>& ctx, const std::string& 
                true,
                methods,
                std::size_t{64} * 1024,
-               [ctx, name, project, fn](request&& req, const responder& respond) {
+               [ctx, name, project, fn, changes](request&& req, const responder& respond) {
                  auto c = std::make_shared<call>();
                  c->ctx = ctx;
                  c->project_name = name;
@@ -524,6 +526,11 @@ route web_route(const std::shared_ptr<web_rpc_context>& ctx, const std::string& 
                  c->shape = reply_shape{req.version(), req.keep_alive()};
                  c->respond = respond;
                  c->master_url = base_url(*ctx->edge, req) + "/" + name + "/";
+                 if (changes && ctx->edge->disk && ctx->edge->disk->low()) {
+                   c->error(wen::project_down, "The project's server is low on disk space and "
+                                               "accepts no changes for now; try again later.");
+                   return;
+                 }
                  auto target = std::string_view{req.target()};
                  auto q = target.find('?');
                  auto query = q == std::string_view::npos ? std::string_view{}
@@ -558,14 +565,17 @@ route web_route(const std::shared_ptr<web_rpc_context>& ctx, const std::string& 
 std::vector<route> web_rpc_routes(const std::shared_ptr<web_rpc_context>& ctx) {
   std::vector<route> out;
   for (const auto& [name, project] : ctx->edge->projects) {
-    out.push_back(web_route(ctx, name, project, "get_project_config.php", project_config, false));
-    out.push_back(web_route(ctx, name, project, "lookup_account.php", lookup_account, false));
-    out.push_back(web_route(ctx, name, project, "create_account.php", create_account, false));
-    out.push_back(web_route(ctx, name, project, "am_get_info.php", am_get_info, false));
-    out.push_back(web_route(ctx, name, project, "am_set_info.php", am_set_info, true));
-    out.push_back(web_route(ctx, name, project, "show_user.php", show_user, false));
-    out.push_back(web_route(ctx, name, project, "team_lookup.php", team_lookup, false));
-    out.push_back(web_route(ctx, name, project, "create_team.php", create_team, false));
+    // page, handler, POST too, changes state
+    out.push_back(
+      web_route(ctx, name, project, "get_project_config.php", project_config, false, false));
+    out.push_back(
+      web_route(ctx, name, project, "lookup_account.php", lookup_account, false, false));
+    out.push_back(web_route(ctx, name, project, "create_account.php", create_account, false, true));
+    out.push_back(web_route(ctx, name, project, "am_get_info.php", am_get_info, false, false));
+    out.push_back(web_route(ctx, name, project, "am_set_info.php", am_set_info, true, true));
+    out.push_back(web_route(ctx, name, project, "show_user.php", show_user, false, false));
+    out.push_back(web_route(ctx, name, project, "team_lookup.php", team_lookup, false, false));
+    out.push_back(web_route(ctx, name, project, "create_team.php", create_team, false, true));
   }
   return out;
 }

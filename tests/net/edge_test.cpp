@@ -12,6 +12,8 @@
 #include "net/admin_api.hpp"
 #include "net/edge.hpp"
 #include "net/files.hpp"
+#include "net/password.hpp"
+#include "net/web_rpc.hpp"
 #include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
 #include "tests/support/demo_config.hpp"
@@ -70,6 +72,10 @@ struct node_fixture {
     ctx->port = rpc_port;
     ctx->disk = disk;
     auto routes = net::edge_routes(ctx);
+    auto web = std::make_shared<net::web_rpc_context>();
+    web->edge = ctx;
+    for (auto& r : net::web_rpc_routes(web))
+      routes.push_back(std::move(r));
     net::admin_context actx;
     actx.sys = sys.get();
     actx.projects = handles.projects;
@@ -157,6 +163,16 @@ TEST_CASE("below server.min_free_disk no change is accepted and reads still answ
   CHECK_THAT(up.body, Catch::Contains("low on disk space"));
   CHECK_FALSE(std::filesystem::exists(n.dir.path() / "projects/demo/upload" / output));
 
+  // A volunteer's new account (a web RPC): "project down", which the client retries.
+  auto account = c.get("/demo/create_account.php?email_addr=a%40example.org&user_name=A"
+                       "&passwd_hash="
+                       + net::boinc_password_hash("pw", "a@example.org"));
+  CHECK(account.status == 200);
+  CHECK_THAT(account.body, Catch::Contains("<error_num>-183</error_num>"));
+  CHECK_THAT(account.body, Catch::Contains("low on disk space"));
+  // Reading web RPCs still answer.
+  CHECK_THAT(c.get("/demo/get_project_config.php").body, Catch::Contains("<project_config>"));
+
   // Nothing was appended.
   CHECK(n.durable_seq() == before);
 }
@@ -169,5 +185,10 @@ TEST_CASE("at or above server.min_free_disk the same requests change state", "[n
   auto reply = n.ask_for_work();
   CHECK(reply.hostid);
   CHECK(reply.jobs.size() == 1);
+  http_client c{"127.0.0.1", n.port};
+  auto account = c.get("/demo/create_account.php?email_addr=a%40example.org&user_name=A"
+                       "&passwd_hash="
+                       + net::boinc_password_hash("pw", "a@example.org"));
+  CHECK_THAT(account.body, Catch::Contains("<authenticator>"));
   CHECK(n.durable_seq() > before);
 }
