@@ -1,5 +1,7 @@
 #include "net/password.hpp"
 
+#include "actors/state.hpp"
+
 #include <boost/asio/post.hpp>
 
 #include <openssl/evp.h>
@@ -22,13 +24,6 @@ void init_sodium() {
     throw std::runtime_error("libsodium could not be initialised");
 }
 
-std::string lower(std::string_view text) {
-  std::string out{text};
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 } // namespace
 
 std::string md5_hex(std::string_view text) {
@@ -46,7 +41,7 @@ std::string md5_hex(std::string_view text) {
 }
 
 std::string boinc_password_hash(std::string_view password, std::string_view email) {
-  return md5_hex(std::string{password} + lower(email));
+  return md5_hex(std::string{password} + fold_case(email));
 }
 
 bool is_boinc_password_hash(std::string_view text) {
@@ -57,7 +52,7 @@ bool is_boinc_password_hash(std::string_view text) {
 
 std::string store_password(std::string_view boinc_hash) {
   init_sodium();
-  auto key = lower(boinc_hash);
+  auto key = fold_case(boinc_hash);
   std::array<char, crypto_pwhash_STRBYTES> out{};
   if (crypto_pwhash_str(out.data(), key.data(), key.size(), crypto_pwhash_OPSLIMIT_INTERACTIVE,
                         crypto_pwhash_MEMLIMIT_INTERACTIVE)
@@ -71,7 +66,7 @@ bool password_matches(std::string_view stored, std::string_view boinc_hash) {
   if (stored.empty() || stored.size() >= crypto_pwhash_STRBYTES)
     return false;
   std::string s{stored}; // NUL-terminated, as libsodium wants it
-  auto key = lower(boinc_hash);
+  auto key = fold_case(boinc_hash);
   return crypto_pwhash_str_verify(s.c_str(), key.data(), key.size()) == 0;
 }
 

@@ -1,18 +1,16 @@
 #include "net/stats_export.hpp"
 
+#include "actors/error.hpp"
 #include "net/password.hpp"
 #include "net/web_rpc_xml.hpp"
 #include "net/xml_text.hpp"
+#include "storage/posix_file.hpp"
 
 #include <fmt/format.h>
 
-#include <cerrno>
-#include <cstring>
 #include <stdexcept>
 #include <system_error>
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 
 namespace cobble::net {
@@ -157,61 +155,29 @@ std::string tables_xml(const project_state& ps, const stats_counts& n, time_us n
   return out;
 }
 
-[[noreturn]] void fail(const std::string& what, const fs::path& p) {
-  throw std::runtime_error(what + " " + p.string() + ": "
-                           + std::error_code{errno, std::generic_category()}.message());
+/// `bytes` gzipped (zlib's deflate with a gzip wrapper, best compression), in memory.
+std::string gzipped(const std::string& bytes) {
+  z_stream z{};
+  if (deflateInit2(&z, Z_BEST_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+    throw std::runtime_error("cannot start gzip compression");
+  std::string out(deflateBound(&z, static_cast<uLong>(bytes.size())), '\0');
+  // zlib's interface is not const-correct; deflate only reads its input.
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(bytes.data()));
+  z.avail_in = static_cast<uInt>(bytes.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  int rc = deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  if (rc != Z_STREAM_END)
+    throw std::runtime_error("gzip compression failed");
+  return out;
 }
 
-/// Writes `bytes` (gzipped with `gzip`) to `p` and syncs it.
-void write_file(const fs::path& p, const std::string& bytes, bool gzip) {
-  int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    fail("cannot create", p);
-  if (gzip) {
-    int copy = ::dup(fd);
-    if (copy < 0) {
-      ::close(fd);
-      fail("cannot write", p);
-    }
-    gzFile gz = ::gzdopen(copy, "wb9");
-    bool ok = gz != nullptr;
-    if (ok && !bytes.empty())
-      ok = ::gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size()))
-           == static_cast<int>(bytes.size());
-    if (gz != nullptr && ::gzclose(gz) != Z_OK)
-      ok = false;
-    if (!ok) {
-      ::close(fd);
-      throw std::runtime_error("cannot compress " + p.string());
-    }
-  } else {
-    std::size_t done = 0;
-    while (done < bytes.size()) {
-      auto n = ::write(fd, bytes.data() + done, bytes.size() - done);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0) {
-        ::close(fd);
-        fail("cannot write", p);
-      }
-      done += static_cast<std::size_t>(n);
-    }
-  }
-  if (::fsync(fd) != 0) {
-    ::close(fd);
-    fail("cannot sync", p);
-  }
-  ::close(fd);
-}
-
-void sync_dir(const fs::path& p) {
-  int fd = ::open(p.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    fail("cannot open", p);
-  int rc = ::fsync(fd);
-  ::close(fd);
-  if (rc != 0)
-    fail("cannot sync", p);
+/// Throws the storage error as a std::runtime_error.
+void check(const caf::error& err) {
+  if (err)
+    throw std::runtime_error(describe(err));
 }
 
 } // namespace
@@ -249,9 +215,9 @@ void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
   for (const auto& f : files) {
     if (f.name.empty() || f.name.find('/') != std::string::npos || f.name[0] == '.')
       throw std::runtime_error("bad statistics file name '" + f.name + "'");
-    write_file(staging / f.name, f.xml, f.gzip);
+    check(storage::write_file_durably(staging / (f.name + ".tmp"), staging / f.name,
+                                      f.gzip ? gzipped(f.xml) : f.xml));
   }
-  sync_dir(staging);
   if (fs::exists(dir, ec)) {
     fs::rename(dir, previous, ec);
     if (ec)
@@ -261,7 +227,7 @@ void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
   if (ec)
     throw std::runtime_error("cannot move " + staging.string() + " to " + dir.string() + ": "
                              + ec.message());
-  sync_dir(parent);
+  check(storage::sync_dir(parent));
   fs::remove_all(previous, ec);
 }
 

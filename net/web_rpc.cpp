@@ -97,7 +97,7 @@ void project_config(const call_ptr& c) {
         [c](const app_list_ptr& apps) {
           const auto& a = c->accounts();
           project_config_info info;
-          auto names = c->ctx->edge->long_names;
+          const auto& names = c->ctx->edge->long_names;
           info.name = names.count(c->project_name) ? names.at(c->project_name) : c->project_name;
           info.master_url = c->master_url;
           info.min_passwd_length = a.min_password_length;
