@@ -37,6 +37,36 @@ struct snapshotter_state {
   std::chrono::steady_clock::duration last_took{}; ///< How long the previous snapshot took.
   static inline const char* name = "snapshotter";
 
+  /// Whether the periodic reader is due now.
+  bool reader_due() const {
+    return opts.reader.read && std::chrono::steady_clock::now() >= opts.reader.due;
+  }
+
+  /// Hands `w` to the reader and schedules its next turn. The reader's failures are its own:
+  /// they are logged, never fatal to the snapshotter.
+  void read(const world& w) {
+    opts.reader.due = std::chrono::steady_clock::now() + opts.reader.every;
+    try {
+      opts.reader.read(w);
+    } catch (const std::exception& e) {
+      spdlog::error("reading the world at seq {} failed: {}", w.seq, e.what());
+    }
+  }
+
+  /// Rebuilds the world at the last durable seq for the reader alone (no snapshot was due).
+  void read_only() {
+    auto w = recover(*store, false, seq);
+    if (!w) {
+      spdlog::error("rebuilding the state at seq {} for the periodic reader failed: {}", seq,
+                    describe(w.error()));
+      opts.reader.due = std::chrono::steady_clock::now() + opts.reader.every;
+      return;
+    }
+    read(*w);
+    *w = world{};
+    malloc_trim(0);
+  }
+
   std::uint64_t take() {
     if (events_since == 0 && !store->snapshots().empty())
       return seq;
@@ -57,6 +87,8 @@ struct snapshotter_state {
         std::_Exit(70);
       }
       at = w->seq;
+      if (reader_due())
+        read(*w); // first: what it makes is freed before the snapshot's bytes are
       auto blob = encode_snapshot(*w);
       *w = world{}; // free the rebuilt state before writing
       bytes = blob.size();
@@ -98,6 +130,8 @@ struct snapshotter_state {
   void maybe_take() {
     if (snapshot_due(opts, events_since, std::chrono::steady_clock::now() - last, last_took))
       take();
+    else if (reader_due() && !(opts.disk && opts.disk->low()))
+      read_only();
   }
 };
 

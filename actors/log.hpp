@@ -14,10 +14,22 @@
 #include <caf/actor_system.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <vector>
 
 namespace cobble {
+
+/// Work on a whole world at most every `every` (cobbled's statistics export): run on the
+/// snapshotter's thread with the world a snapshot was just made from, before it is freed,
+/// once `due` has passed; when no snapshot is due by then the world is rebuilt for the reader
+/// alone, so an idle project is still read on time. Never the live actors' state; skipped
+/// while the disk is low. What `read` throws is logged, never fatal.
+struct periodic_reader {
+  std::function<void(const world&)> read; ///< Empty: no reader.
+  std::chrono::seconds every{86400};
+  std::chrono::steady_clock::time_point due{}; ///< The first turn (default: at once).
+};
 
 /// Settings of the log actor.
 struct log_options {
@@ -31,6 +43,7 @@ struct log_options {
   /// The free space of the data directory, read once a second on the snapshotter's thread;
   /// while it is low no snapshot is written. Null: not watched.
   std::shared_ptr<storage::disk_space> disk;
+  periodic_reader reader; ///< Empty: none.
 };
 
 /// Whether the snapshotter takes a snapshot now: after `events_since` durable events, `since_last`

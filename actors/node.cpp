@@ -99,6 +99,7 @@ caf::expected<node_handles> start_node(caf::actor_system& sys, const config::cob
   lo.snapshots_kept = cfg.server.snapshots_kept;
   lo.detached = opts.detached_log;
   lo.disk = opts.disk;
+  lo.reader = opts.reader;
   auto log = spawn_log(sys, store, w.seq, lo, opts.port);
   out.log = log;
   auto st = std::make_shared<node_state>();

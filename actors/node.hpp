@@ -7,6 +7,7 @@
 
 #include "actors/actors.hpp"
 #include "actors/clock.hpp"
+#include "actors/log.hpp"
 #include "actors/rpc_port.hpp"
 #include "actors/state.hpp"
 #include "config/config.hpp"
@@ -53,6 +54,9 @@ struct node_options {
   /// The data directory's free space against server.min_free_disk (storage/disk_space.hpp),
   /// checked by the snapshotter once a second; null: not watched.
   std::shared_ptr<storage::disk_space> disk;
+  /// Reads a rebuilt world now and then on the snapshotter's thread (actors/log.hpp); cobbled
+  /// makes the statistics export with it.
+  periodic_reader reader;
 };
 
 /// Recovers state from `store` and starts every actor. Fails (changing nothing) when the log

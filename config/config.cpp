@@ -428,6 +428,7 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
              "snapshot_interval",
              "snapshot_time_share",
              "snapshots_kept",
+             "stats_export_interval",
              "max_connections",
              "min_free_disk",
              "max_batch_items"});
@@ -457,6 +458,7 @@ void parse_server(parser& p, const YAML::Node& node, server_config& out) {
   read_duration(m, "read_timeout", out.read_timeout);
   read(m, "snapshot_every_events", out.snapshot_every_events);
   read_duration(m, "snapshot_interval", out.snapshot_interval);
+  read_duration(m, "stats_export_interval", out.stats_export_interval);
   read_size(m, "min_free_disk", out.min_free_disk);
   read_number(m, "snapshot_time_share", out.snapshot_time_share);
   std::uint64_t kept = out.snapshots_kept;
@@ -784,6 +786,8 @@ private:
       fail("server.snapshot_time_share",
            "must be in (0, 1], got " + format_number(s.snapshot_time_share));
     positive("server.snapshots_kept", s.snapshots_kept);
+    if (s.stats_export_interval.count() < 0)
+      fail("server.stats_export_interval", "must be 0 (no export) or more");
     positive("server.max_connections", s.max_connections);
     positive("server.max_batch_items", s.max_batch_items);
   }
@@ -1197,6 +1201,8 @@ std::string to_yaml(const cobble_config& cfg) {
   raw("snapshot_time_share", format_number(s.snapshot_time_share));
   raw("min_free_disk", format_size(static_cast<double>(s.min_free_disk)));
   raw("snapshots_kept", std::to_string(s.snapshots_kept));
+  raw("stats_export_interval",
+      format_duration(static_cast<double>(s.stats_export_interval.count())));
   raw("max_connections", std::to_string(s.max_connections));
   raw("max_batch_items", std::to_string(s.max_batch_items));
   out << YAML::EndMap;

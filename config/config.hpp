@@ -285,6 +285,10 @@ struct server_config {
   std::chrono::seconds snapshot_interval{300};  ///< ...or this long, whichever comes first,
   double snapshot_time_share = 0.1; ///< ...but snapshots take at most this share of the time.
   std::size_t snapshots_kept = 3;
+  /// The statistics export for stats sites (<data_dir>/stats/<project>/, served at
+  /// /<project>/stats/) is made this often, from the world a snapshot is made from; 0: never
+  /// (docs/web.md).
+  std::chrono::seconds stats_export_interval{86400};
   /// Connections open at once; one more is answered 503 and closed. cobbled lowers it to
   /// what the file-descriptor limit allows (docs/security.md).
   std::size_t max_connections = 4096;

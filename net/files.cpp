@@ -3,18 +3,23 @@
 #include "actors/error.hpp"
 #include "net/boinc_xml.hpp"
 #include "net/one_shot.hpp"
+#include "net/xml_text.hpp"
 #include "storage/error.hpp"
 
 #include <caf/all.hpp>
 
 #include <boost/asio/post.hpp>
 
+#include <fmt/chrono.h>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 #include <openssl/hmac.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <charconv>
+#include <chrono>
 #include <limits>
 #include <mutex>
 
@@ -84,8 +89,10 @@ parse_range(std::string_view h) {
   return std::pair{*from, to};
 }
 
-void serve_download(const std::shared_ptr<file_service>& files, const std::string& project,
-                    request&& req, const responder& respond) {
+/// GET or HEAD of one file of `dir` (named by the target's last segment), as `type`, with
+/// ranges; 404 for a name that is not a plain file name or not there.
+void serve_file(const std::shared_ptr<file_service>& files, const std::filesystem::path& dir,
+                std::string_view type, request&& req, const responder& respond) {
   auto target = std::string_view{req.target()};
   auto q = target.find('?');
   if (q != std::string_view::npos)
@@ -100,73 +107,131 @@ void serve_download(const std::shared_ptr<file_service>& files, const std::strin
       text_response(version, keep_alive, http::status::not_found, "no such file\n", "text/plain"));
     return;
   }
-  files->post([files, project, name, version, keep_alive, head, range, respond] {
-    auto not_found = [&] {
-      respond(text_response(version, keep_alive, http::status::not_found,
-                            "no such file: " + name + "\n", "text/plain"));
-    };
-    auto cannot_read = [&](const std::string& why) {
-      spdlog::error("download of {}: {}", name, why);
-      respond(text_response(version, keep_alive, http::status::internal_server_error,
-                            "cannot read the file\n", "text/plain"));
-    };
-    try {
-      // Opened here, on the file pool: the body is read from it as the client takes it, so
-      // a download holds one buffer, never the file. A symbolic link is not followed.
-      beast::error_code ec;
-      auto file = file_window::open_regular(files->store().download_dir(project) / name, ec);
-      if (ec) {
-        if (ec == std::errc::no_such_file_or_directory)
-          not_found();
-        else
-          cannot_read(ec.message());
-        return;
-      }
-      const auto size = file.file_size();
-      // A range starting at or past the end is answered with the whole file, never 416:
-      // the BOINC client treats every 4xx on a download as permanent.
-      const bool partial = range && range->first < size;
-      const auto first = partial ? range->first : 0;
-      const auto last = partial
-                          ? std::min<std::uint64_t>(range->second.value_or(size - 1), size - 1)
-                          : size - 1;
-      const auto length = size == 0 ? 0 : last - first + 1;
-      const auto status = partial ? http::status::partial_content : http::status::ok;
-      auto headers = [&](auto& res) {
-        res.set(http::field::server, "cobble");
-        res.set(http::field::content_type, "application/octet-stream");
-        res.keep_alive(keep_alive);
-        if (partial)
-          res.set(http::field::content_range, "bytes " + std::to_string(first) + "-"
-                                                + std::to_string(last) + "/"
-                                                + std::to_string(size));
-        else
-          res.set(http::field::accept_ranges, "bytes");
+  files->post(
+    [files, dir, type = std::string{type}, name, version, keep_alive, head, range, respond] {
+      auto not_found = [&] {
+        respond(text_response(version, keep_alive, http::status::not_found,
+                              "no such file: " + name + "\n", "text/plain"));
       };
-      if (head) {
-        response res{status, version};
+      auto cannot_read = [&](const std::string& why) {
+        spdlog::error("download of {}: {}", name, why);
+        respond(text_response(version, keep_alive, http::status::internal_server_error,
+                              "cannot read the file\n", "text/plain"));
+      };
+      try {
+        // Opened here, on the file pool: the body is read from it as the client takes it, so
+        // a download holds one buffer, never the file. A symbolic link is not followed.
+        beast::error_code ec;
+        auto file = file_window::open_regular(dir / name, ec);
+        if (ec) {
+          if (ec == std::errc::no_such_file_or_directory)
+            not_found();
+          else
+            cannot_read(ec.message());
+          return;
+        }
+        const auto size = file.file_size();
+        // A range starting at or past the end is answered with the whole file, never 416:
+        // the BOINC client treats every 4xx on a download as permanent.
+        const bool partial = range && range->first < size;
+        const auto first = partial ? range->first : 0;
+        const auto last = partial
+                            ? std::min<std::uint64_t>(range->second.value_or(size - 1), size - 1)
+                            : size - 1;
+        const auto length = size == 0 ? 0 : last - first + 1;
+        const auto status = partial ? http::status::partial_content : http::status::ok;
+        auto headers = [&](auto& res) {
+          res.set(http::field::server, "cobble");
+          res.set(http::field::content_type, type);
+          res.keep_alive(keep_alive);
+          if (partial)
+            res.set(http::field::content_range, "bytes " + std::to_string(first) + "-"
+                                                  + std::to_string(last) + "/"
+                                                  + std::to_string(size));
+          else
+            res.set(http::field::accept_ranges, "bytes");
+        };
+        if (head) {
+          response res{status, version};
+          headers(res);
+          res.content_length(length);
+          respond(std::move(res));
+          return;
+        }
+        file.restrict(first, length, ec);
+        if (ec) {
+          cannot_read(ec.message());
+          return;
+        }
+        file_response res{status, version};
         headers(res);
-        res.content_length(length);
+        res.body().reset(std::move(file), ec);
+        if (ec) {
+          cannot_read(ec.message());
+          return;
+        }
+        res.prepare_payload();
         respond(std::move(res));
-        return;
+      } catch (const std::exception& e) {
+        cannot_read(e.what());
       }
-      file.restrict(first, length, ec);
-      if (ec) {
-        cannot_read(ec.message());
-        return;
-      }
-      file_response res{status, version};
-      headers(res);
-      res.body().reset(std::move(file), ec);
-      if (ec) {
-        cannot_read(ec.message());
-        return;
-      }
-      res.prepare_payload();
-      respond(std::move(res));
-    } catch (const std::exception& e) {
-      cannot_read(e.what());
+    });
+}
+
+/// The type a statistics file is served as.
+std::string_view stats_type(std::string_view name) {
+  if (name.ends_with(".gz"))
+    return "application/gzip";
+  if (name.ends_with(".xml"))
+    return "application/xml";
+  return "application/octet-stream";
+}
+
+/// `/<p>/stats/`: the files of the project's statistics export, with their sizes and times, as
+/// a page stats sites' operators and volunteers can read (and follow).
+void serve_stats_index(const std::shared_ptr<file_service>& files, const std::string& project,
+                       const std::filesystem::path& dir, request&& req, const responder& respond) {
+  unsigned version = req.version();
+  bool keep_alive = req.keep_alive();
+  files->post([files, project, dir, version, keep_alive, respond] {
+    struct entry {
+      std::string name;
+      std::uintmax_t size;
+      std::string time;
+    };
+    std::vector<entry> entries;
+    std::error_code ec;
+    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+      auto name = f.path().filename().string();
+      if (!f.is_regular_file(ec) || !storage::safe_file_name(name))
+        continue;
+      auto written = std::chrono::file_clock::to_sys(f.last_write_time(ec));
+      entries.push_back({name, f.file_size(ec),
+                         fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
+                                     std::chrono::floor<std::chrono::seconds>(written))});
     }
+    std::sort(entries.begin(), entries.end(),
+              [](const entry& a, const entry& b) { return a.name < b.name; });
+    std::string body = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                       "<meta name=\"viewport\" content=\"width=device-width\">"
+                       "<title>Statistics export of ";
+    xml::append_escaped(body, project);
+    body += "</title></head><body><h1>Statistics export of ";
+    xml::append_escaped(body, project);
+    body += "</h1>\n";
+    if (entries.empty()) {
+      body += "<p>No export has been written yet.</p>\n";
+    } else {
+      body += "<p>BOINC's db_dump files, for statistics sites; no e-mail addresses.</p>\n"
+              "<table><tr><th>File</th><th>Bytes</th><th>Written</th></tr>\n";
+      for (const auto& e : entries)
+        body += fmt::format("<tr><td><a href=\"{0}\">{0}</a></td><td>{1}</td><td>{2}</td></tr>\n",
+                            e.name, e.size, e.time);
+      body += "</table>\n";
+    }
+    body += "</body></html>\n";
+    respond(text_response(version, keep_alive, http::status::ok, std::move(body),
+                          "text/html; charset=utf-8"));
   });
 }
 
@@ -524,7 +589,8 @@ std::vector<route> file_routes(file_routes_context ctx) {
                            {http::verb::get, http::verb::head},
                            0,
                            [shared, name = name](request&& req, const responder& respond) {
-                             serve_download(shared->files, name, std::move(req), respond);
+                             serve_file(shared->files, shared->files->store().download_dir(name),
+                                        "application/octet-stream", std::move(req), respond);
                            },
                            {},
                            {}});
@@ -535,6 +601,38 @@ std::vector<route> file_routes(file_routes_context ctx) {
                                            header.keep_alive(), std::move(respond));
     };
     routes.push_back(std::move(upload));
+    if (shared->stats_dir.empty())
+      continue;
+    auto stats = shared->stats_dir / name;
+    routes.push_back(
+      route{"/" + name + "/stats/",
+            false,
+            {http::verb::get, http::verb::head},
+            0,
+            [shared, name = name, stats](request&& req, const responder& respond) {
+              auto target = std::string_view{req.target()};
+              target = target.substr(0, target.find('?'));
+              auto file = target.substr(target.rfind('/') + 1);
+              if (file.empty())
+                serve_stats_index(shared->files, name, stats, std::move(req), respond);
+              else
+                serve_file(shared->files, stats, stats_type(file), std::move(req), respond);
+            },
+            {},
+            {}});
+    routes.push_back(route{"/" + name + "/stats",
+                           true,
+                           {http::verb::get, http::verb::head},
+                           0,
+                           [name = name](request&& req, const responder& respond) {
+                             auto res = text_response(req.version(), req.keep_alive(),
+                                                      http::status::moved_permanently,
+                                                      "see /" + name + "/stats/\n", "text/plain");
+                             res.set(http::field::location, "/" + name + "/stats/");
+                             respond(std::move(res));
+                           },
+                           {},
+                           {}});
   }
   return routes;
 }

@@ -13,6 +13,7 @@
 
 #include <boost/asio/thread_pool.hpp>
 
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -53,9 +54,12 @@ struct file_routes_context {
   std::size_t upload_limit = 256u << 20;
   /// Below its watermark uploads are refused with a transient error (the client retries).
   std::shared_ptr<const storage::disk_space> disk;
+  /// The statistics export (<data_dir>/stats), served at /<p>/stats/; empty: not served.
+  std::filesystem::path stats_dir;
 };
 
-/// GET /<p>/download/<name> and POST /<p>/upload for every project.
+/// GET /<p>/download/<name> and POST /<p>/upload for every project, and the statistics
+/// export at GET /<p>/stats/ (a page listing the files) and /<p>/stats/<file>.
 std::vector<route> file_routes(file_routes_context ctx);
 
 /// Stores the request body as an input of `project` ("in_<md5>"; "app_<md5>" with prefix

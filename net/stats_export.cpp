@@ -7,10 +7,14 @@
 #include "storage/posix_file.hpp"
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include <stdexcept>
 #include <system_error>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <zlib.h>
 
 namespace cobble::net {
@@ -208,6 +212,20 @@ void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
   auto previous = parent / ("." + dir.filename().string() + ".old");
   std::error_code ec;
   fs::create_directories(parent, ec);
+  // One writer at a time (cobbled's periodic export and `cobble stats export` share the
+  // directory and its staging names); the lock goes with the descriptor.
+  auto lock_path = parent / ".lock";
+  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
+    auto why = std::error_code{errno, std::generic_category()}.message();
+    if (lock >= 0)
+      ::close(lock);
+    throw std::runtime_error("cannot lock " + lock_path.string() + ": " + why);
+  }
+  struct unlock {
+    int fd;
+    ~unlock() { ::close(fd); }
+  } unlock_at_end{lock};
   fs::remove_all(staging, ec);
   fs::remove_all(previous, ec);
   if (!fs::create_directory(staging, ec))
@@ -229,6 +247,60 @@ void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
                              + ec.message());
   check(storage::sync_dir(parent));
   fs::remove_all(previous, ec);
+}
+
+std::vector<project_export>
+export_world(const world& w, const fs::path& out, time_us now, const std::string& only) {
+  std::vector<project_export> written;
+  for (const auto& pw : w.projects) {
+    const auto& name = pw.project.name;
+    if (name.empty() || (!only.empty() && name != only))
+      continue;
+    project_export e{name, out / name, {}};
+    write_stats(e.dir, stats_files(pw, now, &e.counts));
+    written.push_back(std::move(e));
+  }
+  return written;
+}
+
+std::optional<fs::file_time_type>
+oldest_export(const fs::path& out, const std::vector<std::string>& projects) {
+  std::optional<fs::file_time_type> oldest;
+  for (const auto& name : projects) {
+    std::error_code ec;
+    auto t = fs::last_write_time(out / name / "tables.xml", ec);
+    if (ec)
+      return std::nullopt;
+    if (!oldest || t < *oldest)
+      oldest = t;
+  }
+  return oldest;
+}
+
+periodic_reader periodic_export(const fs::path& out, const std::vector<std::string>& projects,
+                                std::chrono::seconds every) {
+  periodic_reader r;
+  if (every.count() <= 0)
+    return r;
+  r.every = every;
+  r.due = std::chrono::steady_clock::now();
+  if (auto last = oldest_export(out, projects)) {
+    auto age = fs::file_time_type::clock::now() - *last;
+    if (age < every)
+      r.due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(every - age);
+  }
+  r.read = [out](const world& w) {
+    auto started = std::chrono::steady_clock::now();
+    auto now = std::chrono::duration_cast<std::chrono::microseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+    for (const auto& e : export_world(w, out, now))
+      spdlog::info(
+        "statistics of {} exported at seq {}: {} users, {} teams, {} hosts ({:.2f} s)", e.project,
+        w.seq, e.counts.users, e.counts.teams, e.counts.hosts,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+  };
+  return r;
 }
 
 } // namespace cobble::net

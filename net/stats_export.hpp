@@ -6,9 +6,12 @@
 /// addresses, account keys and passwords are never written; users and hosts carry BOINC's
 /// public cross-project ids, so stats sites can add a volunteer's credit up across projects.
 /// docs/web.md, "Statistics export", lists every field.
+#include "actors/log.hpp"
 #include "actors/state.hpp"
 
+#include <chrono>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,5 +44,31 @@ std::string public_host_cpid(const std::string& host_cpid, const std::string& ow
 /// takes the place of `dir` (the previous export is removed), so a stats site never downloads
 /// a half-written export. Throws std::runtime_error naming the file on failure.
 void write_stats(const std::filesystem::path& dir, const std::vector<stats_file>& files);
+
+/// One project's export as written.
+struct project_export {
+  std::string project;
+  std::filesystem::path dir;
+  stats_counts counts;
+};
+
+/// Writes the export of every named project of `w` (only `only`, when given) into
+/// `out`/<project>/ with write_stats, at `now`. Throws std::runtime_error naming what failed.
+std::vector<project_export> export_world(const world& w, const std::filesystem::path& out,
+                                         time_us now, const std::string& only = {});
+
+/// When the oldest of the projects' exports under `out` was written (its tables.xml); none
+/// when a project of `projects` has no export yet.
+std::optional<std::filesystem::file_time_type>
+oldest_export(const std::filesystem::path& out, const std::vector<std::string>& projects);
+
+/// cobbled's periodic export (docs/web.md): a reader for the snapshotter (actors/log.hpp) that
+/// writes every project's export into `out`/<project>/ every `every`, from the world a
+/// snapshot is made from. Its first turn keeps the previous exports' schedule: at once when
+/// one of `projects` has none yet, else `every` after the oldest, so a restart neither repeats
+/// nor skips one. `every` of 0: no reader.
+periodic_reader
+periodic_export(const std::filesystem::path& out, const std::vector<std::string>& projects,
+                std::chrono::seconds every);
 
 } // namespace cobble::net

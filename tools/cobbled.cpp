@@ -8,6 +8,7 @@
 #include "net/edge.hpp"
 #include "net/files.hpp"
 #include "net/http_server.hpp"
+#include "net/stats_export.hpp"
 #include "net/web_rpc.hpp"
 #include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
@@ -312,6 +313,13 @@ int program_main(int argc, char** argv) {
   node_opts.files = file_store;
   node_opts.port = rpc_port;
   node_opts.disk = disk;
+  {
+    std::vector<std::string> names;
+    for (const auto& p : cfg.projects)
+      names.push_back(p.name);
+    node_opts.reader = cobble::net::periodic_export(data / "stats", names,
+                                                    cfg.server.stats_export_interval);
+  }
   // Creating the secret (two fsyncs, on a first start) is not recovery: its time is left out
   // of the figure printed below.
   std::chrono::steady_clock::duration secret_time{};
@@ -380,8 +388,8 @@ int program_main(int argc, char** argv) {
   actx.upload_limit = cfg.server.upload_limit;
   actx.max_batch_items = cfg.server.max_batch_items;
   actx.disk = disk;
-  for (auto& r :
-       cobble::net::file_routes({&sys, node->projects, files, cfg.server.upload_limit, disk}))
+  for (auto& r : cobble::net::file_routes(
+         {&sys, node->projects, files, cfg.server.upload_limit, disk, data / "stats"}))
     routes.push_back(std::move(r));
   cobble::net::server_options opts;
   opts.address = cfg.server.listen_address;

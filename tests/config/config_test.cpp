@@ -38,6 +38,7 @@ server:
   snapshot_interval: 1h
   snapshot_time_share: 0.25
   snapshots_kept: 5
+  stats_export_interval: 6h
   max_batch_items: 500
 projects:
   - name: primes
@@ -152,6 +153,7 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
   CHECK(s.snapshot_interval == t.snapshot_interval);
   CHECK(s.snapshot_time_share == t.snapshot_time_share);
   CHECK(s.snapshots_kept == t.snapshots_kept);
+  CHECK(s.stats_export_interval == t.stats_export_interval);
   CHECK(s.max_batch_items == t.max_batch_items);
   REQUIRE(a.projects.size() == b.projects.size());
   for (std::size_t i = 0; i < a.projects.size(); ++i) {
@@ -238,6 +240,7 @@ TEST_CASE("a full file is read field by field", "[config]") {
   CHECK(s.snapshot_interval == 3600s);
   CHECK(s.snapshot_time_share == 0.25);
   CHECK(s.snapshots_kept == 5);
+  CHECK(s.stats_export_interval == 6h);
   CHECK(s.max_batch_items == 500);
 
   REQUIRE(cfg.projects.size() == 2);

@@ -85,7 +85,7 @@ struct node_fixture {
       routes.push_back(std::move(r));
     files = std::make_shared<net::file_service>(std::make_shared<storage::file_store>(dir.path()),
                                                 "edge-test-secret");
-    for (auto& r : net::file_routes({sys.get(), handles.projects, files, 1u << 20, disk}))
+    for (auto& r : net::file_routes({sys.get(), handles.projects, files, 1u << 20, disk, {}}))
       routes.push_back(std::move(r));
     server = std::make_unique<net::http_server>(net::server_options{}, std::move(routes));
     port = server->start();

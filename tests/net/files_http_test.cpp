@@ -118,6 +118,46 @@ TEST_CASE("inputs are staged once and downloaded with ranges, never 416") {
   CHECK(s.stop() == 0);
 }
 
+TEST_CASE("cobbled exports statistics on its own and serves them at /<project>/stats/") {
+  temp_dir dir;
+  // No export yet: the first is made at once at the start, from a rebuilt world (its line
+  // may come before or after the ones the start waited for).
+  server s{dir.path(), {"--log-level", "info"}};
+  auto exported = [&] {
+    const auto& lines = s.proc->lines();
+    return std::any_of(lines.begin(), lines.end(), [](const std::string& l) {
+      return l.find("statistics of demo exported") != std::string::npos;
+    });
+  };
+  if (!exported())
+    REQUIRE(s.proc->wait_for("statistics of demo exported", 60s));
+  http_client c{"127.0.0.1", s.port};
+  auto index = c.get("/demo/stats/");
+  CHECK(index.status == 200);
+  CHECK(index.content_type == "text/html; charset=utf-8");
+  for (const auto* name : {"tables.xml", "user.gz", "user_id.gz", "team.gz", "host.gz"})
+    CHECK(index.body.find(std::string{"<a href=\""} + name + "\">") != std::string::npos);
+  auto tables = c.get("/demo/stats/tables.xml");
+  CHECK(tables.status == 200);
+  CHECK(tables.content_type == "application/xml");
+  pugi::xml_document doc;
+  REQUIRE(doc.load_string(tables.body.c_str()));
+  CHECK(doc.child("tables").child("nusers_total").text().as_int() == 0); // no credit yet
+  CHECK(tables.body == read_file(s.data / "stats/demo/tables.xml"));
+  auto users = c.get("/demo/stats/user.gz");
+  CHECK(users.status == 200);
+  CHECK(users.content_type == "application/gzip");
+  REQUIRE(users.body.size() > 2);
+  CHECK(users.body.substr(0, 2) == "\x1f\x8b"); // gzip's magic
+  auto bare = c.get("/demo/stats");
+  CHECK(bare.status == 301);
+  CHECK(bare.location == "/demo/stats/");
+  CHECK(c.get("/demo/stats/nothing.gz").status == 404);
+  CHECK(c.get("/demo/stats/..%2Fadmin_token").status == 404);
+  CHECK(c.get("/demo/stats/.lock").status == 404);
+  CHECK(s.stop() == 0);
+}
+
 TEST_CASE("uploads resume at their offset and bad uploads are refused with status -1") {
   temp_dir dir;
   server s{dir.path()};

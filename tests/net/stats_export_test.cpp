@@ -14,6 +14,7 @@
 #include <catch2/catch.hpp>
 #include <pugixml.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -37,6 +38,7 @@ config::cobble_config in_a_team() {
 
 struct stats_fixture : test::node_fixture {
   stats_fixture() : node_fixture(options(in_a_team())) {}
+  explicit stats_fixture(sim::harness_options o) : node_fixture(std::move(o)) {}
 
   std::shared_ptr<sched_request>
   request(std::uint64_t hostid, double req_secs, std::vector<reported_result> results = {}) {
@@ -163,12 +165,14 @@ TEST_CASE_METHOD(stats_fixture, "the statistics export shows the credit the serv
   CHECK(std::string{t.child("applications").child("application").child_value("name")}
         == "Cobble test app");
 
-  // A second export replaces the first whole; no staging directory is left behind.
+  // A second export replaces the first whole; no staging directory is left behind (only
+  // the lock writers take turns with).
   net::write_stats(dir, files);
-  std::size_t entries = 0;
-  for ([[maybe_unused]] const auto& e : fs::directory_iterator{out.path()})
-    ++entries;
-  CHECK(entries == 1);
+  std::vector<std::string> entries;
+  for (const auto& e : fs::directory_iterator{out.path()})
+    entries.push_back(e.path().filename().string());
+  std::sort(entries.begin(), entries.end());
+  CHECK(entries == std::vector<std::string>{".lock", "demo"});
 
   // Offline, from the data directory's log: the same users and credit.
   stop();
@@ -189,4 +193,63 @@ TEST_CASE("a host's public CPID hides the client's", "[web][stats]") {
   auto cpid = net::public_host_cpid("0123456789abcdef0123456789abcdef", "a@b.org");
   CHECK(cpid == net::md5_hex("0123456789abcdef0123456789abcdef" + std::string{"a@b.org"}));
   CHECK(cpid != "0123456789abcdef0123456789abcdef");
+}
+
+TEST_CASE("cobbled's export is made at a snapshot, from its world, once a period", "[web][stats]") {
+  cobble::test::temp_dir out{"stats"};
+  auto opts = test::node_fixture::options(in_a_team());
+  opts.reader = net::periodic_export(out.path(), {"demo"}, std::chrono::hours(24));
+  REQUIRE(opts.reader.read);
+  // No export yet: the first is due at once.
+  auto due = opts.reader.due;
+  CHECK(due <= std::chrono::steady_clock::now());
+  auto exports = std::make_shared<std::vector<std::uint64_t>>();
+  opts.reader.read = [exports, write = opts.reader.read](const world& w) {
+    exports->push_back(w.seq);
+    write(w);
+  };
+  stats_fixture f{std::move(opts)};
+  // Due at the start: made at once from a world rebuilt at the durable seq (no snapshot
+  // was due), so stats sites find files soon after a first start.
+  REQUIRE(exports->size() == 1);
+  CHECK(exports->front() <= f.store().last_seq());
+  CHECK(fs::exists(out.path() / "demo/tables.xml"));
+  CHECK(records(gunzip(out.path() / "demo/user.gz"), "users").empty()); // no credit yet
+
+  // Work, credit and snapshots within the period: no second export.
+  f.compute();
+  f.ask<std::uint64_t>(f.node.handles().log, atom::snapshot_v);
+  f.rpc(f.request(0, 0));
+  f.ask<std::uint64_t>(f.node.handles().log, atom::snapshot_v);
+  CHECK(exports->size() == 1);
+
+  // After a restart the schedule goes on from the export on disk: the next is a day later.
+  auto again = net::periodic_export(out.path(), {"demo"}, std::chrono::hours(24));
+  CHECK(again.due > std::chrono::steady_clock::now() + std::chrono::hours(23));
+  // A project without an export yet makes it due at once; 0 turns the export off.
+  auto first_due = net::periodic_export(out.path(), {"demo", "other"}, std::chrono::hours(24)).due;
+  CHECK(first_due <= std::chrono::steady_clock::now());
+  CHECK_FALSE(net::periodic_export(out.path(), {"demo"}, std::chrono::seconds(0)).read);
+}
+
+TEST_CASE("a due reader reads the world a snapshot is made from, and its failures cost nothing",
+          "[web][stats]") {
+  auto opts = test::node_fixture::options(in_a_team());
+  auto seqs = std::make_shared<std::vector<std::uint64_t>>();
+  opts.reader.every = std::chrono::seconds(0); // due at every turn
+  opts.reader.read = [seqs](const world& w) {
+    seqs->push_back(w.seq);
+    throw std::runtime_error("no space left on device");
+  };
+  stats_fixture f{std::move(opts)};
+  f.compute();
+  auto first = f.ask<std::uint64_t>(f.node.handles().log, atom::snapshot_v);
+  REQUIRE_FALSE(seqs->empty());
+  CHECK(seqs->back() == first); // the snapshot's own world, read before it is freed
+  f.rpc(f.request(0, 0));
+  auto second = f.ask<std::uint64_t>(f.node.handles().log, atom::snapshot_v);
+  CHECK(second > first);
+  CHECK(seqs->back() == second);
+  // Every failure was logged and passed over: both snapshots were written.
+  CHECK(f.node.store().snapshots().back().seq == second);
 }

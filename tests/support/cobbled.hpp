@@ -13,6 +13,7 @@
 #include <openssl/evp.h>
 #include <pugixml.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <filesystem>
@@ -61,9 +62,10 @@ struct server {
                                   "--port",
                                   "0",
                                   "--admin-port",
-                                  "0",
-                                  "--log-level",
-                                  "warn"};
+                                  "0"};
+    // Warnings only, unless the test asks for more (to wait for a line cobbled logs).
+    if (std::find(extra.begin(), extra.end(), "--log-level") == extra.end())
+      args.insert(args.end(), {"--log-level", "warn"});
     args.insert(args.end(), extra.begin(), extra.end());
     spawn_options options;
     options.set_env = env;

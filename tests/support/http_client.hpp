@@ -17,6 +17,8 @@ namespace cobble::test {
 struct http_reply {
   int status = 0;
   std::string body;
+  std::string content_type;
+  std::string location;
 };
 
 class http_client {
@@ -46,7 +48,9 @@ public:
     parser.body_limit(1u << 30);
     http::read(*stream_, buffer, parser);
     auto res = parser.release();
-    http_reply out{static_cast<int>(res.result_int()), res.body()};
+    http_reply out{static_cast<int>(res.result_int()), res.body(),
+                   std::string{res[http::field::content_type]},
+                   std::string{res[http::field::location]}};
     if (!res.keep_alive())
       stream_.reset();
     return out;

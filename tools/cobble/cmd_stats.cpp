@@ -30,25 +30,17 @@ int stats_export(const global_options& g, const export_options& o) {
   auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                std::chrono::system_clock::now().time_since_epoch())
                .count();
-  int written = 0;
-  for (const auto& pw : w.projects) {
-    const auto& name = pw.project.name;
-    if (name.empty() || (!g.project.empty() && name != g.project))
-      continue;
-    net::stats_counts n;
-    auto files = net::stats_files(pw, now, &n);
-    auto dir = out / name;
-    try {
-      net::write_stats(dir, files);
-    } catch (const std::exception& e) {
-      throw failure(e.what());
-    }
-    std::cout << "project " << name << ": " << n.users << " users, " << n.teams << " teams, "
-              << n.hosts << " hosts with credit (total " << n.total_credit << ") in "
-              << dir.string() << '\n';
-    ++written;
+  std::vector<net::project_export> written;
+  try {
+    written = net::export_world(w, out, now, g.project);
+  } catch (const std::exception& e) {
+    throw failure(e.what());
   }
-  if (written == 0)
+  for (const auto& e : written)
+    std::cout << "project " << e.project << ": " << e.counts.users << " users, " << e.counts.teams
+              << " teams, " << e.counts.hosts << " hosts with credit (total "
+              << e.counts.total_credit << ") in " << e.dir.string() << '\n';
+  if (written.empty())
     throw failure(g.project.empty() ? "the log holds no project"
                                     : "the log holds no project named " + g.project);
   return exit_ok;

@@ -24,7 +24,7 @@ std::filesystem::path make_temp_dir() {
 
 harness::harness(harness_options opts)
   : config_(std::move(opts.config)), dir_(std::move(opts.data_dir)),
-    clock_(std::make_shared<manual_clock>(opts.start)) {
+    clock_(std::make_shared<manual_clock>(opts.start)), reader_(std::move(opts.reader)) {
   config::validate(config_); // throws config::config_error, a std::runtime_error
   if (dir_.empty()) {
     dir_ = make_temp_dir();
@@ -73,6 +73,7 @@ void harness::start() {
   opts.detached_log = false;
   opts.files = files_;
   opts.port = port_;
+  opts.reader = reader_;
   auto n = start_node(*sys_, config_, store_, clock_, opts);
   if (!n)
     throw std::runtime_error("cannot start the node: " + describe(n.error()));

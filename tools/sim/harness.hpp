@@ -13,6 +13,7 @@
 
 #include "actors/actors.hpp"
 #include "actors/clock.hpp"
+#include "actors/log.hpp"
 #include "actors/messages.hpp"
 #include "actors/node.hpp"
 #include "actors/rpc_port.hpp"
@@ -58,6 +59,8 @@ struct harness_options {
   /// The data directory's files (a storage::file_store there, as `cobbled` keeps it) and the
   /// assimilator that deletes them; off: neither, and no file is ever written.
   bool files = false;
+  /// Reads the world now and then at snapshots (actors/log.hpp); none by default.
+  periodic_reader reader;
 };
 
 /// A running in-process node driven in virtual time.
@@ -182,6 +185,7 @@ private:
   std::shared_ptr<storage::event_store> store_;
   std::shared_ptr<storage::file_store> files_;
   std::shared_ptr<manual_clock> clock_;
+  periodic_reader reader_;
   std::shared_ptr<parked_rpcs> port_ = std::make_shared<parked_rpcs>();
   caf::actor_system_config sys_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
