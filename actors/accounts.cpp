@@ -133,7 +133,7 @@ id_type account_id(const project_state& ps, const account_query& q) {
   return 0;
 }
 
-std::optional<account_view> account_of(const project_state& ps, id_type id) {
+std::optional<account_view> account_of(const project_state& ps, id_type id, bool hosts) {
   auto u = ps.users.find(id);
   if (u == ps.users.end())
     return std::nullopt;
@@ -143,6 +143,8 @@ std::optional<account_view> account_of(const project_state& ps, id_type id) {
     out.team_founder = t->second.founder == id;
   // A scan of every host: the web asks for one account's hosts rarely (show_user.php with
   // the account key); an index by user would cost memory on every host.
+  if (!hosts)
+    return out;
   for (const auto& [hid, h] : ps.hosts)
     if (h.user == id)
       out.hosts.push_back(h);

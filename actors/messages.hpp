@@ -221,6 +221,9 @@ struct account_query {
   key by = key::email;
   std::string text; ///< The e-mail address or account key.
   id_type id = 0;
+  /// Also the account's hosts: a scan of every host (no index by user), so only answers that
+  /// show them ask (show_user.php with the account key).
+  bool hosts = false;
 };
 
 /// One account with what the web shows of it.

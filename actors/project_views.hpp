@@ -43,8 +43,9 @@ gauges_of(const project_state& ps, const host_table& hosts, std::size_t sample =
 /// Every user account (with authenticators).
 std::vector<user_rec> users_of(const project_state& ps);
 
-/// The account `id` with its team id and hosts (actors/accounts.cpp); nullopt when unknown.
-std::optional<account_view> account_of(const project_state& ps, id_type id);
+/// The account `id` with its team id, and with `hosts` its hosts too (a scan of every host)
+/// (actors/accounts.cpp); nullopt when unknown.
+std::optional<account_view> account_of(const project_state& ps, id_type id, bool hosts = false);
 
 /// The account a query names (e-mail in any case, account key or id), or 0.
 id_type account_id(const project_state& ps, const account_query& q);

@@ -378,6 +378,7 @@ void show_user(const call_ptr& c) {
   bool owner = false;
   if (auto key = c->str("auth"); !key.empty()) {
     q = by_key(key);
+    q.hosts = true; // the owner sees the account's hosts
     owner = true;
   } else {
     auto id = id_param(*c, "userid");
