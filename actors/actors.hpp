@@ -72,6 +72,9 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::workunit, std::string>::with<workunit_view_ptr>,
   // Workunits by id, from offset, at most limit.
   caf::replies_to<atom::list, atom::workunit, std::uint64_t, std::uint64_t>::with<workunit_list_ptr>,
+  // An operator cancels a workunit (by name or id), with a reason and who did it; answers
+  // the workunit as it is then, once the cancellation is durable.
+  caf::replies_to<atom::cancel, std::string, std::string, std::string>::with<workunit_view_ptr>,
   // One host with its state.
   caf::replies_to<atom::host, id_type>::with<host_view_ptr>,
   // Hosts by id, from offset, at most limit.

@@ -118,6 +118,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(cobble, caf::first_custom_type_id)
   CAF_ADD_ATOM(cobble, cobble::atom, credit, "credit")
   CAF_ADD_ATOM(cobble, cobble::atom, key, "key")
   CAF_ADD_ATOM(cobble, cobble::atom, team, "team")
+  CAF_ADD_ATOM(cobble, cobble::atom, cancel, "cancel")
 CAF_END_TYPE_ID_BLOCK(cobble)
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::event_batch_ptr)

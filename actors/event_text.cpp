@@ -172,6 +172,13 @@ std::string describe(const event& e) {
       [](const ev::team_created& x) {
         return fmt::format("name={} founder={}", x.name, x.founder);
       },
+      [](const ev::workunit_cancelled& x) {
+        std::string aborted;
+        for (const auto& [host, name] : x.aborted)
+          aborted += fmt::format("{}{}@{}", aborted.empty() ? "" : ",", name, host);
+        return fmt::format("aborted={} reason={} by={}", aborted.empty() ? "-" : aborted, x.reason,
+                           x.by);
+      },
     },
     e.data);
   return head + " " + detail;

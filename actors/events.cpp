@@ -42,7 +42,8 @@ const char* name_of_kind(std::uint16_t kind) {
                                           "result_written_off",
                                           "result_resent",
                                           "user_changed",
-                                          "team_created"};
+                                          "team_created",
+                                          "workunit_cancelled"};
   static_assert(std::size(names) == std::variant_size_v<payload>);
   if (kind >= 1 && kind <= std::size(names))
     return names[kind - 1];

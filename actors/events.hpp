@@ -645,6 +645,24 @@ void inspect_fields(F& f, team_created& x) {
   f(x.id, x.name, x.founder, x.url, x.description, x.country);
 }
 
+/// An operator cancelled the workunit (`cobble work cancel`, the admin API): no replica is
+/// sent any more, every result not reported yet is over as not needed, the hosts still
+/// running one lose it (the client is told to abort it at its next RPC), and the workunit ends
+/// cancelled (not failed), its files deleted after the grace period. Decided by
+/// project_logic::cancel_workunit.
+struct workunit_cancelled {
+  static constexpr std::uint16_t kind = 35;
+  id_type wu = 0;
+  std::string reason;
+  std::vector<std::pair<id_type, std::string>> aborted; ///< (host, result) taken back.
+  std::string by;                                       ///< Who cancelled it.
+};
+
+template <class F>
+void inspect_fields(F& f, workunit_cancelled& x) {
+  f(x.wu, x.reason, x.aborted, x.by);
+}
+
 static_assert(app_added::payload_version == project_configured::payload_version
                 && app_version_added::payload_version == project_configured::payload_version,
               "app records are written at the version of their payload: keep these equal");
@@ -661,7 +679,7 @@ using payload = std::variant<
   ev::sequence_restart_saved, ev::host_result_validated, ev::credit_normalized, ev::credit_imported,
   ev::autoflops_sampled, ev::output_received, ev::app_added, ev::app_version_added,
   ev::app_version_deprecated, ev::code_sign_key_added, ev::host_reattached, ev::result_written_off,
-  ev::result_resent, ev::user_changed, ev::team_created>;
+  ev::result_resent, ev::user_changed, ev::team_created, ev::workunit_cancelled>;
 
 /// A decoded event.
 struct event {

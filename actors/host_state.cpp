@@ -172,6 +172,12 @@ void apply(host_state& s, const event& e, std::string_view result_name, const cr
           if (host == s.id)
             s.in_progress.erase(name);
       },
+      // A cancelled workunit's results are taken back too (the client is told to abort).
+      [&](const ev::workunit_cancelled& x) {
+        for (const auto& [host, name] : x.aborted)
+          if (host == s.id)
+            s.in_progress.erase(name);
+      },
       [&](const ev::host_result_validated& x) {
         auto& hav = s.app_versions[x.app_version_id];
         if (x.valid) {

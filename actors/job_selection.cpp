@@ -282,7 +282,7 @@ project_logic::select_jobs(const job_request& req, time_us now, std::vector<even
         auto rid = state.wu_by_name.find(app.autoflops.reference_job);
         if (rid != state.wu_by_name.end()) {
           const auto& rwu = state.workunits.at(rid->second);
-          if (rwu.app == app.id && !rwu.sequence && rwu.state != wu_state::failed
+          if (rwu.app == app.id && !rwu.sequence && !ended_unfinished(rwu.state)
               && !host_has_result_of(rwu, req.host)) {
             std::optional<std::uint32_t> index;
             for (std::uint32_t i = 0; i < rwu.results.size() && !index; ++i)

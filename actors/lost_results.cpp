@@ -112,7 +112,7 @@ project_logic::late_reports(id_type host, const std::vector<reported_result>& re
       continue;
     }
     const auto& wu = state.workunits.at(ref->wu);
-    if (wu.state == wu_state::failed || wu.files_deleted || wu.sequence) {
+    if (ended_unfinished(wu.state) || wu.files_deleted || wu.sequence) {
       spdlog::info("host {} reported result '{}' after its deadline; its workunit no longer "
                    "uses it",
                    host, rep.name);

@@ -60,7 +60,7 @@ void start(project_ptr self, project_init in) {
   // Finished workunits whose files outlived a restart: assimilate (idempotent) and delete
   // them when their grace period ends.
   for (const auto& [id, wu] : st.logic.state.workunits)
-    if ((wu.state == wu_state::assimilated || wu.state == wu_state::failed) && !wu.files_deleted) {
+    if ((wu.state == wu_state::assimilated || ended_unfinished(wu.state)) && !wu.files_deleted) {
       // Released state files of a sequence count their grace period from their release.
       auto since = wu.sequence && wu.sequence->released ? wu.sequence->released : wu.finished;
       hand_over_files(self, id, st.config.file_grace_period - us_to_seconds(now - since));
@@ -262,6 +262,23 @@ command_sequence(project_ptr self, const std::string& key, const seq_command_ptr
   return rp;
 }
 
+caf::result<workunit_view_ptr> cancel_workunit(project_ptr self, const std::string& key,
+                                               const std::string& reason, const std::string& by) {
+  auto& st = self->state;
+  auto e = st.logic.cancel_workunit(key, reason, by, st.clk->now());
+  if (!e)
+    return e.error();
+  auto id = std::get<ev::workunit_cancelled>(e->data).wu;
+  auto events = route(self, {std::move(*e)}, decided_by{true, 0, false});
+  // Finished: its files go after the grace period, as a failed workunit's.
+  hand_over_files(self, id, st.config.file_grace_period);
+  auto view = workunit_view_ptr{
+    std::make_shared<workunit_view>(view_of(st.logic.state, *st.logic.state.workunit(id)))};
+  auto rp = self->make_response_promise<workunit_view_ptr>();
+  answer_when_durable(self, std::move(events), rp, view);
+  return rp;
+}
+
 // -- views ----------------------------------------------------------------------------------
 
 caf::result<workunit_view_ptr> show_workunit(project_ptr self, const std::string& key) {
@@ -332,6 +349,9 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
         std::make_shared<project_gauges>(gauges_of(self->state.logic.state, self->state.hosts))};
     },
     [self](atom::workunit, const std::string& key) { return show_workunit(self, key); },
+    [self](atom::cancel, const std::string& key, const std::string& reason, const std::string& by) {
+      return cancel_workunit(self, key, reason, by);
+    },
     [self](atom::list, atom::workunit, std::uint64_t offset, std::uint64_t limit) {
       return workunit_list_ptr{std::make_shared<std::vector<workunit_view>>(
         workunit_page(self->state.logic.state, offset, limit))};

@@ -31,7 +31,7 @@ project_logic::output_of(std::string_view name, id_type host) const {
   bool late = r != nullptr && r->state == result_state::over
               && (r->outcome == result_outcome::no_reply
                   || r->outcome == result_outcome::client_detached)
-              && wu->state != wu_state::failed && !wu->files_deleted && !wu->sequence;
+              && !ended_unfinished(wu->state) && !wu->files_deleted && !wu->sequence;
   if (r == nullptr || app == nullptr || (r->state != result_state::in_progress && !late)
       || (host != 0 && r->host != host) || index >= declared_outputs(*wu, app))
     return std::nullopt;

@@ -80,6 +80,13 @@ public:
   /// oversized fields), duplicate (the name is taken, any case).
   caf::expected<event> create_team(const team_spec& spec, time_us now);
 
+  /// An operator cancels a workunit (actors/cancel.cpp), by name or id: unknown_workunit;
+  /// conflict for a sequence's element (the sequence decides those) or a workunit that is not
+  /// active any more; invalid_argument for a reason or name over 1,000 bytes. An empty
+  /// reason reads "by the operator".
+  caf::expected<event> cancel_workunit(const std::string& key, const std::string& reason,
+                                       const std::string& by, time_us now);
+
   /// Registers a new host of a user.
   event register_host(id_type user, const host_info_rec& info, time_us now);
 
@@ -181,8 +188,9 @@ public:
   late_outcome late_reports(id_type host, const std::vector<reported_result>& reports, time_us now,
                             std::vector<event>& events);
 
-  /// The results the client holds (`other_results`) that a sequence took back from it.
-  std::vector<std::string> sequence_aborts(const job_request& req) const;
+  /// The results the client holds (`other_results`) that were taken back from it: elements
+  /// a sequence's end or a dead branch cancelled, results of cancelled workunits.
+  std::vector<std::string> result_aborts(const job_request& req) const;
 
   /// Estimated seconds of one job of `app` with `params` on the requesting host: its
   /// average elapsed time with the version it would run, else the FLOPs estimate.

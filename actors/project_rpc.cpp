@@ -268,13 +268,12 @@ std::vector<event> finish_jobs(project_ptr self, const job_request& req, job_gra
 }
 
 /// The sequence part of a job request: what the project tells the host at once (revoked
-/// sequences, aborts), and the sequences to ask.
+/// sequences), and the sequences to ask.
 project_logic::sequence_plan plan(project_ptr self, const job_request& req, job_grant& grant) {
   auto& st = self->state;
   auto p = st.logic.plan_sequences(req, static_cast<std::uint32_t>(st.config.sequence_high_water),
                                    static_cast<std::uint32_t>(st.config.sequences_per_host));
   grant.sequences_revoked = p.revoked;
-  grant.aborts = st.logic.sequence_aborts(req);
   for (const auto& name : p.revoked)
     grant.messages.push_back(
       {"Work sequence " + name + " is no longer assigned to this host.", false});
@@ -366,8 +365,13 @@ void serve_rpc(project_ptr self, const sched_request_ptr& req, rpc_token token) 
   throttle(self, who.host, request, *reply, now);
   move_into(reply->messages, host.limit_messages(request));
   auto jr = std::make_shared<const job_request>(std::move(request));
+  // Results taken back (cancelled, or a sequence's) are aborted whether the host asks for
+  // work or not: a client on "no new tasks" would run them to the end for nothing.
+  grant->aborts = st.logic.result_aborts(*jr);
   bool asks = wants_project(*jr);
   if (!asks && grant->jobs.empty()) {
+    reply->result_aborts.insert(reply->result_aborts.end(), grant->aborts.begin(),
+                                grant->aborts.end());
     answer_when_durable(self, std::move(events), token, std::move(reply));
     return;
   }

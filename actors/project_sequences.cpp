@@ -175,23 +175,6 @@ project_logic::dispatch_sequence(const job_request& req, const std::vector<id_ty
   return jobs;
 }
 
-std::vector<std::string> project_logic::sequence_aborts(const job_request& req) const {
-  std::vector<std::string> out;
-  for (const auto& name : req.other_results) {
-    if (!is_sequence_name(name))
-      continue;
-    auto ref = state.parse_result_name(name);
-    if (!ref)
-      continue;
-    auto wu = state.workunit(ref->wu);
-    auto r = state.result(*ref);
-    if (wu && r && wu->sequence && wu->sequence->dead && r->host == req.host
-        && r->outcome == result_outcome::didnt_need)
-      out.push_back(name);
-  }
-  return out;
-}
-
 std::set<id_type> project_logic::apply_sequence_events(const std::vector<event>& events) {
   std::set<id_type> dirty;
   for (const auto& e : events) {

@@ -266,6 +266,8 @@ const char* to_string(wu_state x) {
       return "assimilated";
     case wu_state::failed:
       return "failed";
+    case wu_state::cancelled:
+      return "cancelled";
   }
   return "?";
 }
@@ -721,9 +723,26 @@ void apply(project_state& s, const event& e) {
             release_state(s, wu, e.time);
         }
       },
+      [&](const ev::workunit_cancelled& x) {
+        auto i = s.workunits.find(x.wu);
+        if (i == s.workunits.end() || i->second.state != wu_state::active)
+          return;
+        auto& wu = i->second;
+        for (auto& r : wu.results)
+          if (r.state != result_state::over) {
+            r.state = result_state::over;
+            r.outcome = result_outcome::didnt_need;
+          }
+        wu.state = wu_state::cancelled;
+        wu.failure = "cancelled: " + x.reason;
+        wu.finished = e.time;
+        ++s.counters.workunits_cancelled;
+        if (s.active_workunits > 0)
+          --s.active_workunits;
+      },
       [&](const ev::workunit_failed& x) {
         auto i = s.workunits.find(x.wu);
-        if (i == s.workunits.end() || i->second.state == wu_state::failed)
+        if (i == s.workunits.end() || ended_unfinished(i->second.state))
           return;
         i->second.state = wu_state::failed;
         i->second.failure = x.reason;

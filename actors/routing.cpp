@@ -145,20 +145,28 @@ std::pair<entity_kind, id_type> entity_of(const payload& p) {
                       [](const ev::team_created& x) {
                         return std::pair{ek::team, x.id};
                       },
+                      [](const ev::workunit_cancelled& x) {
+                        return std::pair{ek::workunit, x.wu};
+                      },
                     },
                     p);
 }
 
-std::vector<id_type> hosts_of_sequence_event(const payload& p) {
+std::vector<id_type> hosts_taken_from(const payload& p) {
   std::vector<id_type> out;
+  auto add = [&](const std::vector<std::pair<id_type, std::string>>& aborted) {
+    for (const auto& [h, name] : aborted)
+      if (std::find(out.begin(), out.end(), h) == out.end())
+        out.push_back(h);
+  };
   if (auto a = std::get_if<ev::sequence_assigned>(&p))
     out.push_back(a->host);
   else if (auto d = std::get_if<ev::sequence_deassigned>(&p))
     out.push_back(d->host);
   else if (auto x = std::get_if<ev::sequence_ended>(&p))
-    for (const auto& [h, name] : x->aborted)
-      if (std::find(out.begin(), out.end(), h) == out.end())
-        out.push_back(h);
+    add(x->aborted);
+  else if (auto c = std::get_if<ev::workunit_cancelled>(&p))
+    add(c->aborted);
   return out;
 }
 
@@ -210,7 +218,7 @@ bool touches(const event& e, entity_kind kind, id_type id) {
   if (kind == entity_kind::sequence && k == entity_kind::workunit && sequence_of_wu(i) == id)
     return true;
   if (kind == entity_kind::host) {
-    auto hs = hosts_of_sequence_event(e.data);
+    auto hs = hosts_taken_from(e.data);
     if (std::find(hs.begin(), hs.end(), id) != hs.end())
       return true;
   }
@@ -246,7 +254,7 @@ event_owners owners_of(const payload& p) {
   event_owners o;
   if (auto h = host_of(p))
     add_host(o, *h);
-  for (auto h : hosts_of_sequence_event(p))
+  for (auto h : hosts_taken_from(p))
     add_host(o, h);
   auto [kind, id] = entity_of(p);
   if (kind == entity_kind::sequence)

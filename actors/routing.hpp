@@ -37,8 +37,9 @@ bool touches(const event& e, entity_kind kind, id_type id);
 /// The host an event concerns, if any (registration, description, dispatch, report, timeout).
 std::optional<id_type> host_of(const payload& p);
 
-/// The hosts a sequence event takes results or assignments from or gives them to.
-std::vector<id_type> hosts_of_sequence_event(const payload& p);
+/// The hosts an event takes results or sequence assignments from or gives them to: sequence
+/// assignments and ends, cancelled workunits.
+std::vector<id_type> hosts_taken_from(const payload& p);
 
 /// The result an event concerns, if any.
 std::optional<result_ref> result_of(const payload& p);

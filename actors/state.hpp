@@ -43,7 +43,19 @@ enum class result_outcome : std::uint8_t {
 enum class validate_state : std::uint8_t { init = 0, valid = 1, invalid = 2 };
 
 /// The life of a workunit.
-enum class wu_state : std::uint8_t { active = 0, validated = 1, assimilated = 2, failed = 3 };
+/// `cancelled`: by an operator (workunit_cancelled), which is not a failure of the work.
+enum class wu_state : std::uint8_t {
+  active = 0,
+  validated = 1,
+  assimilated = 2,
+  failed = 3,
+  cancelled = 4
+};
+
+/// Ended without a canonical result to keep: failed or cancelled.
+inline bool ended_unfinished(wu_state s) {
+  return s == wu_state::failed || s == wu_state::cancelled;
+}
 
 const char* to_string(result_state x);
 const char* to_string(result_outcome x);
@@ -365,6 +377,7 @@ struct project_counters {
   std::uint64_t results_written_off = 0; ///< result_written_off (snapshot 10).
   std::uint64_t results_resent = 0;      ///< result_resent (snapshot 11).
   std::uint64_t results_late = 0;        ///< Late reports accepted (snapshot 12).
+  std::uint64_t workunits_cancelled = 0; ///< workunit_cancelled (snapshot 15).
   friend bool operator==(const project_counters&, const project_counters&) = default;
 };
 
@@ -372,7 +385,8 @@ template <class F>
 void inspect_fields(F& f, project_counters& x) {
   f(x.workunits_created, x.results_created, x.results_dispatched, x.results_reported,
     x.results_timed_out, x.workunits_validated, x.workunits_assimilated, x.workunits_failed,
-    x.hosts_reattached, x.results_written_off, x.results_resent, x.results_late);
+    x.hosts_reattached, x.results_written_off, x.results_resent, x.results_late,
+    x.workunits_cancelled);
 }
 
 /// How long a project holds an admin batch's idempotency key (24 h), and how many keys it
@@ -676,10 +690,10 @@ void apply(world& w, const event& e);
 /// batches; 9: app versions' files and deprecation, code-signing keys; 10: hosts' CPIDs and the
 /// counters of reattached hosts and written-off results; 11: the counter of resent results;
 /// 12: the counter of late reports; 13: hosts' traits; 14: users' passwords and profile, the
-/// team directory).
+/// team directory; 15: the counter of cancelled workunits).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 14;
+inline constexpr std::uint8_t snapshot_version = 15;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

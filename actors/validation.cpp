@@ -125,7 +125,7 @@ std::vector<event> project_logic::transition(id_type wu_id, time_us now) {
   if (wit == state.workunits.end())
     return out;
   const auto& wu = wit->second;
-  if (wu.state == wu_state::failed)
+  if (ended_unfinished(wu.state))
     return out;
   auto app = state.app(wu.app);
   bool accept_all = app != nullptr && app->validator == 1;

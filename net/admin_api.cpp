@@ -46,6 +46,8 @@ constexpr std::array admin_table{
   admin_route{verb::get, "/api/projects/{project}/workunits", admin::list_workunits},
   admin_route{verb::post, "/api/projects/{project}/workunits", admin::create_work},
   admin_route{verb::get, "/api/projects/{project}/workunits/{workunit}", admin::show_workunit},
+  admin_route{verb::post, "/api/projects/{project}/workunits/{workunit}/cancel",
+              admin::cancel_workunit},
   admin_route{verb::get, "/api/projects/{project}/results/{result}", admin::show_result},
   admin_route{verb::post, "/api/projects/{project}/files", admin::stage_file, true, true},
   admin_route{verb::get, "/api/projects/{project}/hosts", admin::list_hosts},

@@ -530,6 +530,14 @@ void show_sequence(call& c) {
   show<sequence_view_ptr>(c, atom::sequence_v, c.params.at("sequence"));
 }
 
+void cancel_workunit(call& c) {
+  auto cancel = read_body(
+    c, [](const json& body) { return parse_work_cancel(body); }, true);
+  if (!cancel)
+    return;
+  show<workunit_view_ptr>(c, atom::cancel_v, c.params.at("workunit"), cancel->reason, cancel->by);
+}
+
 void extend_sequence(call& c) {
   command_sequence(c, seq_command::op::extend);
 }

@@ -40,10 +40,11 @@ void show_project(call& c);
 void list_apps(call& c);
 void show_app(call& c);
 
-// /api/projects/{project}/workunits[/{workunit}], results/{result}, files
+// /api/projects/{project}/workunits[/{workunit}[/cancel]], results/{result}, files
 void list_workunits(call& c);
 void create_work(call& c);
 void show_workunit(call& c);
+void cancel_workunit(call& c);
 void show_result(call& c);
 void stage_file(call& c);
 

@@ -229,6 +229,7 @@ json to_json(const project_summary& s) {
                    {"workunits_validated", s.counters.workunits_validated},
                    {"workunits_assimilated", s.counters.workunits_assimilated},
                    {"workunits_failed", s.counters.workunits_failed},
+                   {"workunits_cancelled", s.counters.workunits_cancelled},
                    {"hosts_reattached", s.counters.hosts_reattached},
                    {"results_written_off", s.counters.results_written_off},
                    {"results_resent", s.counters.results_resent},
@@ -849,51 +850,21 @@ parsed<sequence_spec> parse_sequence_spec(const json& body, const std::string& d
   return out;
 }
 
-parsed<seq_command>
-parse_seq_command(const json& body, seq_command::op what, const std::string& default_by) {
-  parsed<seq_command> out;
+namespace {
+
+/// The body of an operator's command on an entity: an object, or nothing (read as {}).
+/// `fill(reader, T&)` reads the command's own fields; "by" defaults to `default_by`.
+template <class T, class Fill>
+parsed<T> parse_command_body(const json& body, const std::string& default_by, Fill fill) {
+  parsed<T> out;
   if (!body.is_object() && !body.is_null()) {
     out.error = "the body must be a JSON object";
     return out;
   }
   static const json empty = json::object();
   reader r{body.is_null() ? empty : body, ""};
-  seq_command c;
-  c.what = what;
-  std::uint64_t replica = 0;
-  switch (what) {
-    case seq_command::op::extend: {
-      r.only({"count", "state_every", "final_state", "by"});
-      std::uint64_t count = 0, every = 0;
-      if (!r.has("count"))
-        r.fail("missing field 'count'");
-      r.unsigned_int("count", count, 100000);
-      r.unsigned_int("state_every", every, 1u << 20);
-      r.boolean("final_state", c.final_state);
-      c.count = static_cast<std::uint32_t>(count);
-      c.state_every = static_cast<std::uint32_t>(every);
-      break;
-    }
-    case seq_command::op::end:
-      r.only({"reason", "by"});
-      r.string("reason", c.reason);
-      break;
-    case seq_command::op::reassign:
-    case seq_command::op::unassign: {
-      r.only({"to", "unassign", "replica", "by"});
-      bool unassign = false;
-      r.boolean("unassign", unassign);
-      std::uint64_t to = 0;
-      r.unsigned_int("to", to, std::numeric_limits<std::uint64_t>::max());
-      r.unsigned_int("replica", replica, 1);
-      if (r.ok() && unassign == r.has("to"))
-        r.fail("give either 'to' (a host id) or \"unassign\": true");
-      c.what = unassign ? seq_command::op::unassign : seq_command::op::reassign;
-      c.to = to;
-      c.replica = static_cast<std::uint8_t>(replica);
-      break;
-    }
-  }
+  T c;
+  fill(r, c);
   r.string("by", c.by);
   if (!r.ok()) {
     out.error = r.error();
@@ -903,6 +874,55 @@ parse_seq_command(const json& body, seq_command::op what, const std::string& def
     c.by = default_by;
   out.value = std::move(c);
   return out;
+}
+
+} // namespace
+
+parsed<seq_command>
+parse_seq_command(const json& body, seq_command::op what, const std::string& default_by) {
+  return parse_command_body<seq_command>(body, default_by, [what](reader& r, seq_command& c) {
+    c.what = what;
+    switch (what) {
+      case seq_command::op::extend: {
+        r.only({"count", "state_every", "final_state", "by"});
+        std::uint64_t count = 0, every = 0;
+        if (!r.has("count"))
+          r.fail("missing field 'count'");
+        r.unsigned_int("count", count, 100000);
+        r.unsigned_int("state_every", every, 1u << 20);
+        r.boolean("final_state", c.final_state);
+        c.count = static_cast<std::uint32_t>(count);
+        c.state_every = static_cast<std::uint32_t>(every);
+        break;
+      }
+      case seq_command::op::end:
+        r.only({"reason", "by"});
+        r.string("reason", c.reason);
+        break;
+      case seq_command::op::reassign:
+      case seq_command::op::unassign: {
+        r.only({"to", "unassign", "replica", "by"});
+        bool unassign = false;
+        r.boolean("unassign", unassign);
+        std::uint64_t to = 0, replica = 0;
+        r.unsigned_int("to", to, std::numeric_limits<std::uint64_t>::max());
+        r.unsigned_int("replica", replica, 1);
+        if (r.ok() && unassign == r.has("to"))
+          r.fail("give either 'to' (a host id) or \"unassign\": true");
+        c.what = unassign ? seq_command::op::unassign : seq_command::op::reassign;
+        c.to = to;
+        c.replica = static_cast<std::uint8_t>(replica);
+        break;
+      }
+    }
+  });
+}
+
+parsed<work_cancel> parse_work_cancel(const json& body, const std::string& default_by) {
+  return parse_command_body<work_cancel>(body, default_by, [](reader& r, work_cancel& c) {
+    r.only({"reason", "by"});
+    r.string("reason", c.reason);
+  });
 }
 
 json to_json(const sequence_spec& s) {

@@ -124,6 +124,17 @@ parse_sequence_spec(const nlohmann::json& body, const std::string& default_by = 
 parsed<seq_command> parse_seq_command(const nlohmann::json& body, seq_command::op what,
                                       const std::string& default_by = "admin");
 
+/// The body of `POST .../workunits/W/cancel`.
+struct work_cancel {
+  std::string reason; ///< Empty: "by the operator".
+  std::string by;
+};
+
+/// Parses the body of `POST .../workunits/W/cancel`: {"reason", "by"}, both optional; a null
+/// body is an empty object.
+parsed<work_cancel>
+parse_work_cancel(const nlohmann::json& body, const std::string& default_by = "admin");
+
 /// The sequence spec as JSON (what the CLI sends).
 nlohmann::json to_json(const sequence_spec& s);
 

@@ -208,6 +208,8 @@ std::vector<event> samples() {
                                       "Sweden", "12345", "https://alice.example.net", "team-b"}));
   out.push_back(make(ev::team_created{8, "Night Owls", 5, "https://owls.example.org",
                                       "We crunch at night.", "Norway"}));
+  out.push_back(
+    make(ev::workunit_cancelled{9, "bad inputs", {{6, "wu_9_0"}, {7, "wu_9_1"}}, "alice"}));
   return out;
 }
 
@@ -256,9 +258,10 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(ev::result_resent::kind == 32);
   CHECK(ev::user_changed::kind == 33);
   CHECK(ev::team_created::kind == 34);
+  CHECK(ev::workunit_cancelled::kind == 35);
   auto all = samples();
   REQUIRE(all.size() == std::variant_size_v<payload>);
-  REQUIRE(all.size() == 34);
+  REQUIRE(all.size() == 35);
   const char* names[] = {"project_configured",
                          "user_created",
                          "host_registered",
@@ -292,7 +295,8 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
                          "result_written_off",
                          "result_resent",
                          "user_changed",
-                         "team_created"};
+                         "team_created",
+                         "workunit_cancelled"};
   for (std::size_t i = 0; i < all.size(); ++i) {
     CHECK(kind_of(all[i].data) == i + 1);
     CHECK(to_record(all[i]).kind == i + 1);
@@ -301,7 +305,7 @@ TEST_CASE("event kinds have fixed numbers", "[events]") {
   CHECK(std::string{kind_name(0)} == "unknown");
   CHECK(std::string{kind_name(static_cast<std::uint16_t>(std::variant_size_v<payload> + 1))}
         == "unknown");
-  CHECK(std::string{kind_name(35)} == "unknown");
+  CHECK(std::string{kind_name(36)} == "unknown");
 }
 
 TEST_CASE("records carry the event header", "[events]") {
@@ -695,15 +699,16 @@ TEST_CASE("touches finds the events of a host, a workunit and a user", "[events]
   };
   // Host 6: registration, description, dispatch, report, timeout, the verdict on its result,
   // the sequence events that give it or take from it a chain or results, its statistics
-  // update from the verdict, its reattachment, a result written off and one sent again.
+  // update from the verdict, its reattachment, a result written off and one sent again, and
+  // the cancel that took a result back from it.
   CHECK(touching(entity_kind::host, 6)
-        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18, 21, 30, 31, 32});
+        == std::vector<std::uint16_t>{3, 4, 7, 8, 9, 10, 16, 17, 18, 21, 30, 31, 32, 35});
   // Host 8 appears only in a verdict.
   CHECK(touching(entity_kind::host, 8) == std::vector<std::uint16_t>{10});
   CHECK(touching(entity_kind::host, 99).empty());
   // Workunit 9: everything about it and its results.
   CHECK(touching(entity_kind::workunit, 9)
-        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25, 31, 32});
+        == std::vector<std::uint16_t>{5, 6, 7, 8, 9, 10, 11, 12, 13, 21, 24, 25, 31, 32, 35});
   CHECK(touching(entity_kind::workunit, 6).empty());
   // User 5: its creation, its host's registration and reattachment, its change, the team it
   // made.

@@ -362,6 +362,46 @@ TEST_CASE_METHOD(admin_fixture, "work is created, listed and shown", "[net][admi
   CHECK(summary.body["apps"][0]["unsent"] == 10);
 }
 
+TEST_CASE_METHOD(admin_fixture, "an operator cancels a workunit, once", "[net][admin]") {
+  REQUIRE(post("/api/projects/demo/workunits", {{"app", "testapp"}, {"name", "wu-bad"}}).status
+          == 201);
+  auto cancelled = post("/api/projects/demo/workunits/wu-bad/cancel",
+                        {{"reason", "bad inputs"}, {"by", "alice"}});
+  REQUIRE(cancelled.status == 200);
+  CHECK(cancelled.body["state"] == "cancelled");
+  CHECK(cancelled.body["failure"] == "cancelled: bad inputs");
+  CHECK(cancelled.body["finished"].is_number());
+  for (const auto& r : cancelled.body["results"]) {
+    CHECK(r["state"] == "over");
+    CHECK(r["outcome"] == "didnt_need");
+  }
+  auto shown = get("/api/projects/demo/workunits/wu-bad");
+  CHECK(shown.body["state"] == "cancelled");
+  auto summary = get("/api/projects/demo");
+  CHECK(summary.body["counters"]["workunits_cancelled"] == 1);
+  CHECK(summary.body["counters"]["workunits_failed"] == 0); // a cancel is no failure
+  CHECK(summary.body["active_workunits"] == 0);
+  CHECK(summary.body["apps"][0]["unsent"] == 0);
+
+  // Twice: 409, naming the state; unknown: 404; a bad body: 400 and nothing cancelled.
+  auto again = post("/api/projects/demo/workunits/wu-bad/cancel", json::object());
+  CHECK(again.status == 409);
+  CHECK_THAT(error_of(again), Catch::Contains("cancelled already"));
+  CHECK(post("/api/projects/demo/workunits/nope/cancel", json::object()).status == 404);
+  REQUIRE(post("/api/projects/demo/workunits", {{"app", "testapp"}, {"name", "wu-ok"}}).status
+          == 201);
+  auto bad = post("/api/projects/demo/workunits/wu-ok/cancel", {{"why", "typo"}});
+  CHECK(bad.status == 400);
+  CHECK(
+    post("/api/projects/demo/workunits/wu-ok/cancel", {{"reason", std::string(1001, 'x')}}).status
+    == 400);
+  CHECK(get("/api/projects/demo/workunits/wu-ok").body["state"] == "active");
+  // An empty body is allowed: the reason is then "by the operator".
+  auto plain = post_raw("/api/projects/demo/workunits/wu-ok/cancel", "");
+  REQUIRE(plain.status == 200);
+  CHECK(plain.body["failure"] == "cancelled: by the operator");
+}
+
 TEST_CASE_METHOD(admin_fixture, "a bad batch creates nothing", "[net][admin]") {
   auto bad = post("/api/projects/demo/workunits",
                   {{"items", json::array({{{"app", "testapp"}, {"name", "first-ok"}},

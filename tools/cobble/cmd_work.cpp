@@ -1,4 +1,4 @@
-/// `cobble work create|show|list`: workunits, through the admin API.
+/// `cobble work create|show|list|cancel`: workunits, through the admin API.
 
 #include "net/admin_json.hpp"
 #include "tools/cobble/commands.hpp"
@@ -178,11 +178,58 @@ void add_work_list(CLI::App& work, context& ctx) {
   add_list_command(work, ctx, "List workunits by id", "/workunits", print_workunits);
 }
 
+// -- work cancel --------------------------------------------------------------------------
+
+struct cancel_options {
+  std::vector<std::string> names;
+  std::string reason;
+  std::string by;
+};
+
+/// Cancels each workunit in turn; each is durable on its own. Stops at the first the server
+/// refuses, naming those cancelled before it.
+int work_cancel(context& ctx, const cancel_options& o) {
+  auto& on = ctx.server;
+  json body = {{"by", operator_name(o.by)}};
+  if (!o.reason.empty())
+    body["reason"] = o.reason;
+  std::vector<std::string> done;
+  for (const auto& name : o.names) {
+    json w;
+    try {
+      w = on.api().post(on.project_path() + "/workunits/" + path_escape(name) + "/cancel", body);
+    } catch (const failure& e) {
+      if (done.empty())
+        throw;
+      std::string list;
+      for (const auto& d : done)
+        list += (list.empty() ? "" : ", ") + d;
+      throw failure(std::string{e.what()} + " (cancelled before it: " + list + ")");
+    }
+    show(ctx, w, print_workunit);
+    done.push_back(name);
+  }
+  return exit_ok;
+}
+
+void add_work_cancel(CLI::App& work, context& ctx) {
+  auto o = std::make_shared<cancel_options>();
+  auto cancel = work.add_subcommand(
+    "cancel", "Cancel workunits: no replica is sent any more, hosts running one are told to "
+              "abort it at their next contact, and the workunit ends cancelled (its files "
+              "are deleted after the grace period). Not for a sequence's elements (seq end)");
+  cancel->add_option("names", o->names, "Workunit names or ids")->required();
+  cancel->add_option("--reason", o->reason, "Why (recorded in the event)");
+  cancel->add_option("--by", o->by,
+                     "Who does it, recorded in the event (default: your login name)");
+  on_run(*cancel, ctx, [&ctx, o] { return work_cancel(ctx, *o); });
+}
+
 } // namespace
 
 void add_work_commands(CLI::App& app, context& ctx) {
-  add_group(app, ctx, "work", "Create and inspect workunits",
-            {add_work_create, add_work_show, add_work_list});
+  add_group(app, ctx, "work", "Create, inspect and cancel workunits",
+            {add_work_create, add_work_show, add_work_list, add_work_cancel});
 }
 
 } // namespace cobble::cli
