@@ -219,7 +219,8 @@ project_summary summarize(const project_state& ps) {
   s.hosts = ps.hosts.size();
   s.workunits = ps.workunits.size();
   s.counters = ps.counters;
-  s.active_workunits = ps.active_workunits; // kept by apply: not yet assimilated or failed
+  s.active_workunits
+    = ps.active_workunits; // kept by apply: not yet assimilated, failed or cancelled
   std::map<std::uint32_t, std::size_t> unsent;
   for (const auto& [id, wu] : ps.workunits) {
     for (const auto& r : wu.results) {

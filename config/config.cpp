@@ -786,8 +786,9 @@ private:
       fail("server.snapshot_time_share",
            "must be in (0, 1], got " + format_number(s.snapshot_time_share));
     positive("server.snapshots_kept", s.snapshots_kept);
-    if (s.stats_export_interval.count() < 0)
-      fail("server.stats_export_interval", "must be 0 (no export) or more");
+    if (s.stats_export_interval.count() < 0
+        || s.stats_export_interval > std::chrono::hours(24 * 3650))
+      fail("server.stats_export_interval", "must be 0 (no export) to 3650d");
     positive("server.max_connections", s.max_connections);
     positive("server.max_batch_items", s.max_batch_items);
   }

@@ -199,39 +199,48 @@ void serve_stats_index(const std::shared_ptr<file_service>& files, const std::st
       std::uintmax_t size;
       std::string time;
     };
-    std::vector<entry> entries;
-    std::error_code ec;
-    for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
-      auto name = f.path().filename().string();
-      if (!f.is_regular_file(ec) || !storage::safe_file_name(name))
-        continue;
-      auto written = std::chrono::file_clock::to_sys(f.last_write_time(ec));
-      entries.push_back({name, f.file_size(ec),
-                         fmt::format("{:%Y-%m-%d %H:%M:%S} UTC",
-                                     std::chrono::floor<std::chrono::seconds>(written))});
+    try {
+      std::vector<entry> entries;
+      std::error_code ec;
+      for (const auto& f : std::filesystem::directory_iterator(dir, ec)) {
+        auto name = f.path().filename().string();
+        if (!f.is_regular_file(ec) || !storage::safe_file_name(name))
+          continue;
+        auto written = std::chrono::system_clock::to_time_t(
+          std::chrono::file_clock::to_sys(f.last_write_time(ec)));
+        entries.push_back(
+          {name, f.file_size(ec), fmt::format("{:%Y-%m-%d %H:%M:%S} UTC", fmt::gmtime(written))});
+      }
+      std::sort(entries.begin(), entries.end(),
+                [](const entry& a, const entry& b) { return a.name < b.name; });
+      std::string body = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+                         "<meta name=\"viewport\" content=\"width=device-width\">"
+                         "<title>Statistics export of ";
+      xml::append_escaped(body, project);
+      body += "</title></head><body><h1>Statistics export of ";
+      xml::append_escaped(body, project);
+      body += "</h1>\n";
+      if (entries.empty()) {
+        body += "<p>No export has been written yet.</p>\n";
+      } else {
+        body += "<p>BOINC's db_dump files, for statistics sites; no e-mail addresses.</p>\n"
+                "<table><tr><th>File</th><th>Bytes</th><th>Written</th></tr>\n";
+        for (const auto& e : entries) {
+          std::string name;
+          xml::append_escaped(name, e.name);
+          body += fmt::format("<tr><td><a href=\"{0}\">{0}</a></td><td>{1}</td><td>{2}</td></tr>\n",
+                              name, e.size, e.time);
+        }
+        body += "</table>\n";
+      }
+      body += "</body></html>\n";
+      respond(text_response(version, keep_alive, http::status::ok, std::move(body),
+                            "text/html; charset=utf-8"));
+    } catch (const std::exception& e) {
+      spdlog::error("listing {}: {}", dir.string(), e.what());
+      respond(text_response(version, keep_alive, http::status::internal_server_error,
+                            "cannot list the statistics export\n", "text/plain"));
     }
-    std::sort(entries.begin(), entries.end(),
-              [](const entry& a, const entry& b) { return a.name < b.name; });
-    std::string body = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                       "<meta name=\"viewport\" content=\"width=device-width\">"
-                       "<title>Statistics export of ";
-    xml::append_escaped(body, project);
-    body += "</title></head><body><h1>Statistics export of ";
-    xml::append_escaped(body, project);
-    body += "</h1>\n";
-    if (entries.empty()) {
-      body += "<p>No export has been written yet.</p>\n";
-    } else {
-      body += "<p>BOINC's db_dump files, for statistics sites; no e-mail addresses.</p>\n"
-              "<table><tr><th>File</th><th>Bytes</th><th>Written</th></tr>\n";
-      for (const auto& e : entries)
-        body += fmt::format("<tr><td><a href=\"{0}\">{0}</a></td><td>{1}</td><td>{2}</td></tr>\n",
-                            e.name, e.size, e.time);
-      body += "</table>\n";
-    }
-    body += "</body></html>\n";
-    respond(text_response(version, keep_alive, http::status::ok, std::move(body),
-                          "text/html; charset=utf-8"));
   });
 }
 

@@ -68,7 +68,7 @@ void project_gauges_text(std::string& out, const std::vector<project_gauges>& pr
      &project_gauges::host_activations},
     {"cobble_workunits_in_memory", "gauge", "Workunits the project holds in memory.",
      &project_gauges::workunits},
-    {"cobble_workunits_active", "gauge", "Workunits neither assimilated nor failed.",
+    {"cobble_workunits_active", "gauge", "Workunits neither assimilated, failed nor cancelled.",
      &project_gauges::active_workunits},
   }};
   for (const auto& c : columns) {

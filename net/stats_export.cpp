@@ -206,7 +206,7 @@ std::vector<stats_file> stats_files(const project_world& pw, time_us now, stats_
           {"tables.xml", tables, false}};
 }
 
-void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
+void write_stats(const fs::path& dir, const std::vector<stats_file>& files, bool wait) {
   auto parent = dir.parent_path().empty() ? fs::path{"."} : dir.parent_path();
   auto staging = parent / ("." + dir.filename().string() + ".new");
   auto previous = parent / ("." + dir.filename().string() + ".old");
@@ -215,12 +215,16 @@ void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
   // One writer at a time (cobbled's periodic export and `cobble stats export` share the
   // directory and its staging names); the lock goes with the descriptor.
   auto lock_path = parent / ".lock";
-  int lock = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (lock < 0 || ::flock(lock, LOCK_EX) != 0) {
-    auto why = std::error_code{errno, std::generic_category()}.message();
+  int lock = ::open(lock_path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0644);
+  if (lock < 0 || ::flock(lock, LOCK_EX | (wait ? 0 : LOCK_NB)) != 0) {
+    auto err = errno;
     if (lock >= 0)
       ::close(lock);
-    throw std::runtime_error("cannot lock " + lock_path.string() + ": " + why);
+    if (err == EWOULDBLOCK)
+      throw std::runtime_error("another export is being written into " + parent.string()
+                               + " (cobble stats export?); this one is skipped");
+    throw std::runtime_error("cannot lock " + lock_path.string() + ": "
+                             + std::error_code{err, std::generic_category()}.message());
   }
   struct unlock {
     int fd;
@@ -250,14 +254,14 @@ void write_stats(const fs::path& dir, const std::vector<stats_file>& files) {
 }
 
 std::vector<project_export>
-export_world(const world& w, const fs::path& out, time_us now, const std::string& only) {
+export_world(const world& w, const fs::path& out, time_us now, const std::string& only, bool wait) {
   std::vector<project_export> written;
   for (const auto& pw : w.projects) {
     const auto& name = pw.project.name;
     if (name.empty() || (!only.empty() && name != only))
       continue;
     project_export e{name, out / name, {}};
-    write_stats(e.dir, stats_files(pw, now, &e.counts));
+    write_stats(e.dir, stats_files(pw, now, &e.counts), wait);
     written.push_back(std::move(e));
   }
   return written;
@@ -289,12 +293,17 @@ periodic_reader periodic_export(const fs::path& out, const std::vector<std::stri
     if (age < every)
       r.due += std::chrono::duration_cast<std::chrono::steady_clock::duration>(every - age);
   }
-  r.read = [out](const world& w) {
+  r.read = [out, projects](const world& w) {
     auto started = std::chrono::steady_clock::now();
     auto now = std::chrono::duration_cast<std::chrono::microseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
-    for (const auto& e : export_world(w, out, now))
+    // The configured projects only: one dropped from the configuration is not served.
+    std::vector<project_export> written;
+    for (const auto& name : projects)
+      for (auto& e : export_world(w, out, now, name, false))
+        written.push_back(std::move(e));
+    for (const auto& e : written)
       spdlog::info(
         "statistics of {} exported at seq {}: {} users, {} teams, {} hosts ({:.2f} s)", e.project,
         w.seq, e.counts.users, e.counts.teams, e.counts.hosts,

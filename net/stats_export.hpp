@@ -42,8 +42,11 @@ std::string public_host_cpid(const std::string& host_cpid, const std::string& ow
 
 /// Writes `files` into `dir` as a whole: into a sibling directory first, synced, which then
 /// takes the place of `dir` (the previous export is removed), so a stats site never downloads
-/// a half-written export. Throws std::runtime_error naming the file on failure.
-void write_stats(const std::filesystem::path& dir, const std::vector<stats_file>& files);
+/// a half-written export. Writers take turns (a lock file beside `dir`): with `wait` a second
+/// writer waits for the first, without it it fails at once (cobbled's periodic export, which
+/// runs on the snapshotter's thread). Throws std::runtime_error naming the file on failure.
+void write_stats(const std::filesystem::path& dir, const std::vector<stats_file>& files,
+                 bool wait = true);
 
 /// One project's export as written.
 struct project_export {
@@ -53,9 +56,11 @@ struct project_export {
 };
 
 /// Writes the export of every named project of `w` (only `only`, when given) into
-/// `out`/<project>/ with write_stats, at `now`. Throws std::runtime_error naming what failed.
-std::vector<project_export> export_world(const world& w, const std::filesystem::path& out,
-                                         time_us now, const std::string& only = {});
+/// `out`/<project>/ with write_stats (`wait` as there), at `now`. Throws std::runtime_error
+/// naming what failed.
+std::vector<project_export>
+export_world(const world& w, const std::filesystem::path& out, time_us now,
+             const std::string& only = {}, bool wait = true);
 
 /// When the oldest of the projects' exports under `out` was written (its tables.xml); none
 /// when a project of `projects` has no export yet.

@@ -132,7 +132,9 @@ TEST_CASE("errors: negative or zero where impossible", "[config][errors]") {
   expect_error("server:\n  snapshots_kept: -2\nprojects: [{name: p}]\n", 2, "server.snapshots_kept",
                "must not be negative");
   expect_error("server:\n  stats_export_interval: -1h\nprojects: [{name: p}]\n", 2,
-               "server.stats_export_interval", "must be 0 (no export) or more");
+               "server.stats_export_interval", "must be 0 (no export) to 3650d");
+  expect_error("server:\n  stats_export_interval: 3651d\nprojects: [{name: p}]\n", 2,
+               "server.stats_export_interval", "must be 0 (no export) to 3650d");
   expect_error("server:\n  snapshot_every_events: 0\nprojects: [{name: p}]\n", 2,
                "server.snapshot_every_events", "must be positive");
   expect_error("server:\n  snapshot_time_share: 0\nprojects: [{name: p}]\n", 2,

@@ -21,6 +21,9 @@
 #include <sstream>
 #include <string>
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
 #include <zlib.h>
 
 using namespace cobble;
@@ -173,6 +176,19 @@ TEST_CASE_METHOD(stats_fixture, "the statistics export shows the credit the serv
     entries.push_back(e.path().filename().string());
   std::sort(entries.begin(), entries.end());
   CHECK(entries == std::vector<std::string>{".lock", "demo"});
+
+  // While another writer holds the lock, cobbled's export (no waiting) is skipped at once and
+  // the export there stays whole.
+  {
+    int held = ::open((out.path() / ".lock").c_str(), O_RDONLY | O_CLOEXEC);
+    REQUIRE(held >= 0);
+    REQUIRE(::flock(held, LOCK_EX) == 0);
+    CHECK_THROWS_WITH(net::write_stats(dir, files, false),
+                      Catch::Contains("another export is being written"));
+    ::close(held);
+  }
+  CHECK(gunzip(dir / "user.gz") == user_xml);
+  net::write_stats(dir, files, false);
 
   // Offline, from the data directory's log: the same users and credit.
   stop();
