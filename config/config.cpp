@@ -665,15 +665,31 @@ void parse_plan_class(parser& p, const YAML::Node& node, const std::string& path
 void parse_project(parser& p, const YAML::Node& node, const std::string& path,
                    project_config& out) {
   mapping m(p, node, path,
-            {"name", "long_name", "request_delay", "next_rpc_delay", "deadline_check_interval",
-             "file_grace_period", "sequence_high_water", "sequences_per_host",
-             "sequence_check_interval", "sequence_slow_replica_lag", "passivate_hosts_after",
-             "max_live_hosts", "resend_lost_results", "accounts", "credit", "limits", "users",
-             "apps", "plan_classes"});
+            {"name",
+             "long_name",
+             "description",
+             "request_delay",
+             "next_rpc_delay",
+             "deadline_check_interval",
+             "file_grace_period",
+             "sequence_high_water",
+             "sequences_per_host",
+             "sequence_check_interval",
+             "sequence_slow_replica_lag",
+             "passivate_hosts_after",
+             "max_live_hosts",
+             "resend_lost_results",
+             "accounts",
+             "credit",
+             "limits",
+             "users",
+             "apps",
+             "plan_classes"});
   if (!m.has("name"))
     p.fail(node, path + ".name", "every project needs a name");
   read(m, "name", out.name);
   read(m, "long_name", out.long_name);
+  read(m, "description", out.description);
   read_duration(m, "request_delay", out.request_delay);
   read_duration(m, "next_rpc_delay", out.next_rpc_delay);
   read_duration(m, "deadline_check_interval", out.deadline_check_interval);
@@ -1212,6 +1228,8 @@ std::string to_yaml(const cobble_config& cfg) {
     out << YAML::BeginMap;
     str("name", p.name);
     str("long_name", p.long_name);
+    if (!p.description.empty())
+      str("description", p.description);
     raw("request_delay", format_duration(p.request_delay));
     if (p.next_rpc_delay)
       raw("next_rpc_delay", format_duration(*p.next_rpc_delay));

@@ -219,6 +219,7 @@ struct plan_class_config {
 struct project_config {
   std::string name;                     ///< URL path component: the master URL is <url>/<name>/.
   std::string long_name;                ///< Shown to volunteers.
+  std::string description{};            ///< A paragraph on the site's home page; empty: none.
   double request_delay = 5;             ///< Minimum seconds between a client's RPCs.
   std::optional<double> next_rpc_delay; ///< Ask clients to come back after this many seconds.
   double deadline_check_interval = 10;  ///< Seconds between deadline sweeps.

@@ -43,6 +43,7 @@ server:
 projects:
   - name: primes
     long_name: Prime search
+    description: "Searching for large primes: 2^p - 1 & friends."
     request_delay: 7
     next_rpc_delay: 1.5m
     deadline_check_interval: 0.5s
@@ -162,6 +163,7 @@ void check_equal(const cobble_config& a, const cobble_config& b) {
     CHECK(p.name == q.name);
     CHECK(p.limits == q.limits);
     CHECK(p.long_name == q.long_name);
+    CHECK(p.description == q.description);
     CHECK(p.request_delay == q.request_delay);
     CHECK(p.next_rpc_delay == q.next_rpc_delay);
     CHECK(p.deadline_check_interval == q.deadline_check_interval);
@@ -247,6 +249,7 @@ TEST_CASE("a full file is read field by field", "[config]") {
   const auto& p = cfg.projects[0];
   CHECK(p.name == "primes");
   CHECK(p.long_name == "Prime search");
+  CHECK(p.description == "Searching for large primes: 2^p - 1 & friends.");
   CHECK(p.request_delay == 7);
   CHECK(p.next_rpc_delay == 90.0);
   CHECK(p.deadline_check_interval == 0.5);
