@@ -85,7 +85,7 @@ double now_seconds() {
 
 /// The key of an account's wrong-password counter.
 std::string failure_key(const call& c, std::string_view email) {
-  return c.project_name + '\n' + fold_case(email);
+  return password_failure_key(c.project_name, email);
 }
 
 // -- get_project_config.php --------------------------------------------------------------
@@ -191,24 +191,10 @@ void lookup_account(const call_ptr& c) {
 
 /// Why a create_account.php request is refused before anything is asked; empty: acceptable.
 std::pair<int, std::string> creation_problem(const call& c) {
-  const auto& a = c.accounts();
-  if (a.creation == config::account_creation::closed)
-    return {wen::creation_disabled, "This project is not accepting new accounts."};
-  if (a.creation == config::account_creation::invitation) {
-    auto code = c.str("invite_code");
-    if (code.empty()
-        || std::find(a.invitation_codes.begin(), a.invitation_codes.end(), code)
-             == a.invitation_codes.end())
-      return {wen::bad_invitation, "Invalid invitation code."};
-  }
-  auto name = c.str("user_name");
-  auto trimmed = xml::trim(name);
-  if (name.empty() || trimmed.size() != name.size())
-    return {wen::bad_user_name, "The user name must not be empty or begin or end with spaces."};
-  if (name.size() > 254 || name.find('<') != std::string::npos)
-    return {wen::bad_user_name, "The user name must have at most 254 bytes and no '<'."};
-  if (!plausible_email(c.str("email_addr")))
-    return {wen::bad_email, "Email address has invalid syntax."};
+  if (auto why = account_creation_problem(c.accounts(), c.str("user_name"), c.str("email_addr"),
+                                          c.str("invite_code"));
+      why.num != 0)
+    return {why.num, why.text};
   if (!is_boinc_password_hash(c.str("passwd_hash")))
     return {wen::generic, "password hash length not 32"};
   return {0, {}};
@@ -562,6 +548,32 @@ route web_route(const std::shared_ptr<web_rpc_context>& ctx, const std::string& 
 }
 
 } // namespace
+
+std::string password_failure_key(std::string_view project, std::string_view email) {
+  std::string key{project};
+  key += '\n';
+  key += fold_case(email);
+  return key;
+}
+
+creation_refusal account_creation_problem(const config::accounts_config& a, std::string_view name,
+                                          std::string_view email, std::string_view invite_code) {
+  if (a.creation == config::account_creation::closed)
+    return {wen::creation_disabled, "This project is not accepting new accounts."};
+  if (a.creation == config::account_creation::invitation
+      && (invite_code.empty()
+          || std::find(a.invitation_codes.begin(), a.invitation_codes.end(), invite_code)
+               == a.invitation_codes.end()))
+    return {wen::bad_invitation, "Invalid invitation code."};
+  auto trimmed = xml::trim(name);
+  if (name.empty() || trimmed.size() != name.size())
+    return {wen::bad_user_name, "The user name must not be empty or begin or end with spaces."};
+  if (name.size() > 254 || name.find('<') != std::string_view::npos)
+    return {wen::bad_user_name, "The user name must have at most 254 bytes and no '<'."};
+  if (!plausible_email(email))
+    return {wen::bad_email, "Email address has invalid syntax."};
+  return {};
+}
 
 std::vector<route> web_rpc_routes(const std::shared_ptr<web_rpc_context>& ctx) {
   std::vector<route> out;

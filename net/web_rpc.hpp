@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cobble::net {
@@ -27,6 +28,22 @@ struct web_rpc_context {
   std::shared_ptr<password_pool> passwords = std::make_shared<password_pool>();
   std::shared_ptr<failure_limiter> failures = std::make_shared<failure_limiter>();
 };
+
+/// Why an account may not be made: BOINC's error number and its text; num 0: it may.
+struct creation_refusal {
+  int num = 0;
+  std::string text{};
+};
+
+/// Whether the project's settings `a` let an account named `name` with address `email` be
+/// made (`invite_code` for projects that need an invitation): the checks create_account.php
+/// and the site's form share.
+creation_refusal account_creation_problem(const config::accounts_config& a, std::string_view name,
+                                          std::string_view email, std::string_view invite_code);
+
+/// The key of an account's wrong-password counter in a failure_limiter, shared by the web RPCs
+/// and the site so that guesses count the same through either.
+std::string password_failure_key(std::string_view project, std::string_view email);
 
 /// The web RPC routes of every project of `ctx->edge`.
 std::vector<route> web_rpc_routes(const std::shared_ptr<web_rpc_context>& ctx);
