@@ -45,5 +45,7 @@ if(NOT TARGET sodium::sodium)
     IMPORTED_LOCATION "${SODIUM_LIBRARY}"
     INTERFACE_INCLUDE_DIRECTORIES "${SODIUM_INCLUDE_DIR}")
 endif()
+# kainjow's Mustache (libkainjow-mustache-dev): the volunteer site's templates. Header only.
+find_path(MUSTACHE_INCLUDE_DIR kainjow/mustache.hpp REQUIRED) # in /usr/include: no flag needed
 find_package(mimalloc 2.0 REQUIRED CONFIG)              # the programs' heap (tools/heap.hpp)
 find_package(Catch2 2 REQUIRED CONFIG)

@@ -125,13 +125,13 @@ std::string write_sched_request(const sched_request& req);
 /// another root element or a bad number is an error.
 parse_result<sched_reply> parse_sched_reply(std::string_view body);
 
-/// The project's master page: short HTML with the scheduler URL both as a column-0
-/// `<scheduler>URL</scheduler>` line and a column-0 `<link rel="boinc_scheduler" href="URL">`
-/// line; every line is shorter than 255 characters (the client reads 255-character lines).
-/// The long name is escaped and shortened to fit.
+/// What makes the project's home page a BOINC master file: the scheduler URL as a column-0
+/// `<link rel="boinc_scheduler" href="URL">` line for the page's head and a column-0
+/// `<scheduler>URL</scheduler>` line inside an HTML comment (the client reads the page as
+/// text, 255-character lines, and finds both; a browser shows neither).
 /// @throws std::invalid_argument when `scheduler_url` is empty, longer than 200 characters,
 ///         or contains whitespace, quotes, '<', '>' or '&'.
-std::string master_page(std::string_view project_long_name, std::string_view scheduler_url);
+std::string scheduler_lines(std::string_view scheduler_url);
 
 /// A parsed upload-handler request header (section 6 of the reference).
 struct upload_header {

@@ -173,19 +173,6 @@ std::vector<route> edge_routes(const std::shared_ptr<edge_context>& ctx) {
     throw std::invalid_argument("edge_routes: the context has no RPC port");
   std::vector<route> routes;
   for (const auto& [name, project] : ctx->projects) {
-    auto long_name = ctx->long_names.count(name) ? ctx->long_names.at(name) : name;
-    routes.push_back(route{"/" + name + "/",
-                           true,
-                           {http::verb::get, http::verb::head},
-                           0,
-                           [ctx, name = name, long_name](request&& req, const responder& respond) {
-                             auto page = master_page(long_name,
-                                                     base_url(*ctx, req) + "/" + name + "/cgi");
-                             respond(make_response(req, http::status::ok, std::move(page),
-                                                   "text/html; charset=utf-8"));
-                           },
-                           {},
-                           {}});
     routes.push_back(
       route{"/" + name + "/cgi",
             true,

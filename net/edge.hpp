@@ -1,6 +1,6 @@
 #pragma once
 
-/// The routes that connect HTTP to the actors: each project's master page and scheduler,
+/// The routes that connect HTTP to the actors: each project's scheduler,
 /// /healthz and /metrics. A scheduler request is parsed on the Asio thread into a plain
 /// struct, parked in the RPC port under a token and sent to the project actor with the token;
 /// the project decides, the log makes the decision durable and hands the reply to the port,

@@ -9,6 +9,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libcaf-dev librocksdb-dev libboost1.81-dev libyaml-cpp-dev catch2 libpugixml-dev
   libspdlog-dev libfmt-dev libcli11-dev nlohmann-json3-dev libssl-dev libisal-dev libmimalloc-dev libsodium-dev zlib1g-dev
+  libkainjow-mustache-dev
 )
 test_packages=(
   boinc-client curl procps time chromium

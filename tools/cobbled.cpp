@@ -10,6 +10,8 @@
 #include "net/http_server.hpp"
 #include "net/stats_export.hpp"
 #include "net/web_rpc.hpp"
+#include "net/web_site.hpp"
+#include "net/web_templates.hpp"
 #include "storage/disk_space.hpp"
 #include "storage/event_store.hpp"
 #include "tools/demo_app.hpp"
@@ -197,6 +199,12 @@ int program_main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   spdlog::set_level(spdlog::level::from_str(log_level));
+  try {
+    cobble::net::web::check_templates(); // a broken page template stops the server here
+  } catch (const std::exception& e) {
+    std::cerr << "cobbled: " << e.what() << '\n';
+    return 1;
+  }
   cobble::config::cobble_config cfg;
   try {
     cfg = config_file.empty() ? cobble::config::demo() : cobble::config::load_file(config_file);
@@ -378,6 +386,17 @@ int program_main(int argc, char** argv) {
   for (const auto& p : cfg.projects)
     web->accounts[p.name] = p.accounts;
   for (auto& r : cobble::net::web_rpc_routes(web))
+    routes.push_back(std::move(r));
+  // The volunteer site (docs/web.md): its sessions are signed with a secret kept in the data
+  // directory, so they outlive restarts.
+  auto site = std::make_shared<cobble::net::web_site_context>();
+  site->web = web;
+  site->key = std::make_shared<const cobble::net::web::site_key>(kept_secret(data / "web_secret"));
+  for (const auto& p : cfg.projects) {
+    site->descriptions[p.name] = p.description;
+    site->credit_half_lives[p.name] = p.credit.credit_half_life;
+  }
+  for (auto& r : cobble::net::web_site_routes(site))
     routes.push_back(std::move(r));
   cobble::net::admin_context actx;
   actx.sys = &sys;

@@ -665,10 +665,10 @@ TEST_CASE("download and upload URLs", "[boinc_xml]") {
   CHECK(upload_url(urls) == "http://127.0.0.1:8080/cobble/upload");
 }
 
-TEST_CASE("the master page has column-0 scheduler lines", "[boinc_xml]") {
+TEST_CASE("the scheduler lines stand at column 0", "[boinc_xml]") {
+  // The client reads the master file as text, 255-character lines, and looks for both lines.
   const std::string sched = "http://127.0.0.1:8080/cobble/scheduler";
-  auto page = master_page("Cobble <test> & co", sched);
-  std::istringstream in(page);
+  std::istringstream in(scheduler_lines(sched));
   std::string line;
   bool scheduler_line = false, link_line = false;
   while (std::getline(in, line)) {
@@ -680,16 +680,11 @@ TEST_CASE("the master page has column-0 scheduler lines", "[boinc_xml]") {
   }
   CHECK(scheduler_line);
   CHECK(link_line);
-  CHECK_THAT(page, Contains("Cobble &lt;test&gt; &amp; co"));
 
-  auto long_page = master_page(std::string(1000, 'n') + "\n", sched);
-  std::istringstream in2(long_page);
-  while (std::getline(in2, line))
-    CHECK(line.size() < 255);
-
-  CHECK_THROWS_AS(master_page("x", ""), std::invalid_argument);
-  CHECK_THROWS_AS(master_page("x", "http://a.b/\"x"), std::invalid_argument);
-  CHECK_THROWS_AS(master_page("x", "http://a.b/" + std::string(300, 'p')), std::invalid_argument);
+  CHECK_THROWS_AS(scheduler_lines(""), std::invalid_argument);
+  CHECK_THROWS_AS(scheduler_lines("http://a.b/\"x"), std::invalid_argument);
+  CHECK_THROWS_AS(scheduler_lines("http://a.b/'x"), std::invalid_argument);
+  CHECK_THROWS_AS(scheduler_lines("http://a.b/" + std::string(300, 'p')), std::invalid_argument);
 }
 
 // ---------------------------------------------------------------------------------------

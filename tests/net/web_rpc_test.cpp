@@ -18,22 +18,6 @@ using namespace cobble::test;
 
 namespace {
 
-/// Percent-encodes everything but letters and digits, as the client's escape_url does.
-std::string enc(const std::string& s) {
-  static constexpr char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : s) {
-    if (std::isalnum(c)) {
-      out += static_cast<char>(c);
-    } else {
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 0xf];
-    }
-  }
-  return out;
-}
-
 /// A parsed web RPC answer.
 struct answer {
   int status = 0;
@@ -68,32 +52,16 @@ struct web_client {
 
   std::unique_ptr<answer> create(const std::string& email, const std::string& password,
                                  const std::string& name, const std::string& extra = {}) {
-    return get("/demo/create_account.php?email_addr=" + enc(email)
+    return get("/demo/create_account.php?email_addr=" + percent_encode(email)
                + "&passwd_hash=" + cobble::net::boinc_password_hash(password, email)
-               + "&user_name=" + enc(name) + extra);
+               + "&user_name=" + percent_encode(name) + extra);
   }
 
   std::unique_ptr<answer> lookup(const std::string& email, const std::string& password) {
-    return get("/demo/lookup_account.php?email_addr=" + enc(email)
+    return get("/demo/lookup_account.php?email_addr=" + percent_encode(email)
                + "&passwd_hash=" + cobble::net::boinc_password_hash(password, email));
   }
 };
-
-/// The demo project with account settings `accounts` (YAML flow mapping).
-fs::path config_with(const fs::path& dir, const std::string& accounts) {
-  auto cfg = dir / "cobble.yaml";
-  std::ofstream{cfg} << "projects:\n"
-                        "  - name: demo\n"
-                        "    long_name: Cobble demo project\n"
-                        "    accounts: "
-                     << accounts
-                     << "\n"
-                        "    users: [{name: demo}]\n"
-                        "    apps:\n"
-                        "      - name: testapp\n"
-                        "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
-  return cfg;
-}
 
 } // namespace
 
@@ -262,7 +230,7 @@ TEST_CASE("account creation closed, or open to invitation codes", "[web]") {
   temp_dir dir;
 
   SECTION("closed") {
-    server s{dir.path(), {"--config", config_with(dir.path(), "{creation: closed}").string()}};
+    server s{dir.path(), {"--config", demo_config_with(dir.path(), "{creation: closed}").string()}};
     web_client w{s.port};
     CHECK(w.get("/demo/get_project_config.php")
             ->doc.child("project_config")
@@ -274,8 +242,9 @@ TEST_CASE("account creation closed, or open to invitation codes", "[web]") {
   SECTION("by invitation") {
     server s{dir.path(),
              {"--config",
-              config_with(dir.path(), "{creation: invitation, invitation_codes: [open-sesame], "
-                                      "min_password_length: 10}")
+              demo_config_with(dir.path(),
+                               "{creation: invitation, invitation_codes: [open-sesame], "
+                               "min_password_length: 10}")
                 .string()}};
     web_client w{s.port};
     auto config = w.get("/demo/get_project_config.php");

@@ -36,6 +36,23 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
+/// A configuration file in `dir` for the demo project with account settings `accounts` (a
+/// YAML flow mapping) and `more` YAML lines of the project (each indented four spaces).
+inline fs::path
+demo_config_with(const fs::path& dir, const std::string& accounts, const std::string& more = {}) {
+  auto cfg = dir / "cobble.yaml";
+  std::ofstream{cfg} << "projects:\n"
+                        "  - name: demo\n"
+                     << (more.empty() ? "    long_name: Cobble demo project\n" : more)
+                     << "    accounts: " << accounts
+                     << "\n"
+                        "    users: [{name: demo}]\n"
+                        "    apps:\n"
+                        "      - name: testapp\n"
+                        "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
+  return cfg;
+}
+
 /// A running cobbled on its own data directory.
 struct server {
   fs::path data;

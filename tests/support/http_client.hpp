@@ -9,8 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <chrono>
+#include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cobble::test {
 
@@ -19,15 +23,46 @@ struct http_reply {
   std::string body;
   std::string content_type;
   std::string location;
+  std::vector<std::string> set_cookies{};      ///< Every Set-Cookie header, in order.
+  std::map<std::string, std::string> fields{}; ///< Every header by name (the last of several).
+
+  /// The header `name` as sent (any case of the name); empty when absent.
+  [[nodiscard]] std::string field(const std::string& name) const {
+    for (const auto& [k, v] : fields)
+      if (boost::beast::iequals(k, name))
+        return v;
+    return {};
+  }
 };
+
+/// Percent-encodes everything but ASCII letters and digits, as the BOINC client's escape_url
+/// does (and as browsers encode forms, near enough).
+inline std::string percent_encode(const std::string& s) {
+  static constexpr char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : s) {
+    if (std::isalnum(c)) {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += hex[c >> 4];
+      out += hex[c & 0xf];
+    }
+  }
+  return out;
+}
 
 class http_client {
 public:
   http_client(std::string host, unsigned short port) : host_(std::move(host)), port_(port) {}
 
+  /// More request headers, by name.
+  using headers = std::vector<std::pair<std::string, std::string>>;
+
   http_reply request(boost::beast::http::verb verb, const std::string& target,
                      const std::string& body = {}, const std::string& token = {},
-                     const std::string& content_type = "application/x-www-form-urlencoded") {
+                     const std::string& content_type = "application/x-www-form-urlencoded",
+                     const headers& more = {}) {
     namespace http = boost::beast::http;
     ensure_connected();
     http::request<http::string_body> req{verb, target, 11};
@@ -35,6 +70,8 @@ public:
     req.set(http::field::user_agent, "BOINC client (x86_64-pc-linux-gnu 7.20.5)");
     if (!token.empty())
       req.set(http::field::authorization, "Bearer " + token);
+    for (const auto& [name, value] : more)
+      req.set(name, value);
     if (!body.empty() || verb == http::verb::post) {
       req.set(http::field::content_type, content_type);
       req.body() = body;
@@ -46,11 +83,19 @@ public:
     boost::beast::flat_buffer buffer;
     http::response_parser<http::string_body> parser;
     parser.body_limit(1u << 30);
+    parser.skip(verb == http::verb::head); // a HEAD answer has a Content-Length, no body
     http::read(*stream_, buffer, parser);
     auto res = parser.release();
-    http_reply out{static_cast<int>(res.result_int()), res.body(),
-                   std::string{res[http::field::content_type]},
-                   std::string{res[http::field::location]}};
+    http_reply out;
+    out.status = static_cast<int>(res.result_int());
+    out.body = res.body();
+    out.content_type = std::string{res[http::field::content_type]};
+    out.location = std::string{res[http::field::location]};
+    for (const auto& f : res) {
+      out.fields[std::string{f.name_string()}] = std::string{f.value()};
+      if (f.name() == http::field::set_cookie)
+        out.set_cookies.emplace_back(f.value());
+    }
     if (!res.keep_alive())
       stream_.reset();
     return out;

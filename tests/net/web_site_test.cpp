@@ -1,0 +1,365 @@
+// The volunteer site against a real cobbled on 127.0.0.1, port 0, asked as a browser asks it
+// (cookies kept, forms posted URL-encoded): the home page is both the front door and the
+// BOINC master file; a volunteer joins, sees their account, logs out and in again, and the
+// account is the one the BOINC client attaches with; forged forms, wrong passwords and bad
+// input change nothing and say why.
+
+#include "../support/cobbled.hpp"
+#include "net/password.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace cobble::test;
+using Catch::Matchers::Contains;
+
+namespace {
+
+/// A form body from name/value pairs.
+std::string form(std::initializer_list<std::pair<std::string, std::string>> fields) {
+  std::string out;
+  for (const auto& [k, v] : fields) {
+    if (!out.empty())
+      out += '&';
+    out += k;
+    out += '=';
+    out += percent_encode(v);
+  }
+  return out;
+}
+
+/// A browser: keeps the cookies the site sets and sends them back.
+struct browser {
+  http_client http;
+  std::map<std::string, std::string> jar;
+  std::string origin; ///< Sent as Origin on posts; empty: none (as older browsers).
+
+  explicit browser(unsigned short port) : http("127.0.0.1", port) {}
+
+  http_reply
+  send(boost::beast::http::verb verb, const std::string& target, const std::string& body = {}) {
+    http_client::headers more;
+    std::string cookies;
+    for (const auto& [k, v] : jar) {
+      if (!cookies.empty())
+        cookies += "; ";
+      cookies += k;
+      cookies += '=';
+      cookies += v;
+    }
+    if (!cookies.empty())
+      more.emplace_back("Cookie", cookies);
+    if (!origin.empty() && verb == boost::beast::http::verb::post)
+      more.emplace_back("Origin", origin);
+    auto r = http.request(verb, target, body, {}, "application/x-www-form-urlencoded", more);
+    for (const auto& c : r.set_cookies) {
+      auto eq = c.find('=');
+      auto semi = c.find(';');
+      auto name = c.substr(0, eq);
+      auto value = c.substr(eq + 1, semi - eq - 1);
+      if (c.find("Max-Age=0") != std::string::npos)
+        jar.erase(name);
+      else
+        jar[name] = value;
+    }
+    return r;
+  }
+  http_reply get(const std::string& target) { return send(boost::beast::http::verb::get, target); }
+  http_reply post(const std::string& target, const std::string& body) {
+    return send(boost::beast::http::verb::post, target, body);
+  }
+
+  /// The form token of the page `target` (its hidden csrf field).
+  std::string token(const std::string& target) {
+    auto page = get(target);
+    REQUIRE(page.status == 200);
+    const std::string marker = "name=\"csrf\" value=\"";
+    auto at = page.body.find(marker);
+    REQUIRE(at != std::string::npos);
+    at += marker.size();
+    return page.body.substr(at, page.body.find('"', at) - at);
+  }
+
+  http_reply join(const std::string& name, const std::string& email, const std::string& password,
+                  const std::string& extra = {}) {
+    auto csrf = token("/demo/create_account");
+    return post("/demo/create_account",
+                form({{"csrf", csrf}, {"name", name}, {"email", email}, {"password", password}})
+                  + extra);
+  }
+  http_reply login(const std::string& email, const std::string& password) {
+    auto csrf = token("/demo/login");
+    return post("/demo/login", form({{"csrf", csrf}, {"email", email}, {"password", password}}));
+  }
+};
+
+/// What BOINC's lookup_account.php answers for this address and password: the account key,
+/// or the error number.
+std::string looked_up(http_client& c, const std::string& email, const std::string& password) {
+  auto r = c.get("/demo/lookup_account.php?email_addr=" + percent_encode(email)
+                 + "&passwd_hash=" + cobble::net::boinc_password_hash(password, email));
+  REQUIRE(r.status == 200);
+  auto key_at = r.body.find("<authenticator>");
+  if (key_at != std::string::npos)
+    return r.body.substr(key_at + 15, 32);
+  auto num_at = r.body.find("<error_num>");
+  REQUIRE(num_at != std::string::npos);
+  return r.body.substr(num_at + 11, r.body.find('<', num_at + 11) - num_at - 11);
+}
+
+/// The demo project with account settings `accounts`, a name and a description that need
+/// escaping.
+fs::path config_with(const fs::path& dir, const std::string& accounts) {
+  return demo_config_with(dir, accounts,
+                          "    long_name: Primes & <friends>\n"
+                          "    description: \"We look for primes <b>here</b> & there.\"\n");
+}
+
+} // namespace
+
+TEST_CASE("the home page is the site's front door and the client's master file", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  browser b{s.port};
+  auto home = b.get("/demo/");
+  REQUIRE(home.status == 200);
+  CHECK(home.content_type == "text/html; charset=utf-8");
+  // The client reads the page as text and wants both lines at column 0.
+  const auto sched = "http://127.0.0.1:" + std::to_string(s.port) + "/demo/cgi";
+  CHECK_THAT(home.body, Contains("\n<scheduler>" + sched + "</scheduler>\n"));
+  CHECK_THAT(home.body, Contains("\n<link rel=\"boinc_scheduler\" href=\"" + sched + "\">\n"));
+  // The volunteer sees how to join, and where.
+  CHECK_THAT(home.body, Contains("http://127.0.0.1:" + std::to_string(s.port) + "/demo/"));
+  CHECK_THAT(home.body, Contains("href=\"/demo/create_account\""));
+  CHECK_THAT(home.body, Contains("href=\"/demo/login\""));
+  // Pages run no script and load nothing from elsewhere.
+  CHECK_THAT(home.field("Content-Security-Policy"), Contains("default-src 'none'"));
+  CHECK(home.field("X-Content-Type-Options") == "nosniff");
+  CHECK(home.body.find("<script") == std::string::npos);
+  // The form token's cookie is set on the first visit, for the project's path only.
+  REQUIRE(b.jar.count("cobble_csrf") == 1);
+  CHECK_THAT(home.set_cookies.front(),
+             Contains("Path=/demo/") && Contains("HttpOnly") && Contains("SameSite=Strict"));
+  CHECK(b.http.request(boost::beast::http::verb::head, "/demo/").status == 200);
+  // Only the site's pages exist: the rest is 404, a wrong method 405.
+  CHECK(b.get("/demo/nothing").status == 404);
+  CHECK(b.get("/demo/logout").status == 405);
+}
+
+TEST_CASE("the project's name and description are shown as text", "[web]") {
+  temp_dir dir;
+  server s{dir.path(), {"--config", config_with(dir.path(), "{creation: open}").string()}};
+  browser b{s.port};
+  auto home = b.get("/demo/");
+  REQUIRE(home.status == 200);
+  CHECK_THAT(home.body, Contains("<title>Home · Primes &amp; &lt;friends&gt;</title>"));
+  CHECK_THAT(home.body, Contains("We look for primes &lt;b&gt;here&lt;/b&gt; &amp; there."));
+}
+
+TEST_CASE("a volunteer joins on the site, attaches with it and logs in again", "[web]") {
+  temp_dir dir;
+  auto s = std::make_unique<server>(dir.path());
+  auto b = std::make_unique<browser>(s->port);
+
+  auto made = b->join("Ann \"A\" & co", "Ann@Example.org", "secret pass");
+  REQUIRE(made.status == 303);
+  CHECK(made.location == "/demo/account");
+  REQUIRE(b->jar.count("cobble_session") == 1);
+  auto session_cookie = std::find_if(made.set_cookies.begin(), made.set_cookies.end(),
+                                     [](auto& c) { return c.starts_with("cobble_session="); });
+  REQUIRE(session_cookie != made.set_cookies.end());
+  CHECK_THAT(*session_cookie,
+             Contains("HttpOnly") && Contains("SameSite=Lax") && Contains("Path=/demo/"));
+
+  auto page = b->get("/demo/account");
+  REQUIRE(page.status == 200);
+  CHECK_THAT(page.body, Contains("<h1>Ann &quot;A&quot; &amp; co</h1>"));
+  CHECK_THAT(page.body, Contains("Ann@Example.org"));
+  CHECK_THAT(page.body, Contains("No computer has attached"));
+  // The header shows who is logged in, and a log-out button.
+  CHECK_THAT(page.body, Contains("action=\"/demo/logout\""));
+
+  // The BOINC Manager finds the same account with the same address and password.
+  auto key = looked_up(b->http, "ann@example.org", "secret pass");
+  REQUIRE(key.size() == 32);
+  CHECK_THAT(page.body, Contains("<code>" + key + "</code>"));
+
+  // A client attaches with the key: the account page lists the computer.
+  auto reply = rpc(b->http, make_request(key, 0, 0, 0, {}));
+  REQUIRE(reply.hostid.has_value());
+  page = b->get("/demo/account");
+  CHECK_THAT(page.body, Contains("<td>" + std::to_string(*reply.hostid) + "</td>"));
+  CHECK(page.body.find("No computer has attached") == std::string::npos);
+
+  // The session outlives a restart (its key is kept in the data directory).
+  auto jar = b->jar;
+  b.reset();
+  REQUIRE(s->stop() == 0);
+  s = std::make_unique<server>(dir.path());
+  b = std::make_unique<browser>(s->port);
+  b->jar = jar;
+  CHECK(b->get("/demo/account").status == 200);
+
+  // Logging out ends the session in this browser.
+  auto csrf = b->token("/demo/account");
+  auto out = b->post("/demo/logout", form({{"csrf", csrf}}));
+  CHECK(out.status == 303);
+  CHECK(out.location == "/demo/");
+  CHECK(b->jar.count("cobble_session") == 0);
+  auto anonymous = b->get("/demo/account");
+  CHECK(anonymous.status == 303);
+  CHECK(anonymous.location == "/demo/login");
+  // An old copy of the cookie still works until it ends (nothing is stored on the server),
+  // but one altered by a single digit does not.
+  auto old = jar.at("cobble_session");
+  auto forged = old;
+  forged[0] = forged[0] == '9' ? '8' : static_cast<char>(forged[0] + 1);
+  b->jar["cobble_session"] = forged;
+  CHECK(b->get("/demo/account").status == 303);
+  CHECK(b->jar.count("cobble_session") == 0); // the bad cookie is cleared
+  b->jar["cobble_session"] = old;
+  CHECK(b->get("/demo/account").status == 200);
+  b->jar.erase("cobble_session");
+
+  // Logging in: a wrong password and an unknown address get the same answer.
+  auto wrong = b->login("ann@example.org", "not it");
+  CHECK(wrong.status == 401);
+  CHECK_THAT(wrong.body, Contains("Wrong e-mail address or password."));
+  CHECK_THAT(wrong.body, Contains("value=\"ann@example.org\"")); // kept for the next try
+  auto unknown = b->login("nobody@example.org", "secret pass");
+  CHECK(unknown.status == 401);
+  CHECK_THAT(unknown.body, Contains("Wrong e-mail address or password."));
+  auto in = b->login("ANN@example.org", "secret pass");
+  CHECK(in.status == 303);
+  CHECK(in.location == "/demo/account");
+  CHECK(b->get("/demo/account").status == 200);
+  // Logged in, the login page leads to the account.
+  CHECK(b->get("/demo/login").location == "/demo/account");
+}
+
+TEST_CASE("a form from elsewhere changes nothing", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  browser b{s.port};
+  auto fields = form(
+    {{"name", "Mallory"}, {"email", "m@example.org"}, {"password", "secret pass"}});
+
+  // No form-token cookie at all (a first visit straight to the post).
+  auto none = b.post("/demo/create_account", fields + "&csrf=00");
+  CHECK(none.status == 403);
+  CHECK_THAT(none.body, Contains("nothing was changed"));
+  // The cookie, but the token of another browser.
+  browser other{s.port};
+  auto theirs = other.token("/demo/create_account");
+  b.get("/demo/create_account");
+  CHECK(b.post("/demo/create_account", fields + "&csrf=" + theirs).status == 403);
+  // The right token, sent from another site.
+  auto csrf = b.token("/demo/create_account");
+  b.origin = "http://evil.example";
+  CHECK(b.post("/demo/create_account", fields + "&csrf=" + csrf).status == 403);
+  CHECK(looked_up(b.http, "m@example.org", "secret pass") == "-136");
+  // From the site itself, it is made.
+  b.origin = "http://127.0.0.1:" + std::to_string(s.port);
+  CHECK(b.post("/demo/create_account", fields + "&csrf=" + csrf).status == 303);
+  CHECK(looked_up(b.http, "m@example.org", "secret pass").size() == 32);
+
+  // Logging out needs the token too.
+  b.origin.clear();
+  CHECK(b.post("/demo/logout", "csrf=" + theirs).status == 403);
+  CHECK(b.get("/demo/account").status == 200);
+}
+
+TEST_CASE("wrong passwords count the same through the site and the BOINC Manager", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  browser b{s.port};
+  REQUIRE(b.join("Bo", "bo@example.org", "right pass").status == 303);
+  b.jar.erase("cobble_session");
+  for (int i = 0; i < 5; ++i)
+    CHECK(b.login("bo@example.org", "wrong " + std::to_string(i)).status == 401);
+  // Then even the right password waits, on the site and through lookup_account.php.
+  auto refused = b.login("bo@example.org", "right pass");
+  CHECK(refused.status == 429);
+  CHECK_THAT(refused.body, Contains("Too many wrong passwords"));
+  CHECK(looked_up(b.http, "bo@example.org", "right pass") == "-206");
+  CHECK(b.jar.count("cobble_session") == 0);
+}
+
+TEST_CASE("bad input is refused with a reason, the form kept and nothing made", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  browser b{s.port};
+
+  auto bad_name = b.join("<script>x</script>", "x@example.org", "secret pass");
+  CHECK(bad_name.status == 400);
+  CHECK_THAT(bad_name.body, Contains("no &apos;&lt;&apos;"));
+  CHECK_THAT(bad_name.body, Contains("value=\"&lt;script&gt;x&lt;/script&gt;\""));
+  CHECK(bad_name.body.find("<script>") == std::string::npos);
+
+  auto spaces = b.join(" padded ", "x@example.org", "secret pass");
+  CHECK(spaces.status == 400);
+  auto bad_email = b.join("X", "not an address", "secret pass");
+  CHECK(bad_email.status == 400);
+  CHECK_THAT(bad_email.body, Contains("Email address has invalid syntax."));
+  auto short_password = b.join("X", "x@example.org", "abc");
+  CHECK(short_password.status == 400);
+  CHECK_THAT(short_password.body, Contains("at least 6"));
+  auto long_password = b.join("X", "x@example.org", std::string(300, 'p'));
+  CHECK(long_password.status == 400);
+  auto huge = b.join(std::string(5000, 'n'), "x@example.org", "secret pass");
+  CHECK(huge.status == 400);
+  CHECK_THAT(huge.body, Contains("longer than 4096 bytes"));
+  auto csrf = b.token("/demo/create_account");
+  CHECK(b.post("/demo/create_account", "csrf=" + csrf + "&name=%zz").status == 400);
+  auto empty_login = b.login("", "");
+  CHECK(empty_login.status == 400);
+  CHECK(looked_up(b.http, "x@example.org", "secret pass") == "-136");
+
+  // An address that has an account already.
+  REQUIRE(b.join("X", "x@example.org", "secret pass").status == 303);
+  b.jar.erase("cobble_session");
+  auto again = b.join("Y", "X@example.org", "other pass");
+  CHECK(again.status == 409);
+  CHECK_THAT(again.body, Contains("exists; log in instead"));
+}
+
+TEST_CASE("a project's account settings shape the join form", "[web]") {
+  SECTION("closed") {
+    temp_dir dir;
+    server s{dir.path(), {"--config", config_with(dir.path(), "{creation: closed}").string()}};
+    browser b{s.port};
+    auto page = b.get("/demo/create_account");
+    CHECK(page.status == 200);
+    CHECK_THAT(page.body, Contains("not accepting new accounts"));
+    CHECK(page.body.find("name=\"password\"") == std::string::npos);
+    CHECK_THAT(b.get("/demo/").body, Contains("not accepting new accounts"));
+    auto csrf = b.token("/demo/login");
+    auto made = b.post("/demo/create_account", form({{"csrf", csrf},
+                                                     {"name", "X"},
+                                                     {"email", "x@example.org"},
+                                                     {"password", "secret pass"}}));
+    CHECK(made.status == 403);
+    CHECK(looked_up(b.http, "x@example.org", "secret pass") == "-136");
+  }
+  SECTION("by invitation, with terms of use") {
+    temp_dir dir;
+    server s{dir.path(),
+             {"--config", config_with(dir.path(), "{creation: invitation, invitation_codes: "
+                                                  "[sesame], terms_of_use: \"Be <nice>.\"}")
+                            .string()}};
+    browser b{s.port};
+    auto page = b.get("/demo/create_account");
+    CHECK_THAT(page.body, Contains("name=\"invite_code\""));
+    CHECK_THAT(page.body, Contains("Be &lt;nice&gt;."));
+    auto wrong = b.join("X", "x@example.org", "secret pass", "&invite_code=nope");
+    CHECK(wrong.status == 400);
+    CHECK_THAT(wrong.body, Contains("Invalid invitation code."));
+    CHECK(b.join("X", "x@example.org", "secret pass", "&invite_code=sesame").status == 303);
+  }
+}
