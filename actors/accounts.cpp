@@ -178,8 +178,20 @@ std::vector<team_view> find_teams(const project_state& ps, const team_query& q) 
   for (const auto& [id, u] : ps.users)
     if (!u.team.empty())
       for (auto& v : out)
-        if (v.team.name == u.team)
+        if (v.team.name == u.team) {
           ++v.members;
+          if (q.roster)
+            v.roster.push_back(team_member{id, u.name, u.credit});
+        }
+  for (auto& v : out) {
+    auto by_credit = [](const team_member& a, const team_member& b) {
+      return a.credit.total != b.credit.total ? a.credit.total > b.credit.total : a.id < b.id;
+    };
+    auto keep = std::min(v.roster.size(), q.roster_limit);
+    std::partial_sort(v.roster.begin(), v.roster.begin() + static_cast<std::ptrdiff_t>(keep),
+                      v.roster.end(), by_credit);
+    v.roster.resize(keep);
+  }
   return out;
 }
 

@@ -267,12 +267,22 @@ struct team_spec {
   std::string country{};
 };
 
+/// One member of a team as its page lists them.
+struct team_member {
+  id_type id = 0;
+  std::string name;
+  credit_totals credit{};
+};
+
 /// A team with what the web shows of it.
 struct team_view {
   team_rec team;
   std::size_t members = 0;
   credit_totals credit{};
   std::string founder_name{}; ///< Empty: no founder (a configuration team).
+  /// With team_query::roster: its members with the most total credit first, at most
+  /// team_query::roster_limit of them.
+  std::vector<team_member> roster{};
 };
 
 /// Teams by id, or whose name contains `name` (any case), at most `limit`, by id.
@@ -280,6 +290,8 @@ struct team_query {
   std::string name{};
   id_type id = 0; ///< Non-zero: only this team.
   std::size_t limit = 100;
+  bool roster = false; ///< Also each team's members (team_view::roster).
+  std::size_t roster_limit = 100;
 };
 
 /// The log's counters, for /metrics.

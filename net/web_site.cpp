@@ -8,12 +8,15 @@
 #include "net/password.hpp"
 #include "net/web_rpc_xml.hpp"
 #include "net/web_templates.hpp"
+#include "net/xml_text.hpp"
 
 #include <caf/all.hpp>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cmath>
 #include <ctime>
@@ -102,11 +105,12 @@ struct visit {
   std::string master_url; ///< The project's URL, as clients attach with it.
   bool secure = false;    ///< Served over https: cookies are Secure.
   bool post = false;
-  std::string csrf_cookie; ///< The form-token cookie, the browser's or a new one.
-  bool new_csrf = false;   ///< The browser had none: the answer sets csrf_cookie.
-  std::string session;     ///< The session cookie; empty: none.
-  std::string origin;      ///< The request's Origin header; empty: none.
-  std::map<std::string, std::string> form{};
+  std::string csrf_cookie;                   ///< The form-token cookie, the browser's or a new one.
+  bool new_csrf = false;                     ///< The browser had none: the answer sets csrf_cookie.
+  std::string session;                       ///< The session cookie; empty: none.
+  std::string origin;                        ///< The request's Origin header; empty: none.
+  std::map<std::string, std::string> form{}; ///< A POST's fields.
+  std::map<std::string, std::string> query{}; ///< The query string's parameters.
 
   [[nodiscard]] const config::accounts_config& accounts() const {
     static const config::accounts_config defaults{};
@@ -125,6 +129,10 @@ struct visit {
   [[nodiscard]] std::string field(const std::string& key) const {
     auto i = form.find(key);
     return i == form.end() ? std::string{} : i->second;
+  }
+  [[nodiscard]] std::string param(const std::string& key) const {
+    auto i = query.find(key);
+    return i == query.end() ? std::string{} : i->second;
   }
   /// The hidden field of this visit's forms.
   [[nodiscard]] std::string csrf() const {
@@ -188,6 +196,17 @@ struct visit {
     spdlog::warn("site of {}: {}", project_name, describe(err));
     message(http::status::service_unavailable, "Try again later",
             "The server could not answer just now. Please try again in a minute.", base, "Home");
+  }
+
+  /// Whether the data directory is too low on space for a change; answers 503 when it is.
+  [[nodiscard]] bool disk_low() const {
+    const auto& disk = ctx->web->edge->disk;
+    if (!disk || !disk->low())
+      return false;
+    message(http::status::service_unavailable, "Try again later",
+            "The project's server is low on disk space and accepts no changes for now.", base,
+            "Home");
+    return true;
   }
 
   /// Whether a posted form may act: it came from this site's page (Origin, when the browser
@@ -260,6 +279,44 @@ void with_session(const visit_ptr& v, bool hosts, F then) {
 
 std::string user_name(const account_view_ptr& a) {
   return a ? a->user.name : std::string{};
+}
+
+/// Asks the project `xs...` from a one-shot actor; `then` gets the answer, an error or a
+/// timeout the server's trouble page unless `fail` (caf::error& -> bool) took it.
+template <class F, class E, class... Ts>
+void ask(const visit_ptr& v, F then, E fail, Ts... xs) {
+  spawn_one_shot(*v->ctx->web->edge->sys, [v, then, fail, xs...](caf::event_based_actor* self) {
+    self->request(v->project, ask_timeout, xs...).then(then, [v, fail](caf::error& err) {
+      if (!fail(err))
+        v->trouble(err);
+    });
+  });
+}
+
+/// Calls `then` with the logged-in account; sends anyone else to the login page.
+template <class F>
+void with_account(const visit_ptr& v, bool hosts, F then) {
+  with_session(v, hosts, [v, then](const account_view_ptr& a) {
+    if (a)
+      then(a);
+    else
+      v->see_other("login", v->session.empty() ? std::vector<std::string>{}
+                                               : std::vector{v->cleared_session()});
+  });
+}
+
+/// A Cobble error's message as a sentence.
+std::string sentence(const caf::error& err) {
+  auto text = describe(err);
+  if (!text.empty())
+    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  return text + ".";
+}
+
+/// A positive id in a parameter; 0 when it is absent or malformed.
+id_type id_in(const std::string& text) {
+  id_type id = 0;
+  return xml::to_integer(text, id) ? id : 0;
 }
 
 // -- the home page ------------------------------------------------------------------------
@@ -442,13 +499,8 @@ void create_account(const visit_ptr& v) {
                     + " and at most " + std::to_string(max_password) + " characters.");
     return;
   }
-  const auto& disk = v->ctx->web->edge->disk;
-  if (disk && disk->low()) {
-    v->message(http::status::service_unavailable, "Try again later",
-               "The project's server is low on disk space and makes no accounts for now.", v->base,
-               "Home");
+  if (v->disk_low())
     return;
-  }
   spawn_one_shot(*v->ctx->web->edge->sys, [v, email, password](caf::event_based_actor* self) {
     auto q = std::make_shared<account_query>();
     q->text = email;
@@ -490,12 +542,7 @@ void create_account(const visit_ptr& v) {
 // -- the account page -----------------------------------------------------------------------
 
 void account(const visit_ptr& v) {
-  with_session(v, true, [v](const account_view_ptr& a) {
-    if (!a) {
-      v->see_other("login", v->session.empty() ? std::vector<std::string>{}
-                                               : std::vector{v->cleared_session()});
-      return;
-    }
+  with_account(v, true, [v](const account_view_ptr& a) {
     auto now = now_us();
     const auto& u = a->user;
     web::list hosts;
@@ -516,9 +563,211 @@ void account(const visit_ptr& v) {
     }};
     values.set("has_hosts", !a->hosts.empty());
     values.set("hosts", hosts);
-    if (!u.team.empty())
+    if (!u.team.empty()) {
       values.set("team", u.team);
+      values.set("team_id", std::to_string(a->team));
+    }
     v->page(http::status::ok, "account", "Your account", std::move(values), u.name);
+  });
+}
+
+// -- teams ---------------------------------------------------------------------------------
+
+constexpr std::size_t teams_listed = 100;   ///< Teams on the teams page.
+constexpr std::size_t members_listed = 100; ///< Members on a team's page.
+
+void teams(const visit_ptr& v) {
+  auto q = v->param("q");
+  if (q.size() > 254) {
+    v->message(http::status::bad_request, "Bad request", "A team's name has at most 254 bytes.",
+               v->base + "teams", "Teams");
+    return;
+  }
+  with_session(v, false, [v, q](const account_view_ptr& a) {
+    auto tq = std::make_shared<team_query>();
+    tq->name = q;
+    tq->limit = teams_listed + 1;
+    ask(
+      v,
+      [v, a, q](const team_list_ptr& found) {
+        auto now = now_us();
+        auto sorted = *found;
+        std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
+          return x.credit.total > y.credit.total;
+        });
+        bool more = sorted.size() > teams_listed;
+        sorted.resize(std::min(sorted.size(), teams_listed));
+        web::list rows;
+        for (const auto& t : sorted)
+          rows.emplace_back(
+            web::object{{"id", std::to_string(t.team.id)},
+                        {"name", t.team.name},
+                        {"members", std::to_string(t.members)},
+                        {"total_credit", credit_text(t.credit.total)},
+                        {"recent_credit", credit_text(t.credit.expavg_at(now, v->half_life()))}});
+        web::data values{web::object{{"q", q}, {"shown", std::to_string(sorted.size())}}};
+        values.set("searched", !q.empty());
+        values.set("has_teams", !rows.empty());
+        values.set("teams", rows);
+        values.set("more", more);
+        values.set("logged_in", a != nullptr);
+        v->page(http::status::ok, "teams", "Teams", std::move(values), user_name(a));
+      },
+      [](caf::error&) { return false; }, atom::team_v, team_query_ptr{tq});
+  });
+}
+
+void team(const visit_ptr& v) {
+  auto id = id_in(v->param("id"));
+  auto missing = [v] {
+    v->message(http::status::not_found, "No such team", "There is no team with this id.",
+               v->base + "teams", "All teams");
+  };
+  if (id == 0) {
+    missing();
+    return;
+  }
+  with_session(v, false, [v, id, missing](const account_view_ptr& a) {
+    auto tq = std::make_shared<team_query>();
+    tq->id = id;
+    tq->roster = true;
+    tq->roster_limit = members_listed;
+    ask(
+      v,
+      [v, a, missing](const team_list_ptr& found) {
+        if (found->empty()) {
+          missing();
+          return;
+        }
+        const auto& t = found->front();
+        auto now = now_us();
+        web::list roster;
+        std::size_t rank = 0;
+        for (const auto& m : t.roster)
+          roster.emplace_back(
+            web::object{{"rank", std::to_string(++rank)},
+                        {"name", m.name},
+                        {"total_credit", credit_text(m.credit.total)},
+                        {"recent_credit", credit_text(m.credit.expavg_at(now, v->half_life()))}});
+        web::data values{
+          web::object{{"id", std::to_string(t.team.id)},
+                      {"name", t.team.name},
+                      {"members", std::to_string(t.members)},
+                      {"created", date_text(t.team.created)},
+                      {"shown", std::to_string(t.roster.size())},
+                      {"total_credit", credit_text(t.credit.total)},
+                      {"recent_credit", credit_text(t.credit.expavg_at(now, v->half_life()))}}};
+        if (!t.team.description.empty())
+          values.set("description", t.team.description);
+        // A link only to a web site: never a javascript: or data: URL a founder typed.
+        if (t.team.url.starts_with("https://") || t.team.url.starts_with("http://"))
+          values.set("url", t.team.url);
+        if (!t.team.country.empty())
+          values.set("country", t.team.country);
+        if (!t.founder_name.empty())
+          values.set("founder", t.founder_name);
+        bool member = a && a->user.team == t.team.name;
+        values.set("is_member", member);
+        values.set("can_join", a && !member);
+        values.set("anonymous", !a);
+        if (a && !member && !a->user.team.empty())
+          values.set("other_team", a->user.team);
+        values.set("has_roster", !roster.empty());
+        values.set("roster", roster);
+        values.set("more", t.members > t.roster.size());
+        v->page(http::status::ok, "team", t.team.name, std::move(values), user_name(a));
+      },
+      [](caf::error&) { return false; }, atom::team_v, team_query_ptr{tq});
+  });
+}
+
+/// Moves the logged-in volunteer into team `id` (0: out of their team), then on to `next`.
+void change_team(const visit_ptr& v, id_type id, const std::string& next) {
+  if (!v->form_allowed() || v->disk_low())
+    return;
+  with_account(v, false, [v, id, next](const account_view_ptr& a) {
+    auto update = std::make_shared<account_update>();
+    update->authenticator = a->user.authenticator;
+    update->team = id;
+    ask(
+      v, [v, next](const account_view_ptr&) { v->see_other(next); },
+      [v](caf::error& err) {
+        if (!is(err, ec::invalid_argument))
+          return false;
+        v->message(http::status::not_found, "No such team", sentence(err), v->base + "teams",
+                   "All teams");
+        return true;
+      },
+      atom::user_v, account_update_ptr{update});
+  });
+}
+
+void team_join(const visit_ptr& v) {
+  auto id = id_in(v->field("id"));
+  if (id == 0) {
+    v->message(http::status::bad_request, "Bad request", "Which team? The form had no team id.",
+               v->base + "teams", "All teams");
+    return;
+  }
+  change_team(v, id, "team?id=" + std::to_string(id));
+}
+
+void team_leave(const visit_ptr& v) {
+  change_team(v, 0, "account");
+}
+
+void team_form(const visit_ptr& v, const account_view_ptr& a, http::status status,
+               const std::string& error) {
+  web::data values{web::object{{"name", v->field("name")},
+                               {"description", v->field("description")},
+                               {"url", v->field("url")},
+                               {"country", v->field("country")}}};
+  if (!error.empty())
+    values.set("error", error);
+  v->page(status, "create_team", "Make a team", std::move(values), user_name(a));
+}
+
+void create_team(const visit_ptr& v) {
+  if (v->post && (!v->form_allowed() || v->disk_low()))
+    return;
+  with_account(v, false, [v](const account_view_ptr& a) {
+    if (!v->post) {
+      team_form(v, a, http::status::ok, {});
+      return;
+    }
+    auto spec = std::make_shared<team_spec>();
+    spec->authenticator = a->user.authenticator;
+    spec->name = v->field("name");
+    spec->description = v->field("description");
+    spec->url = v->field("url");
+    spec->country = v->field("country");
+    if (spec->name.empty() || spec->name.find('<') != std::string::npos) {
+      team_form(v, a, http::status::bad_request, "A team needs a name, without '<'.");
+      return;
+    }
+    if (!spec->url.empty() && !spec->url.starts_with("http://")
+        && !spec->url.starts_with("https://")) {
+      team_form(v, a, http::status::bad_request,
+                "The web site must be an address starting with http:// or https://.");
+      return;
+    }
+    ask(
+      v,
+      [v](const team_list_ptr& made) {
+        auto id = made->front().team.id;
+        spdlog::info("team {} made on {} by the site", id, v->project_name);
+        v->see_other("team?id=" + std::to_string(id));
+      },
+      [v, a](caf::error& err) {
+        if (is(err, ec::duplicate))
+          team_form(v, a, http::status::conflict, sentence(err));
+        else if (is(err, ec::invalid_argument))
+          team_form(v, a, http::status::bad_request, sentence(err));
+        else
+          return false;
+        return true;
+      },
+      atom::create_v, team_spec_ptr{spec});
   });
 }
 
@@ -554,6 +803,16 @@ route site_route(const std::shared_ptr<web_site_context>& ctx, const std::string
                    v->new_csrf = true;
                  }
                  v->session = web::cookie_value(cookies, web::session_cookie).value_or("");
+                 auto target = std::string_view{req.target()};
+                 if (auto mark = target.find('?'); mark != std::string_view::npos) {
+                   auto query = parse_form(target.substr(mark + 1));
+                   if (!query) {
+                     v->message(http::status::bad_request, "Bad request",
+                                "The address could not be read (a bad %-escape).");
+                     return;
+                   }
+                   v->query = std::move(*query);
+                 }
                  if (v->post) {
                    auto form = parse_form(req.body());
                    if (!form) {
@@ -589,6 +848,12 @@ std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx)
     out.push_back(
       site_route(ctx, name, project, "create_account", {verb::get, verb::post}, create_account));
     out.push_back(site_route(ctx, name, project, "account", {verb::get}, account));
+    out.push_back(site_route(ctx, name, project, "teams", {verb::get}, teams));
+    out.push_back(site_route(ctx, name, project, "team", {verb::get}, team));
+    out.push_back(site_route(ctx, name, project, "team_join", {verb::post}, team_join));
+    out.push_back(site_route(ctx, name, project, "team_leave", {verb::post}, team_leave));
+    out.push_back(
+      site_route(ctx, name, project, "create_team", {verb::get, verb::post}, create_team));
   }
   return out;
 }

@@ -363,3 +363,79 @@ TEST_CASE("a project's account settings shape the join form", "[web]") {
     CHECK(b.join("X", "x@example.org", "secret pass", "&invite_code=sesame").status == 303);
   }
 }
+
+TEST_CASE("volunteers make, join and leave teams", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  browser ann{s.port};
+  browser bob{s.port};
+
+  auto list = ann.get("/demo/teams");
+  REQUIRE(list.status == 200);
+  CHECK_THAT(list.body, Contains("No team yet."));
+  CHECK_THAT(list.body, Contains("Log in</a> to join a team"));
+  CHECK(ann.get("/demo/create_team").location == "/demo/login"); // only for the logged-in
+
+  REQUIRE(ann.join("Ann", "ann@example.org", "secret pass").status == 303);
+  REQUIRE(bob.join("Bob", "bob@example.org", "secret pass").status == 303);
+  auto make = [](browser& b, const std::string& name, const std::string& url) {
+    auto csrf = b.token("/demo/create_team");
+    return b.post("/demo/create_team", form({{"csrf", csrf},
+                                             {"name", name},
+                                             {"description", "We <3 primes & more"},
+                                             {"url", url},
+                                             {"country", "Norway"}}));
+  };
+  auto script = make(ann, "<script>", "");
+  CHECK(script.status == 400);
+  CHECK_THAT(script.body, Contains("without &apos;&lt;&apos;"));
+  auto bad_url = make(ann, "Gauss & co", "javascript:alert(1)");
+  CHECK(bad_url.status == 400);
+  CHECK_THAT(bad_url.body, Contains("http:// or https://"));
+  CHECK_THAT(bad_url.body, Contains("value=\"Gauss &amp; co\"")); // the form keeps it
+
+  auto made = make(ann, "Gauss & co", "https://example.org/gauss");
+  REQUIRE(made.status == 303);
+  REQUIRE(made.location.starts_with("/demo/team?id="));
+  auto team_path = made.location;
+  auto page = ann.get(team_path);
+  REQUIRE(page.status == 200);
+  CHECK_THAT(page.body, Contains("<h1>Gauss &amp; co</h1>"));
+  CHECK_THAT(page.body, Contains("We &lt;3 primes &amp; more"));
+  CHECK_THAT(page.body, Contains("href=\"https://example.org/gauss\""));
+  CHECK_THAT(page.body, Contains("Founded "));
+  CHECK_THAT(page.body, Contains(" by Ann."));
+  CHECK_THAT(page.body, Contains("You are a member."));
+  CHECK_THAT(page.body, Contains("<td>Ann</td>"));
+  CHECK_THAT(ann.get("/demo/account").body, Contains("href=\"" + team_path + "\">Gauss &amp; co"));
+  CHECK(make(bob, "Gauss & co", "").status == 409);
+
+  // Bob finds it, joins, and is listed; then leaves.
+  auto found = bob.get("/demo/teams?q=gauss");
+  CHECK_THAT(found.body, Contains("href=\"" + team_path + "\">Gauss &amp; co</a>"));
+  CHECK_THAT(bob.get("/demo/teams?q=zzz").body, Contains("No team's name contains “zzz”"));
+  auto id = team_path.substr(team_path.find('=') + 1);
+  auto bobs_view = bob.get(team_path);
+  CHECK_THAT(bobs_view.body, Contains("Join this team"));
+  auto csrf = bob.token(team_path);
+  auto joined = bob.post("/demo/team_join", form({{"csrf", csrf}, {"id", id}}));
+  CHECK(joined.status == 303);
+  CHECK(joined.location == team_path);
+  page = bob.get(team_path);
+  CHECK_THAT(page.body, Contains("<td>Bob</td>"));
+  CHECK_THAT(page.body, Contains("<div class=\"value\">2</div><div class=\"label\">members"));
+  CHECK(bob.post("/demo/team_leave", form({{"csrf", csrf}})).location == "/demo/account");
+  CHECK_THAT(bob.get(team_path).body,
+             Contains("<div class=\"value\">1</div><div class=\"label\">members"));
+
+  // What does not exist, and forms without their token.
+  CHECK(bob.post("/demo/team_join", form({{"csrf", csrf}, {"id", "999"}})).status == 404);
+  CHECK(bob.post("/demo/team_join", form({{"csrf", csrf}, {"id", "x"}})).status == 400);
+  CHECK(bob.get("/demo/team?id=999").status == 404);
+  CHECK(bob.get("/demo/team?id=abc").status == 404);
+  CHECK(bob.get("/demo/team").status == 404);
+  CHECK(bob.post("/demo/team_join", form({{"id", id}})).status == 403);
+  CHECK(bob.get("/demo/team?id=%zz").status == 400);
+  CHECK_THAT(bob.get(team_path).body,
+             Contains("<div class=\"value\">1</div><div class=\"label\">members"));
+}
