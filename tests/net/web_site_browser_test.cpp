@@ -1,0 +1,148 @@
+// The volunteer site in a real browser: Debian's Chromium, headless, driven through the
+// DevTools protocol as a volunteer uses it. They join, log out and in, see the credit their
+// computers earned, make a team, leave and join it, and log out; every page fits a phone's
+// width, and screenshots of each page at phone and desktop width are written to
+// BUILD/artefacts/site/ for people to look at.
+
+#include "../support/cobbled.hpp"
+#include "../support/devtools.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+using namespace cobble::test;
+
+namespace {
+
+const fs::path artefacts = fs::path{COBBLE_BINARY_DIR} / "artefacts" / "site";
+
+const std::string output_a = "hello world\n";
+const std::string md5_a = "6f5902ac237024bdd0c176cb93063dc4"; // md5 of output_a
+
+/// Shows the page at a phone's and a desktop's width (laid out again at each): it must fit
+/// the phone without sideways scrolling (wide tables scroll in their own box); both are
+/// written as screenshots.
+void look_at(devtools_browser& b, const std::string& name) {
+  b.resize(390, 844, true);
+  INFO(name << " at 390 px: " << b.url());
+  CHECK(b.fits_width());
+  b.screenshot(artefacts / (name + "-phone.png"));
+  b.resize(1280, 900, false);
+  b.screenshot(artefacts / (name + "-desktop.png"));
+}
+
+/// Two computers of the account `key` each compute a replica of one workunit, upload and
+/// report it; the quorum of two validates and both are granted credit.
+void earn_credit(server& s, const std::string& key) {
+  http_client c{"127.0.0.1", s.port};
+  http_client c2{"127.0.0.1", s.port};
+  create_work(s, "wu_credit");
+  auto a = rpc(c, make_request(key, 0, 103680, 2, {}));
+  auto b = rpc(c2, make_request(key, 0, 103680, 2, {}));
+  REQUIRE(a.jobs.size() == 1);
+  REQUIRE(b.jobs.size() == 1);
+  REQUIRE(upload(c, a, a.jobs[0].output, output_a) == 0);
+  REQUIRE(upload(c2, b, b.jobs[0].output, output_a) == 0);
+  rpc(c, make_request(key, *a.hostid, 0, 0,
+                      {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5_a}}}}));
+  rpc(c2, make_request(key, *b.hostid, 0, 0,
+                       {{b.jobs[0].result, 5, 0, "3.0", {{b.jobs[0].output, md5_a}}}}));
+  auto wu = admin_get(s, "/api/projects/demo/workunits/wu_credit");
+  INFO(wu.dump(2));
+  REQUIRE(wu["state"] == "assimilated");
+}
+
+} // namespace
+
+TEST_CASE("a volunteer uses the site in Chromium, on a phone and a desktop", "[web][browser]") {
+  temp_dir dir;
+  // One user's two computers may share a workunit, so one volunteer earns credit alone.
+  auto cfg = dir.path() / "cobble.yaml";
+  std::ofstream{cfg} << "projects:\n"
+                        "  - name: demo\n"
+                        "    long_name: Cobble demo project\n"
+                        "    description: Searching for nothing in particular, carefully.\n"
+                        "    limits: {min_sendwork_interval: 0s}\n"
+                        "    users: [{name: demo}]\n"
+                        "    apps:\n"
+                        "      - name: testapp\n"
+                        "        one_result_per_user_per_wu: false\n"
+                        "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
+  server s{dir.path() / "data", {"--config", cfg.string()}};
+  const auto site = "http://127.0.0.1:" + std::to_string(s.port) + "/demo/";
+  devtools_browser b{dir.path() / "chromium"};
+
+  b.open(site);
+  CHECK(b.text().find("Join with the BOINC Manager") != std::string::npos);
+  look_at(b, "home");
+
+  // Join.
+  b.click("a[href='/demo/create_account']");
+  look_at(b, "create_account");
+  b.type("#name", "Ann Lee");
+  b.type("#email", "ann@example.org");
+  b.type("#password", "secret pass");
+  b.click("form.stacked button[type=submit]");
+  CHECK(b.url() == site + "account");
+  CHECK(b.text().find("Ann Lee") != std::string::npos);
+  CHECK(b.text().find("No computer has attached") != std::string::npos);
+
+  // Log out, then in again; a wrong password first.
+  b.click("header form button");
+  CHECK(b.url() == site);
+  b.click("a[href='/demo/login']");
+  b.type("#email", "ann@example.org");
+  b.type("#password", "not it");
+  b.click("form.stacked button[type=submit]");
+  CHECK(b.text().find("Wrong e-mail address or password.") != std::string::npos);
+  look_at(b, "login-refused");
+  b.type("#password", "secret pass");
+  b.click("form.stacked button[type=submit]");
+  REQUIRE(b.url() == site + "account");
+
+  // Her computers earn credit; the account page shows it and them.
+  auto key = b.eval("document.querySelector('code').textContent").get<std::string>();
+  REQUIRE(key.size() == 32);
+  earn_credit(s, key);
+  b.open(site + "account");
+  auto total = b.eval("document.querySelector('.figure .value').textContent").get<std::string>();
+  INFO("total credit shown: " << total);
+  CHECK(total != "0.00");
+  CHECK(std::stod(total) > 0);
+  CHECK(b.eval("document.querySelectorAll('tbody tr').length").get<int>() == 2);
+  look_at(b, "account");
+
+  // A team: made (and joined), left, joined again.
+  b.click("a[href='/demo/teams']");
+  look_at(b, "teams-empty");
+  b.click("a[href='/demo/create_team']");
+  look_at(b, "create_team");
+  b.type("#name", "Gauss & co");
+  b.type("#description", "We look for primes together.");
+  b.type("#url", "https://example.org/gauss");
+  b.click("form.stacked button[type=submit]");
+  CHECK(b.text().find("You are a member.") != std::string::npos);
+  look_at(b, "team");
+  auto team_url = b.url();
+  b.click("form[action='/demo/team_leave'] button");
+  CHECK(b.url() == site + "account");
+  CHECK(b.text().find("none yet") != std::string::npos);
+  b.open(team_url);
+  b.click("form[action='/demo/team_join'] button");
+  CHECK(b.url() == team_url);
+  CHECK(b.text().find("You are a member.") != std::string::npos);
+  b.click("a[href='/demo/teams']");
+  CHECK(b.text().find("Gauss & co") != std::string::npos);
+  look_at(b, "teams");
+
+  // Log out: the account page is closed to this browser again.
+  b.click("header form button");
+  b.open(site + "account");
+  CHECK(b.url() == site + "login");
+  for (const auto* name : {"home", "create_account", "account", "team", "teams"})
+    CHECK(fs::file_size(artefacts / (std::string{name} + "-phone.png")) > 1000);
+}
