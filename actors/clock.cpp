@@ -5,15 +5,11 @@
 
 namespace cobble {
 
-namespace {
-
 time_us wall_now() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
            std::chrono::system_clock::now().time_since_epoch())
     .count();
 }
-
-} // namespace
 
 // -- system_clock ---------------------------------------------------------------
 

@@ -29,6 +29,10 @@ public:
 
 using clock_ptr = std::shared_ptr<const clock>;
 
+/// The wall clock now, in microseconds since the Unix epoch: for code outside policy (the
+/// web edge's sessions and password counters) that has no clock of its own.
+time_us wall_now();
+
 /// Wall-clock time; timers run on one thread of their own.
 class system_clock final : public clock {
 public:

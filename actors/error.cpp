@@ -4,6 +4,8 @@
 
 #include <caf/message.hpp>
 
+#include <cctype>
+
 namespace cobble {
 
 const char* to_string(ec x) {
@@ -60,6 +62,15 @@ std::string describe(const caf::error& e) {
   if (e.category() == caf::atom("storage"))
     return storage::describe(e);
   return caf::to_string(e);
+}
+
+std::string describe_sentence(const caf::error& e) {
+  auto text = describe(e);
+  if (!text.empty())
+    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
+  if (text.empty() || text.back() != '.')
+    text += '.';
+  return text;
 }
 
 } // namespace cobble

@@ -36,6 +36,10 @@ bool is(const caf::error& e, ec x);
 /// Renders any error readably without an actor system (CLI, logs, HTTP bodies).
 std::string describe(const caf::error& e);
 
+/// describe() as a sentence for people: capital first letter, full stop (web pages, web RPC
+/// error messages).
+std::string describe_sentence(const caf::error& e);
+
 } // namespace cobble
 
 // CAF 0.17.6: the two-argument form lives under this name (see caf/error.hpp).

@@ -1,5 +1,6 @@
 #include "net/password.hpp"
 
+#include "actors/clock.hpp"
 #include "actors/state.hpp"
 
 #include <boost/asio/post.hpp>
@@ -73,6 +74,14 @@ bool password_matches(std::string_view stored, std::string_view boinc_hash) {
 failure_limiter::failure_limiter(int max_failures, double window, std::size_t max_accounts)
   : max_failures_(std::max(max_failures, 1)), window_(window),
     max_accounts_(std::max<std::size_t>(max_accounts, 1)) {}
+
+double failure_limiter::wait(const std::string& key) {
+  return wait(key, static_cast<double>(wall_now()) / us_per_second);
+}
+
+void failure_limiter::failed(const std::string& key) {
+  failed(key, static_cast<double>(wall_now()) / us_per_second);
+}
 
 double failure_limiter::wait(const std::string& key, double now) {
   std::lock_guard lock{mtx_};

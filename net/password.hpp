@@ -51,6 +51,9 @@ public:
   double wait(const std::string& key, double now);
   /// A wrong password for `key` at `now`.
   void failed(const std::string& key, double now);
+  /// wait() and failed() now, by the wall clock.
+  double wait(const std::string& key);
+  void failed(const std::string& key);
   /// A right password for `key`.
   void succeeded(const std::string& key);
 

@@ -59,29 +59,17 @@ struct call {
     if (is(err, ec::unknown_account))
       error(wen::not_found, "No account with this account key or e-mail address.");
     else if (is(err, ec::duplicate))
-      error(wen::not_unique, describe_reason(err));
+      error(wen::not_unique, describe_sentence(err));
     else if (is(err, ec::invalid_argument))
-      error(wen::generic, describe_reason(err));
+      error(wen::generic, describe_sentence(err));
     else {
       spdlog::warn("web RPC on {}: {}", project_name, describe(err));
       error(wen::generic, "The server could not answer; try again later.");
     }
   }
-
-  /// The message of a Cobble error as a sentence.
-  static std::string describe_reason(const caf::error& err) {
-    auto text = describe(err);
-    if (!text.empty())
-      text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
-    return text + ".";
-  }
 };
 
 using call_ptr = std::shared_ptr<const call>;
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 /// The key of an account's wrong-password counter.
 std::string failure_key(const call& c, std::string_view email) {
@@ -118,7 +106,7 @@ void project_config(const call_ptr& c) {
 void check_password(const call_ptr& c, const account_view_ptr& account,
                     const std::string& passwd_hash, int on_wrong) {
   auto key = failure_key(*c, account->user.email);
-  if (auto wait = c->ctx->failures->wait(key, now_seconds()); wait > 0) {
+  if (auto wait = c->ctx->failures->wait(key); wait > 0) {
     c->error(wen::bad_passwd, "Too many wrong passwords for this account; try again in "
                                 + std::to_string(static_cast<int>(std::ceil(wait / 60)))
                                 + " minutes.");
@@ -129,7 +117,7 @@ void check_password(const call_ptr& c, const account_view_ptr& account,
       c->ctx->failures->succeeded(key);
       c->answer(account_out_xml(account->user.authenticator));
     } else {
-      c->ctx->failures->failed(key, now_seconds());
+      c->ctx->failures->failed(key);
       c->error(on_wrong, on_wrong == wen::bad_passwd
                            ? "Invalid password."
                            : "An account with this e-mail address exists, with another password.");
@@ -142,16 +130,10 @@ void check_password(const call_ptr& c, const account_view_ptr& account,
 /// Hashes `passwd_hash` for storage on the password pool, which sends the stored form to
 /// `self` as (create, stored) for the behavior it has become; answers the errors itself.
 void hash_for(const call_ptr& c, caf::event_based_actor* self, const std::string& passwd_hash) {
-  auto waiting = caf::actor_cast<caf::actor>(self);
-  bool queued = c->ctx->passwords->post([c, waiting, passwd_hash] {
-    try {
-      caf::anon_send(waiting, atom::create_v, store_password(passwd_hash));
-    } catch (const std::exception& e) {
-      spdlog::error("password hashing failed: {}", e.what());
-      c->error(wen::generic, "The server could not store the password; try again.");
-      caf::anon_send_exit(waiting, caf::exit_reason::user_shutdown);
-    }
-  });
+  bool queued
+    = post_store_password(*c->ctx->passwords, caf::actor_cast<caf::actor>(self), passwd_hash, [c] {
+        c->error(wen::generic, "The server could not store the password; try again.");
+      });
   if (!queued) {
     c->error(wen::retry, "The server is busy checking passwords; try again in a minute.");
     self->quit();
@@ -554,6 +536,19 @@ std::string password_failure_key(std::string_view project, std::string_view emai
   key += '\n';
   key += fold_case(email);
   return key;
+}
+
+bool post_store_password(password_pool& pool, const caf::actor& to, std::string passwd_hash,
+                         std::function<void()> failed) {
+  return pool.post([to, passwd_hash = std::move(passwd_hash), failed = std::move(failed)] {
+    try {
+      caf::anon_send(to, atom::create_v, store_password(passwd_hash));
+    } catch (const std::exception& e) {
+      spdlog::error("password hashing failed: {}", e.what());
+      failed();
+      caf::anon_send_exit(to, caf::exit_reason::user_shutdown);
+    }
+  });
 }
 
 creation_refusal account_creation_problem(const config::accounts_config& a, std::string_view name,

@@ -12,6 +12,9 @@
 #include "net/edge.hpp"
 #include "net/password.hpp"
 
+#include <caf/actor.hpp>
+
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +47,13 @@ creation_refusal account_creation_problem(const config::accounts_config& a, std:
 /// The key of an account's wrong-password counter in a failure_limiter, shared by the web RPCs
 /// and the site so that guesses count the same through either.
 std::string password_failure_key(std::string_view project, std::string_view email);
+
+/// Hashes `passwd_hash` (what BOINC sends: md5(password + lower-case e-mail)) for storage on
+/// `pool` and sends the stored form to `to` as (create, stored). False when the pool is full
+/// (nothing was queued). When hashing fails, `failed` runs on the pool's thread and `to` is
+/// told to exit.
+bool post_store_password(password_pool& pool, const caf::actor& to, std::string passwd_hash,
+                         std::function<void()> failed);
 
 /// The web RPC routes of every project of `ctx->edge`.
 std::vector<route> web_rpc_routes(const std::shared_ptr<web_rpc_context>& ctx);

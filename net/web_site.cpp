@@ -1,5 +1,6 @@
 #include "net/web_site.hpp"
 
+#include "actors/clock.hpp"
 #include "actors/credit.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
@@ -34,19 +35,7 @@ constexpr std::size_t body_limit = 16384; ///< Bytes of a posted form.
 constexpr double default_half_life = 7 * 86400;
 
 std::int64_t now_unix() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
-}
-
-double now_seconds() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-time_us now_us() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
+  return wall_now() / us_per_second;
 }
 
 /// A credit figure as people read it: thousands grouped, two decimals below 100.
@@ -305,14 +294,6 @@ void with_account(const visit_ptr& v, bool hosts, F then) {
   });
 }
 
-/// A Cobble error's message as a sentence.
-std::string sentence(const caf::error& err) {
-  auto text = describe(err);
-  if (!text.empty())
-    text[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(text[0])));
-  return text + ".";
-}
-
 /// A positive id in a parameter; 0 when it is absent or malformed.
 id_type id_in(const std::string& text) {
   id_type id = 0;
@@ -383,7 +364,7 @@ void login(const visit_ptr& v) {
     return;
   }
   auto key = password_failure_key(v->project_name, email);
-  if (auto wait = v->ctx->web->failures->wait(key, now_seconds()); wait > 0) {
+  if (auto wait = v->ctx->web->failures->wait(key); wait > 0) {
     login_form(v, http::status::too_many_requests,
                "Too many wrong passwords for this account; try again in "
                  + std::to_string(static_cast<int>(std::ceil(wait / 60))) + " minutes.",
@@ -402,7 +383,7 @@ void login(const visit_ptr& v) {
         else
           (void)password_matches(decoy_password(), hash); // as long as a wrong password
         if (!right) {
-          v->ctx->web->failures->failed(key, now_seconds());
+          v->ctx->web->failures->failed(key);
           login_form(v, http::status::unauthorized, "Wrong e-mail address or password.", email);
           return;
         }
@@ -467,7 +448,7 @@ void make_account(const visit_ptr& v, caf::event_based_actor* self, const std::s
           creation_form(v, http::status::conflict,
                         "An account with this e-mail address exists; log in instead.");
         else if (is(err, ec::invalid_argument))
-          creation_form(v, http::status::bad_request, describe(err));
+          creation_form(v, http::status::bad_request, describe_sentence(err));
         else
           v->trouble(err);
         self->quit();
@@ -518,18 +499,12 @@ void create_account(const visit_ptr& v) {
           // Hash on the pool; the pool hands the stored form back to this actor.
           self->become(
             [v, self](atom::create, const std::string& stored) { make_account(v, self, stored); });
-          auto waiting = caf::actor_cast<caf::actor>(self);
-          bool queued = v->ctx->web->passwords->post([v, waiting, email, password] {
-            try {
-              caf::anon_send(waiting, atom::create_v,
-                             store_password(boinc_password_hash(password, email)));
-            } catch (const std::exception& e) {
-              spdlog::error("password hashing failed: {}", e.what());
+          bool queued = post_store_password(
+            *v->ctx->web->passwords, caf::actor_cast<caf::actor>(self),
+            boinc_password_hash(password, email), [v] {
               v->message(http::status::service_unavailable, "Try again later",
                          "The server could not store the password; please try again.");
-              caf::anon_send_exit(waiting, caf::exit_reason::user_shutdown);
-            }
-          });
+            });
           if (!queued) {
             v->message(http::status::service_unavailable, "Busy",
                        "The server is busy checking passwords; try again in a minute.");
@@ -543,7 +518,7 @@ void create_account(const visit_ptr& v) {
 
 void account(const visit_ptr& v) {
   with_account(v, true, [v](const account_view_ptr& a) {
-    auto now = now_us();
+    auto now = wall_now();
     const auto& u = a->user;
     web::list hosts;
     for (const auto& h : a->hosts)
@@ -590,7 +565,7 @@ void teams(const visit_ptr& v) {
     ask(
       v,
       [v, a, q](const team_list_ptr& found) {
-        auto now = now_us();
+        auto now = wall_now();
         auto sorted = *found;
         std::stable_sort(sorted.begin(), sorted.end(), [](const auto& x, const auto& y) {
           return x.credit.total > y.credit.total;
@@ -640,7 +615,7 @@ void team(const visit_ptr& v) {
           return;
         }
         const auto& t = found->front();
-        auto now = now_us();
+        auto now = wall_now();
         web::list roster;
         std::size_t rank = 0;
         for (const auto& m : t.roster)
@@ -694,8 +669,8 @@ void change_team(const visit_ptr& v, id_type id, const std::string& next) {
       [v](caf::error& err) {
         if (!is(err, ec::invalid_argument))
           return false;
-        v->message(http::status::not_found, "No such team", sentence(err), v->base + "teams",
-                   "All teams");
+        v->message(http::status::not_found, "No such team", describe_sentence(err),
+                   v->base + "teams", "All teams");
         return true;
       },
       atom::user_v, account_update_ptr{update});
@@ -760,9 +735,9 @@ void create_team(const visit_ptr& v) {
       },
       [v, a](caf::error& err) {
         if (is(err, ec::duplicate))
-          team_form(v, a, http::status::conflict, sentence(err));
+          team_form(v, a, http::status::conflict, describe_sentence(err));
         else if (is(err, ec::invalid_argument))
-          team_form(v, a, http::status::bad_request, sentence(err));
+          team_form(v, a, http::status::bad_request, describe_sentence(err));
         else
           return false;
         return true;
