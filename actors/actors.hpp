@@ -110,6 +110,8 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::create, team_spec_ptr>::with<team_list_ptr>,
   // Teams by id or name (team_lookup.php, the site).
   caf::replies_to<atom::team, team_query_ptr>::with<team_list_ptr>,
+  // A page of the top users, hosts or teams by credit (the site's top lists).
+  caf::replies_to<atom::list, top_query_ptr>::with<top_page_ptr>,
   // Creates a work sequence (admin API); answers with it when durable.
   caf::replies_to<atom::create, sequence_spec_ptr>::with<sequence_view_ptr>,
   // One work sequence by name or numeric id.

@@ -80,6 +80,10 @@ using account_update_ptr = std::shared_ptr<const account_update>;
 using team_spec_ptr = std::shared_ptr<const team_spec>;
 using team_query_ptr = std::shared_ptr<const team_query>;
 using team_list_ptr = std::shared_ptr<const std::vector<team_view>>;
+struct top_query;
+struct top_page;
+using top_query_ptr = std::shared_ptr<const top_query>;
+using top_page_ptr = std::shared_ptr<const top_page>;
 using app_version_state_ptr = std::shared_ptr<const app_version_state>;
 using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
 using credit_export_ptr = std::shared_ptr<const credit_export>;
@@ -141,6 +145,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::account_update_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_spec_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_query_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_list_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_query_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_page_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::key_list_ptr)

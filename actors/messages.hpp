@@ -294,6 +294,34 @@ struct team_query {
   std::size_t roster_limit = 100;
 };
 
+/// A page of a top list (the site's top users, hosts and teams), as BOINC's
+/// top_users.php, top_hosts.php and top_teams.php.
+struct top_query {
+  enum class of : std::uint8_t { users, hosts, teams };
+  of what = of::users;
+  /// By recent average credit (decayed to `now` with the project's half-life); else by total.
+  bool recent = false;
+  std::size_t offset = 0; ///< Rows skipped: the page starts at rank offset + 1.
+  std::size_t limit = 20;
+  time_us now = 0;
+};
+
+/// One row of a top list.
+struct top_row {
+  std::size_t rank = 0; ///< 1 for the first.
+  id_type id = 0;
+  std::string name;   ///< The user's or team's name; a host's owner.
+  std::string detail; ///< A user's team; a team's country; empty for hosts.
+  credit_totals credit{};
+  double recent = 0; ///< The recent average decayed to the query's `now`.
+};
+
+/// A page of a top list and how many rows the whole list has.
+struct top_page {
+  std::vector<top_row> rows;
+  std::size_t total = 0;
+};
+
 /// The log's counters, for /metrics.
 struct log_status {
   std::uint64_t last_seq = 0;

@@ -381,6 +381,9 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::create, const account_spec_ptr& spec) { return create_account(self, *spec); },
     [self](atom::user, const account_update_ptr& u) { return change_account(self, *u); },
     [self](atom::create, const team_spec_ptr& spec) { return create_team(self, *spec); },
+    [self](atom::list, const top_query_ptr& q) {
+      return top_page_ptr{std::make_shared<top_page>(top_of(self->state.logic.state, *q))};
+    },
     [self](atom::team, const team_query_ptr& q) {
       return team_list_ptr{
         std::make_shared<std::vector<team_view>>(find_teams(self->state.logic.state, *q))};

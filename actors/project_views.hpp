@@ -53,6 +53,11 @@ id_type account_id(const project_state& ps, const account_query& q);
 /// The teams a query asks for, by id, with their member counts and credit.
 std::vector<team_view> find_teams(const project_state& ps, const team_query& q);
 
+/// A page of the top users, hosts or teams by total or recent credit (actors/top_lists.cpp).
+/// Ties go to the lower id. Costs one pass over the rows and a partial sort of the first
+/// offset + limit.
+top_page top_of(const project_state& ps, const top_query& q);
+
 /// The name of an app, "?" when unknown.
 std::string app_name(const project_state& ps, std::uint32_t app);
 

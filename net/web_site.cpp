@@ -4,6 +4,7 @@
 #include "actors/credit.hpp"
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
+#include "actors/rpc.hpp"
 #include "net/boinc_xml.hpp"
 #include "net/one_shot.hpp"
 #include "net/password.hpp"
@@ -656,6 +657,192 @@ void team(const visit_ptr& v) {
   });
 }
 
+// -- top lists -------------------------------------------------------------------------------
+
+constexpr std::size_t top_page_rows = 20;   ///< Rows per page of a top list (as BOINC).
+constexpr std::size_t top_max_rank = 10000; ///< How deep the lists go (as BOINC).
+
+/// One of the site's top lists: `list` users, hosts or teams; `sort` recent (the default, as
+/// BOINC's expavg_credit) or total; `offset` a multiple of the page size below top_max_rank.
+void top(const visit_ptr& v) {
+  static const std::map<std::string, std::pair<top_query::of, std::string>> lists{
+    {"users", {top_query::of::users, "Top volunteers"}},
+    {"hosts", {top_query::of::hosts, "Top computers"}},
+    {"teams", {top_query::of::teams, "Top teams"}}};
+  auto list = v->param("list").empty() ? std::string{"users"} : v->param("list");
+  auto sort = v->param("sort").empty() ? std::string{"recent"} : v->param("sort");
+  std::size_t offset = 0;
+  auto it = lists.find(list);
+  if (it == lists.end() || (sort != "recent" && sort != "total")
+      || (!v->param("offset").empty()
+          && (!xml::to_integer(v->param("offset"), offset) || offset >= top_max_rank))) {
+    v->message(http::status::bad_request, "Bad request",
+               "A top list is list=users, hosts or teams, sort=recent or total, and an offset "
+               "below 10,000.",
+               v->base + "top", "Top volunteers");
+    return;
+  }
+  offset -= offset % top_page_rows;
+  auto q = std::make_shared<top_query>();
+  q->what = it->second.first;
+  q->recent = sort == "recent";
+  q->offset = offset;
+  q->limit = top_page_rows;
+  q->now = wall_now();
+  auto title = it->second.second;
+  with_session(v, false, [v, q, list, sort, title](const account_view_ptr& a) {
+    ask(
+      v,
+      [v, a, q, list, sort, title](const top_page_ptr& p) {
+        web::list rows;
+        for (const auto& r : p->rows) {
+          web::object row{{"rank", std::to_string(r.rank)},
+                          {"id", std::to_string(r.id)},
+                          {"name", r.name},
+                          {"detail", r.detail},
+                          {"total_credit", credit_text(r.credit.total)},
+                          {"recent_credit", credit_text(r.recent)}};
+          rows.emplace_back(std::move(row));
+        }
+        auto link = [&](std::size_t at) {
+          return v->base + "top?list=" + list + "&sort=" + sort + "&offset=" + std::to_string(at);
+        };
+        auto shown_end = std::min(p->total, top_max_rank);
+        web::data values{web::object{{"list", list}, {"sort", sort}}};
+        values.set("rows", rows);
+        values.set("has_rows", !rows.empty());
+        values.set("users", list == "users");
+        values.set("hosts", list == "hosts");
+        values.set("teams", list == "teams");
+        values.set("by_recent", sort == "recent");
+        values.set("first", std::to_string(q->offset + 1));
+        values.set("last", std::to_string(q->offset + p->rows.size()));
+        values.set("total", std::to_string(p->total));
+        if (q->offset > 0)
+          values.set("previous", link(q->offset - top_page_rows));
+        if (q->offset + top_page_rows < shown_end)
+          values.set("next", link(q->offset + top_page_rows));
+        v->page(http::status::ok, "top", title, std::move(values), user_name(a));
+      },
+      [](caf::error&) { return false; }, atom::list_v, top_query_ptr{q});
+  });
+}
+
+// -- a computer's page ---------------------------------------------------------------------
+
+constexpr std::size_t jobs_listed = 100; ///< Jobs in progress on a computer's page.
+
+/// What a host's description says of its processors and GPUs, for people.
+std::string hardware_text(const host_info_rec& info) {
+  std::string out = info.p_vendor;
+  if (!info.p_model.empty())
+    out += (out.empty() ? "" : " ") + info.p_model;
+  if (info.p_ncpus > 0)
+    out += fmt::format("{}{} processor{}", out.empty() ? "" : ", ", info.p_ncpus,
+                       info.p_ncpus == 1 ? "" : "s");
+  for (const auto& [type, count] : info.coprocs)
+    if (count > 0)
+      out += fmt::format("; {} × {} GPU", count, to_string(static_cast<resource_type>(type)));
+  return out.empty() ? std::string{"not reported"} : out;
+}
+
+/// A moment as its UTC date and time, 2026-12-03 14:05 UTC; "never" for 0.
+std::string time_text(time_us t) {
+  if (t <= 0)
+    return "never";
+  std::time_t seconds = static_cast<std::time_t>(t / us_per_second);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+void host_page_of(const visit_ptr& v, const account_view_ptr& viewer, const host_view_ptr& h,
+                  const std::string& owner) {
+  auto now = wall_now();
+  const auto& reg = h->reg;
+  web::data values{
+    web::object{{"id", std::to_string(reg.id)},
+                {"owner", owner.empty() ? std::string{"an anonymous volunteer"} : owner},
+                {"created", date_text(reg.created)},
+                {"total_credit", credit_text(reg.credit.total)},
+                {"recent_credit", credit_text(reg.credit.expavg_at(now, v->half_life()))}}};
+  bool mine = viewer && viewer->user.id == reg.user;
+  values.set("mine", mine);
+  web::list jobs;
+  if (h->state) {
+    const auto& s = *h->state;
+    const auto& info = s.info;
+    values.set("last_contact", time_text(s.last_rpc));
+    values.set("os", info.os_name.empty() ? std::string{"not reported"}
+                                          : info.os_name + " " + info.os_version);
+    values.set("hardware", hardware_text(info));
+    values.set("memory", info.m_nbytes > 0 ? fmt::format("{:.1f} GB", info.m_nbytes / 1e9)
+                                           : std::string{"not reported"});
+    values.set("reported", std::to_string(s.results_reported));
+    values.set("in_progress", std::to_string(s.in_progress.size()));
+    // Its name on the volunteer's network is for the owner only, as on BOINC's pages.
+    if (mine && !info.domain_name.empty())
+      values.set("domain_name", info.domain_name);
+    for (const auto& [name, held] : s.in_progress) {
+      if (jobs.size() >= jobs_listed)
+        break;
+      jobs.emplace_back(web::object{{"name", name},
+                                    {"sent", time_text(held.sent)},
+                                    {"deadline", time_text(held.deadline)},
+                                    {"late", held.deadline < now ? "late" : ""}});
+    }
+    values.set("more_jobs", s.in_progress.size() > jobs.size());
+  }
+  values.set("has_jobs", !jobs.empty());
+  values.set("jobs", jobs);
+  values.set("jobs_shown", std::to_string(jobs.size()));
+  v->page(http::status::ok, "host", "Computer " + std::to_string(reg.id), std::move(values),
+          user_name(viewer));
+}
+
+void host(const visit_ptr& v) {
+  auto id = id_in(v->param("id"));
+  auto missing = [v] {
+    v->message(http::status::not_found, "No such computer", "There is no computer with this id.",
+               v->base + "top?list=hosts", "Top computers");
+  };
+  if (id == 0) {
+    missing();
+    return;
+  }
+  with_session(v, false, [v, id, missing](const account_view_ptr& a) {
+    auto not_found = [missing](caf::error& err) {
+      if (!is(err, ec::unknown_host) && !is(err, ec::unknown_account))
+        return false;
+      missing();
+      return true;
+    };
+    ask(
+      v,
+      [v, a, not_found](const host_view_ptr& h) {
+        if (a && a->user.id == h->reg.user) {
+          host_page_of(v, a, h, a->user.name);
+          return;
+        }
+        auto q = std::make_shared<account_query>();
+        q->by = account_query::key::id;
+        q->id = h->reg.user;
+        ask(
+          v, [v, a, h](const account_view_ptr& owner) { host_page_of(v, a, h, owner->user.name); },
+          [v, a, h](caf::error& err) {
+            if (!is(err, ec::unknown_account))
+              return false;
+            host_page_of(v, a, h, {});
+            return true;
+          },
+          atom::user_v, account_query_ptr{q});
+      },
+      not_found, atom::host_v, id);
+  });
+}
+
 /// Moves the logged-in volunteer into team `id` (0: out of their team), then on to `next`.
 void change_team(const visit_ptr& v, id_type id, const std::string& next) {
   if (!v->form_allowed() || v->disk_low())
@@ -825,6 +1012,8 @@ std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx)
     out.push_back(site_route(ctx, name, project, "account", {verb::get}, account));
     out.push_back(site_route(ctx, name, project, "teams", {verb::get}, teams));
     out.push_back(site_route(ctx, name, project, "team", {verb::get}, team));
+    out.push_back(site_route(ctx, name, project, "top", {verb::get}, top));
+    out.push_back(site_route(ctx, name, project, "host", {verb::get}, host));
     out.push_back(site_route(ctx, name, project, "team_join", {verb::post}, team_join));
     out.push_back(site_route(ctx, name, project, "team_leave", {verb::post}, team_leave));
     out.push_back(

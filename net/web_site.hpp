@@ -1,10 +1,11 @@
 #pragma once
 /// The volunteer site served by `cobbled` at each project's master URL: the home page (which
-/// is also the BOINC master file), making an account, logging in and out, and the volunteer's
-/// account page. Pages are rendered from templates (net/web_templates.hpp); sessions and form
-/// tokens are signed cookies (net/web_session.hpp); passwords are checked on the password
-/// pool and wrong ones counted with the web RPCs' limiter, so guesses count the same through
-/// either door. docs/web.md describes every page.
+/// is also the BOINC master file), making an account, logging in and out, the volunteer's
+/// account page, teams, top lists and a computer's page. Pages are rendered from templates
+/// (net/web_templates.hpp); sessions and form tokens are signed cookies
+/// (net/web_session.hpp); passwords are checked on the password pool and wrong ones counted
+/// with the web RPCs' limiter, so guesses count the same through either door. docs/web.md
+/// describes every page.
 ///
 /// Each request is read on the Asio thread and handed to a one-shot actor that asks the
 /// project; no Asio thread or actor waits for a password hash.
@@ -33,7 +34,8 @@ struct web_site_context {
 };
 
 /// The site's routes for every project of `ctx->web->edge`: `/NAME/` (the home page),
-/// `/NAME/login`, `/NAME/logout`, `/NAME/create_account` and `/NAME/account`.
+/// `/NAME/login`, `/NAME/logout`, `/NAME/create_account`, `/NAME/account`, the teams' pages,
+/// the top lists (`/NAME/top`) and a computer's page (`/NAME/host`); docs/web.md lists them.
 std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx);
 
 } // namespace cobble::net

@@ -139,10 +139,26 @@ TEST_CASE("a volunteer uses the site in Chromium, on a phone and a desktop", "[w
   CHECK(b.text().find("Gauss & co") != std::string::npos);
   look_at(b, "teams");
 
+  // The top lists: she and her team lead; her computer's page.
+  b.click("header a[href='/demo/top']");
+  CHECK(b.eval("document.querySelector('tbody tr td:nth-child(2)').textContent").get<std::string>()
+        == "Ann Lee");
+  look_at(b, "top-users");
+  b.click("a[href='/demo/top?list=hosts&sort=recent']");
+  look_at(b, "top-hosts");
+  b.click("tbody a");
+  CHECK(b.text().find("Owner: you") != std::string::npos);
+  CHECK(b.text().find("last contact never") == std::string::npos);
+  look_at(b, "host");
+  b.open(site + "top?list=teams&sort=total");
+  CHECK(b.text().find("Gauss & co") != std::string::npos);
+  look_at(b, "top-teams");
+
   // Log out: the account page is closed to this browser again.
   b.click("header form button");
   b.open(site + "account");
   CHECK(b.url() == site + "login");
-  for (const auto* name : {"home", "create_account", "account", "team", "teams"})
+  for (const auto* name :
+       {"home", "create_account", "account", "team", "teams", "top-users", "top-hosts", "host"})
     CHECK(fs::file_size(artefacts / (std::string{name} + "-phone.png")) > 1000);
 }

@@ -194,7 +194,8 @@ TEST_CASE("a volunteer joins on the site, attaches with it and logs in again", "
   auto reply = rpc(b->http, make_request(key, 0, 0, 0, {}));
   REQUIRE(reply.hostid.has_value());
   page = b->get("/demo/account");
-  CHECK_THAT(page.body, Contains("<td>" + std::to_string(*reply.hostid) + "</td>"));
+  CHECK_THAT(page.body,
+             Contains("<td><a href=\"/demo/host?id=" + std::to_string(*reply.hostid) + "\">"));
   CHECK(page.body.find("No computer has attached") == std::string::npos);
 
   // The session outlives a restart (its key is kept in the data directory).
@@ -438,4 +439,84 @@ TEST_CASE("volunteers make, join and leave teams", "[web]") {
   CHECK(bob.get("/demo/team?id=%zz").status == 400);
   CHECK_THAT(bob.get(team_path).body,
              Contains("<div class=\"value\">1</div><div class=\"label\">members"));
+}
+
+TEST_CASE("top lists page through volunteers, computers and teams", "[web]") {
+  temp_dir dir;
+  auto cfg = dir.path() / "cobble.yaml";
+  {
+    std::ofstream out{cfg};
+    out << "projects:\n"
+           "  - name: demo\n"
+           "    limits: {min_sendwork_interval: 0s}\n"
+           "    users:\n"
+           "      - {name: demo}\n"; // the test server's own
+    for (int i = 2; i <= 25; ++i)
+      out << "      - {name: \"vol " << (i < 10 ? "0" : "") << i << "\""
+          << (i % 5 == 0 ? ", team: \"Team <A>\"" : "") << "}\n";
+    out << "    apps:\n"
+           "      - name: testapp\n"
+           "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
+  }
+  server s{dir.path() / "data", {"--config", cfg.string()}};
+  browser ann{s.port};
+  browser bob{s.port};
+
+  // Nobody has credit yet: ties go to the older account, 20 to a page.
+  auto first = bob.get("/demo/top");
+  REQUIRE(first.status == 200);
+  CHECK_THAT(first.body, Contains("<h1>Top volunteers</h1>"));
+  CHECK_THAT(first.body, Contains("<td class=\"num\">1</td><td>demo</td>"));
+  CHECK_THAT(first.body, Contains("<td class=\"num\">2</td><td>vol 02</td>"));
+  CHECK_THAT(first.body,
+             Contains("<td class=\"num\">20</td><td>vol 20</td><td>Team &lt;A&gt;</td>"));
+  CHECK_THAT(first.body, Contains("1–20 of 25"));
+  CHECK_THAT(first.body, Contains("href=\"/demo/top?list=users&amp;sort=recent&amp;offset=20\""));
+  CHECK_THAT(first.body, !Contains("Previous 20"));
+  auto second = bob.get("/demo/top?list=users&sort=total&offset=20");
+  REQUIRE(second.status == 200);
+  CHECK_THAT(second.body, Contains("21–25 of 25"));
+  CHECK_THAT(second.body, Contains("<td class=\"num\">25</td><td>vol 25</td>"));
+  CHECK_THAT(second.body, Contains("offset=0\">← Previous 20"));
+  CHECK_THAT(second.body, !Contains("Next 20"));
+  CHECK_THAT(bob.get("/demo/top?offset=7").body, Contains("1–20 of 25")); // to a page's start
+  auto teams = bob.get("/demo/top?list=teams");
+  REQUIRE(teams.status == 200);
+  CHECK_THAT(teams.body, Contains("<h1>Top teams</h1>"));
+  CHECK_THAT(teams.body, Contains(">Team &lt;A&gt;</a>"));
+  for (const auto* bad : {"/demo/top?list=bogus", "/demo/top?sort=best", "/demo/top?offset=10000",
+                          "/demo/top?offset=-1", "/demo/top?offset=abc"})
+    CHECK(bob.get(bad).status == 400);
+
+  // Ann's computer attaches and gets a job: its page, and it heads the list of computers.
+  REQUIRE(ann.join("Ann", "ann@example.org", "secret pass").status == 303);
+  http_client c{"127.0.0.1", s.port};
+  auto key = looked_up(c, "ann@example.org", "secret pass");
+  REQUIRE(key.size() == 32);
+  create_work(s, "wu_for_ann");
+  auto reply = rpc(c, make_request(key, 0, 103680, 2, {}));
+  REQUIRE(reply.hostid);
+  REQUIRE(reply.jobs.size() == 1);
+  auto host_path = "/demo/host?id=" + std::to_string(*reply.hostid);
+  auto hosts = bob.get("/demo/top?list=hosts&sort=total");
+  CHECK_THAT(hosts.body, Contains("href=\"" + host_path + "\">"));
+  CHECK_THAT(hosts.body, Contains("<td>Ann</td>"));
+
+  auto mine = ann.get(host_path);
+  REQUIRE(mine.status == 200);
+  CHECK_THAT(mine.body, Contains("<h1>Computer " + std::to_string(*reply.hostid) + "</h1>"));
+  CHECK_THAT(mine.body, Contains("Owner: you"));
+  CHECK_THAT(mine.body, Contains("named ci-runner"));
+  CHECK_THAT(mine.body, Contains("Linux Debian"));
+  CHECK_THAT(mine.body, Contains("GenuineIntel"));
+  CHECK_THAT(mine.body, Contains(reply.jobs[0].result));
+  CHECK_THAT(mine.body, !Contains("last contact never"));
+  CHECK_THAT(ann.get("/demo/account").body, Contains("href=\"" + host_path + "\""));
+  auto theirs = bob.get(host_path);
+  REQUIRE(theirs.status == 200);
+  CHECK_THAT(theirs.body, Contains("Owner: Ann"));
+  CHECK_THAT(theirs.body, !Contains("ci-runner")); // the name on her network is hers alone
+  CHECK(bob.get("/demo/host?id=999").status == 404);
+  CHECK(bob.get("/demo/host?id=abc").status == 404);
+  CHECK(bob.get("/demo/host").status == 404);
 }
