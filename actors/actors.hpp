@@ -112,6 +112,9 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::team, team_query_ptr>::with<team_list_ptr>,
   // A page of the top users, hosts or teams by credit (the site's top lists).
   caf::replies_to<atom::list, top_query_ptr>::with<top_page_ptr>,
+  // The figures of the project's status page (BOINC's server_status.php): a pass over every
+  // workunit, user and host, so callers cache the answer.
+  caf::replies_to<atom::status, atom::workunit>::with<server_status_ptr>,
   // Creates a work sequence (admin API); answers with it when durable.
   caf::replies_to<atom::create, sequence_spec_ptr>::with<sequence_view_ptr>,
   // One work sequence by name or numeric id.

@@ -81,6 +81,8 @@ using team_spec_ptr = std::shared_ptr<const team_spec>;
 using team_query_ptr = std::shared_ptr<const team_query>;
 using team_list_ptr = std::shared_ptr<const std::vector<team_view>>;
 struct top_query;
+struct server_status_view;
+using server_status_ptr = std::shared_ptr<const server_status_view>;
 struct top_page;
 using top_query_ptr = std::shared_ptr<const top_query>;
 using top_page_ptr = std::shared_ptr<const top_page>;
@@ -146,6 +148,7 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_spec_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_query_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_query_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::server_status_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_page_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)

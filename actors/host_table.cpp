@@ -16,7 +16,7 @@ namespace {
 /// pointer, key, the string object) and a bucket pointer.
 constexpr std::size_t passive_entry_bytes = sizeof(void*)
                                             + sizeof(std::pair<const id_type, std::string>)
-                                            + sizeof(void*);
+                                            + sizeof(time_us) + sizeof(void*);
 
 std::size_t passive_cost(const std::string& blob) {
   // libstdc++ keeps up to 15 characters in the string object itself.
@@ -54,11 +54,11 @@ host_state* host_table::find(id_type id, time_us now) {
   auto p = passive_.find(id);
   if (p == passive_.end())
     return nullptr;
-  auto s = decode_passivated(p->second);
+  auto s = decode_passivated(p->second.blob);
   // The table wrote the encoding itself, in this process: a failure is a bug, not bad input.
   if (!s)
     throw std::logic_error("passivated state of host " + std::to_string(id) + " does not decode");
-  passive_bytes_ -= passive_cost(p->second);
+  passive_bytes_ -= passive_cost(p->second.blob);
   passive_.erase(p);
   ++activations_;
   used_[id] = now;
@@ -76,7 +76,7 @@ std::optional<host_state> host_table::copy_of(id_type id) const {
   if (auto i = live_.find(id); i != live_.end())
     return i->second;
   if (auto p = passive_.find(id); p != passive_.end())
-    return decode_passivated(p->second);
+    return decode_passivated(p->second.blob);
   return std::nullopt;
 }
 
@@ -85,8 +85,8 @@ std::unordered_map<id_type, host_state> host_table::all() const {
   out.reserve(size());
   for (const auto& [id, s] : live_)
     out.emplace(id, s);
-  for (const auto& [id, blob] : passive_)
-    if (auto s = decode_passivated(blob))
+  for (const auto& [id, p] : passive_)
+    if (auto s = decode_passivated(p.blob))
       out.emplace(id, std::move(*s));
   return out;
 }
@@ -94,7 +94,7 @@ std::unordered_map<id_type, host_state> host_table::all() const {
 void host_table::passivate_one(std::unordered_map<id_type, host_state>::iterator it) {
   auto blob = encode_passivated(it->second);
   passive_bytes_ += passive_cost(blob);
-  passive_.insert_or_assign(it->first, std::move(blob));
+  passive_.insert_or_assign(it->first, passive_host{std::move(blob), it->second.last_rpc});
   used_.erase(it->first);
   live_.erase(it);
   ++passivations_;
@@ -130,6 +130,15 @@ std::size_t host_table::passivate(time_us now, const passivation_policy& policy)
       ++n;
     }
   }
+  return n;
+}
+
+std::size_t host_table::contacted_since(time_us since) const {
+  std::size_t n = 0;
+  for (const auto& [id, s] : live_)
+    n += s.last_rpc >= since ? 1 : 0;
+  for (const auto& [id, p] : passive_)
+    n += p.last_rpc >= since ? 1 : 0;
   return n;
 }
 

@@ -80,6 +80,10 @@ public:
   /// How many hosts are live and passivated, and the passivated ones' bytes.
   host_table_gauges gauges() const;
 
+  /// Hosts whose last RPC was at `since` or later, live or passivated (a pass over every
+  /// host; nothing is decoded).
+  std::size_t contacted_since(time_us since) const;
+
   /// Calls `f(id, state)` for at most `n` live hosts (for sampling their memory).
   template <class F>
   void sample_live(std::size_t n, F f) const {
@@ -105,7 +109,13 @@ private:
   std::unordered_map<id_type, host_state> live_;
   /// The last use of live hosts used since the start (or since they were activated).
   std::unordered_map<id_type, time_us> used_;
-  std::unordered_map<id_type, std::string> passive_;
+  /// A passivated host: its encoding, and its last RPC so that counting recent hosts needs no
+  /// decoding.
+  struct passive_host {
+    std::string blob;
+    time_us last_rpc = 0;
+  };
+  std::unordered_map<id_type, passive_host> passive_;
   std::size_t passive_bytes_ = 0;
   std::uint64_t passivations_ = 0;
   std::uint64_t activations_ = 0;

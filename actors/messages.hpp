@@ -322,6 +322,47 @@ struct top_page {
   std::size_t total = 0;
 };
 
+/// What a project's status page shows, with BOINC's server_status.php's figures and names.
+struct server_status_view {
+  /// One app's jobs, and its valid results received in the past 24 hours.
+  struct app_row {
+    std::uint32_t id = 0;
+    std::string name;
+    std::size_t unsent = 0;
+    std::size_t in_progress = 0;
+    std::size_t valid_24h = 0;
+    double min_runtime = 0; ///< Seconds, of those valid results; 0 when there are none.
+    double avg_runtime = 0;
+    double max_runtime = 0;
+    std::size_t users_24h = 0; ///< Distinct volunteers whose hosts returned them.
+  };
+  time_us at = 0; ///< When the figures were taken.
+  std::size_t results_ready_to_send = 0;
+  std::size_t results_in_progress = 0;
+  /// Active workunits with a successful report the validator has not judged yet.
+  std::size_t workunits_waiting_for_validation = 0;
+  /// Validated workunits the assimilator has not taken yet.
+  std::size_t workunits_waiting_for_assimilation = 0;
+  /// Ended workunits whose files are kept for the grace period.
+  std::size_t workunits_waiting_for_deletion = 0;
+  /// Their results that uploaded outputs.
+  std::size_t results_waiting_for_deletion = 0;
+  std::size_t users = 0;
+  std::size_t users_with_credit = 0;        ///< Total credit above 1 (as BOINC).
+  std::size_t users_with_recent_credit = 0; ///< Recent average above 1, decayed to `at`.
+  std::size_t users_registered_24h = 0;
+  std::size_t hosts = 0;
+  std::size_t hosts_with_credit = 0;
+  std::size_t hosts_with_recent_credit = 0;
+  std::size_t hosts_registered_24h = 0;
+  std::size_t hosts_contacted_24h = 0; ///< Hosts whose last RPC was in the past 24 hours.
+  /// The project's speed: the users' recent average credit in FLOPS (credit per day times
+  /// FLOPs per cobblestone over a day's seconds), in GigaFLOPS.
+  double gigaflops = 0;
+  project_counters counters{};
+  std::vector<app_row> apps{};
+};
+
 /// The log's counters, for /metrics.
 struct log_status {
   std::uint64_t last_seq = 0;

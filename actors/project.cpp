@@ -381,6 +381,10 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::create, const account_spec_ptr& spec) { return create_account(self, *spec); },
     [self](atom::user, const account_update_ptr& u) { return change_account(self, *u); },
     [self](atom::create, const team_spec_ptr& spec) { return create_team(self, *spec); },
+    [self](atom::status, atom::workunit) {
+      return server_status_ptr{std::make_shared<server_status_view>(
+        server_status_of(self->state.logic.state, self->state.hosts, self->state.clk->now()))};
+    },
     [self](atom::list, const top_query_ptr& q) {
       return top_page_ptr{std::make_shared<top_page>(top_of(self->state.logic.state, *q))};
     },

@@ -58,6 +58,10 @@ std::vector<team_view> find_teams(const project_state& ps, const team_query& q);
 /// offset + limit.
 top_page top_of(const project_state& ps, const top_query& q);
 
+/// The figures of the project's status page at `now` (actors/server_status.cpp): one pass
+/// over the workunits, the users and the hosts.
+server_status_view server_status_of(const project_state& ps, const host_table& hosts, time_us now);
+
 /// The name of an app, "?" when unknown.
 std::string app_name(const project_state& ps, std::uint32_t app);
 

@@ -60,7 +60,7 @@ void serve_scheduler(const std::shared_ptr<edge_context>& ctx, const std::string
   auto parsed = parse_sched_request(req.body());
   if (!parsed) {
     ctx->metrics->rpc_refused++;
-    ctx->metrics->rpcs++;
+    ctx->metrics->rpc_answered();
     spdlog::info("scheduler request refused: {}", parsed.error);
     auto reply = sched_reply::error("Cobble could not read the scheduler request: " + parsed.error,
                                     ctx->error_request_delay);
@@ -70,7 +70,7 @@ void serve_scheduler(const std::shared_ptr<edge_context>& ctx, const std::string
   if (ctx->disk && ctx->disk->low()) {
     // Refused before any decision: the client keeps its results and asks again later.
     ctx->metrics->rpc_refused++;
-    ctx->metrics->rpcs++;
+    ctx->metrics->rpc_answered();
     auto reply = sched_reply::error("The project's server is low on disk space and accepts no "
                                     "changes for now; the request will be retried later.",
                                     ctx->error_request_delay);
@@ -84,7 +84,7 @@ void serve_scheduler(const std::shared_ptr<edge_context>& ctx, const std::string
                                 respond, start](std::shared_ptr<const sched_reply> reply) {
     respond.later([ctx, reported, urls, shape, start, reply = std::move(reply)] {
       auto& m = *ctx->metrics;
-      m.rpcs++;
+      m.rpc_answered();
       if (reply->userid == 0)
         m.rpc_refused++;
       m.jobs_sent += reply->results.size();

@@ -4,9 +4,36 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace cobble::net {
+
+void rate_meter::add(std::int64_t second) {
+  auto i = static_cast<std::size_t>(second) % slots;
+  if (second_[i].load(std::memory_order_relaxed) != second
+      && second_[i].exchange(second, std::memory_order_relaxed) != second)
+    count_[i].store(0, std::memory_order_relaxed); // the slot held an older second
+  count_[i].fetch_add(1, std::memory_order_relaxed);
+}
+
+double rate_meter::per_second(std::int64_t now_second, int window) const {
+  window = std::clamp(window, 1, 60);
+  std::uint64_t n = 0;
+  for (std::int64_t s = now_second - window; s < now_second; ++s) {
+    auto i = static_cast<std::size_t>(s) % slots;
+    if (second_[i].load(std::memory_order_relaxed) == s)
+      n += count_[i].load(std::memory_order_relaxed);
+  }
+  return static_cast<double>(n) / window;
+}
+
+void edge_metrics::rpc_answered() {
+  rpcs++;
+  rpc_rate.add(std::chrono::duration_cast<std::chrono::seconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count());
+}
 
 void latency_histogram::observe(std::chrono::steady_clock::duration d) {
   auto secs = std::chrono::duration<double>(d).count();

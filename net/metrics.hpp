@@ -31,9 +31,29 @@ private:
   std::atomic<std::uint64_t> count_{0};
 };
 
+/// Events per second over the past minute, lock-free: a counter for each second of a ring.
+/// Two threads starting the same second at once may lose a count: a figure to show, not to
+/// account with.
+class rate_meter {
+public:
+  /// One event in Unix second `second`.
+  void add(std::int64_t second);
+  /// Events per second over the `window` whole seconds before `now_second` (at most 60).
+  double per_second(std::int64_t now_second, int window = 60) const;
+
+private:
+  static constexpr std::size_t slots = 64;
+  std::array<std::atomic<std::int64_t>, slots> second_{};
+  std::array<std::atomic<std::uint64_t>, slots> count_{};
+};
+
 /// What the edge counts.
 struct edge_metrics {
+  /// One scheduler RPC answered (counted and timed for the rate).
+  void rpc_answered();
+
   std::atomic<std::uint64_t> rpcs{0};        ///< Scheduler RPCs answered.
+  rate_meter rpc_rate;                       ///< Their rate over the past minute.
   std::atomic<std::uint64_t> rpc_refused{0}; ///< Answered with an error message.
   std::atomic<std::uint64_t> jobs_sent{0};
   std::atomic<std::uint64_t> results_reported{0};

@@ -39,13 +39,8 @@ std::int64_t now_unix() {
   return wall_now() / us_per_second;
 }
 
-/// A credit figure as people read it: thousands grouped, two decimals below 100.
-std::string credit_text(double credit) {
-  if (!std::isfinite(credit) || credit < 0)
-    credit = 0;
-  if (credit < 100)
-    return fmt::format("{:.2f}", credit);
-  auto digits = fmt::format("{:.0f}", credit);
+/// Digits with thousands grouped: 1234567 -> 1,234,567.
+std::string grouped(const std::string& digits) {
   std::string out;
   for (std::size_t i = 0; i < digits.size(); ++i) {
     if (i > 0 && (digits.size() - i) % 3 == 0)
@@ -53,6 +48,20 @@ std::string credit_text(double credit) {
     out += digits[i];
   }
   return out;
+}
+
+/// A credit figure as people read it: thousands grouped, two decimals below 100.
+std::string credit_text(double credit) {
+  if (!std::isfinite(credit) || credit < 0)
+    credit = 0;
+  if (credit < 100)
+    return fmt::format("{:.2f}", credit);
+  return grouped(fmt::format("{:.0f}", credit));
+}
+
+/// A count as people read it: 1,234,567.
+std::string count_text(std::uint64_t n) {
+  return grouped(std::to_string(n));
 }
 
 /// A moment as its UTC date, 2026-12-03.
@@ -843,6 +852,160 @@ void host(const visit_ptr& v) {
   });
 }
 
+// -- the status page -----------------------------------------------------------------------
+
+/// Hours, as BOINC's status page shows runtimes: rounded up to 0.01.
+double hours(double seconds) {
+  return std::ceil(seconds / 36.0) / 100.0;
+}
+
+/// The status page as BOINC's server_status.php?xml=1 writes it, element for element, with
+/// Cobble's own figures in <cobble>.
+std::string status_xml(const visit& v, const server_status_view& s, const log_status& log,
+                       double rpcs_per_second) {
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\" ?>\n<server_status>\n";
+  auto element = [&out](std::string_view indent, std::string_view name, const auto& value) {
+    out += indent;
+    out += '<';
+    out += name;
+    out += '>';
+    if constexpr (std::is_same_v<std::decay_t<decltype(value)>, std::string>)
+      xml::append_escaped(out, value);
+    else
+      xml::append_number(out, value);
+    out += "</";
+    out += name;
+    out += ">\n";
+  };
+  out += "  <daemon_status>\n    <daemon>\n";
+  element("      ", "host", v.master_url);
+  element("      ", "command", std::string{"cobbled (scheduler, validator, assimilator)"});
+  element("      ", "status", std::string{"running"});
+  out += "    </daemon>\n  </daemon_status>\n  <database_file_states>\n";
+  element("    ", "results_ready_to_send", s.results_ready_to_send);
+  element("    ", "results_in_progress", s.results_in_progress);
+  element("    ", "workunits_waiting_for_validation", s.workunits_waiting_for_validation);
+  element("    ", "workunits_waiting_for_assimilation", s.workunits_waiting_for_assimilation);
+  element("    ", "workunits_waiting_for_deletion", s.workunits_waiting_for_deletion);
+  element("    ", "results_waiting_for_deletion", s.results_waiting_for_deletion);
+  element("    ", "transitioner_backlog_hours", 0); // every event is applied as it happens
+  element("    ", "users_with_recent_credit", s.users_with_recent_credit);
+  element("    ", "users_with_credit", s.users_with_credit);
+  element("    ", "users_registered_in_past_24_hours", s.users_registered_24h);
+  element("    ", "hosts_with_recent_credit", s.hosts_with_recent_credit);
+  element("    ", "hosts_with_credit", s.hosts_with_credit);
+  element("    ", "hosts_registered_in_past_24_hours", s.hosts_registered_24h);
+  element("    ", "current_floating_point_speed", s.gigaflops);
+  out += "    <tasks_by_app>\n";
+  for (const auto& a : s.apps) {
+    out += "      <app>\n";
+    element("        ", "id", a.id);
+    element("        ", "name", a.name);
+    element("        ", "unsent", a.unsent);
+    element("        ", "in_progress", a.in_progress);
+    if (a.valid_24h > 0) {
+      element("        ", "avg_runtime", hours(a.avg_runtime));
+      element("        ", "min_runtime", hours(a.min_runtime));
+      element("        ", "max_runtime", hours(a.max_runtime));
+      element("        ", "users", a.users_24h);
+    }
+    out += "      </app>\n";
+  }
+  out += "    </tasks_by_app>\n  </database_file_states>\n  <cobble>\n";
+  element("    ", "figures_time", s.at / us_per_second);
+  element("    ", "scheduler_rpcs_per_second", rpcs_per_second);
+  element("    ", "hosts_contacted_in_past_24_hours", s.hosts_contacted_24h);
+  element("    ", "users", s.users);
+  element("    ", "hosts", s.hosts);
+  element("    ", "workunits_failed", s.counters.workunits_failed);
+  element("    ", "workunits_cancelled", s.counters.workunits_cancelled);
+  element("    ", "results_timed_out", s.counters.results_timed_out);
+  element("    ", "log_last_seq", log.last_seq);
+  element("    ", "log_bytes_appended", log.bytes);
+  element("    ", "last_snapshot_seq", log.last_snapshot_seq);
+  out += "  </cobble>\n</server_status>\n";
+  return out;
+}
+
+void status_page(const visit_ptr& v, const server_status_ptr& s, const log_status_ptr& log,
+                 const std::string& user) {
+  auto now_s = wall_now() / us_per_second;
+  double rate = v->ctx->web->edge->metrics->rpc_rate.per_second(now_s);
+  if (v->param("xml") == "1") {
+    auto res = shaped(v->shape, http::status::ok, status_xml(*v, *s, *log, rate),
+                      "text/xml; charset=utf-8");
+    res.set(http::field::cache_control, "no-store");
+    v->respond(std::move(res));
+    return;
+  }
+  web::list apps;
+  for (const auto& a : s->apps) {
+    web::object row{{"name", a.name},
+                    {"unsent", count_text(a.unsent)},
+                    {"in_progress", count_text(a.in_progress)},
+                    {"users", count_text(a.users_24h)}};
+    row.emplace("runtime", a.valid_24h > 0
+                             ? fmt::format("{:.2f} ({:.2f} – {:.2f})", hours(a.avg_runtime),
+                                           hours(a.min_runtime), hours(a.max_runtime))
+                             : std::string{"—"});
+    apps.emplace_back(std::move(row));
+  }
+  web::data values{web::object{
+    {"as_of", time_text(s->at)},
+    {"ready", count_text(s->results_ready_to_send)},
+    {"in_progress", count_text(s->results_in_progress)},
+    {"waiting_validation", count_text(s->workunits_waiting_for_validation)},
+    {"waiting_assimilation", count_text(s->workunits_waiting_for_assimilation)},
+    {"waiting_deletion", count_text(s->workunits_waiting_for_deletion)},
+    {"failed", count_text(s->counters.workunits_failed)},
+    {"cancelled", count_text(s->counters.workunits_cancelled)},
+    {"timed_out", count_text(s->counters.results_timed_out)},
+    {"users", count_text(s->users)},
+    {"users_recent", count_text(s->users_with_recent_credit)},
+    {"users_new", count_text(s->users_registered_24h)},
+    {"hosts", count_text(s->hosts)},
+    {"hosts_recent", count_text(s->hosts_with_recent_credit)},
+    {"hosts_new", count_text(s->hosts_registered_24h)},
+    {"hosts_contacted", count_text(s->hosts_contacted_24h)},
+    {"gigaflops", fmt::format("{:.2f}", s->gigaflops)},
+    {"rpc_rate", fmt::format("{:.1f}", rate)},
+    {"log_seq", count_text(log->last_seq)},
+    {"log_bytes", fmt::format("{:.1f} MB", static_cast<double>(log->bytes) / 1e6)},
+    {"snapshot_seq",
+     log->last_snapshot_seq > 0 ? count_text(log->last_snapshot_seq) : std::string{"none yet"}},
+  }};
+  values.set("apps", apps);
+  values.set("has_apps", !apps.empty());
+  v->page(http::status::ok, "status", "Server status", std::move(values), user);
+}
+
+/// The project's status page, as BOINC's server_status.php (and its ?xml=1 form): the
+/// project's figures, taken at most once a minute, and the log's, taken now.
+void server_status(const visit_ptr& v) {
+  with_session(v, false, [v](const account_view_ptr& a) {
+    auto user = user_name(a);
+    auto cached = v->ctx->status->fresh(v->project_name, wall_now());
+    spawn_one_shot(*v->ctx->web->edge->sys, [v, user, cached](caf::event_based_actor* self) {
+      auto with_log = [v, user, self](const server_status_ptr& s) {
+        self->request(v->ctx->web->edge->log, ask_timeout, atom::status_v)
+          .then([v, user, s](const log_status_ptr& log) { status_page(v, s, log, user); },
+                [v](caf::error& err) { v->trouble(err); });
+      };
+      if (cached) {
+        with_log(cached);
+        return;
+      }
+      self->request(v->project, ask_timeout, atom::status_v, atom::workunit_v)
+        .then(
+          [v, with_log](const server_status_ptr& s) {
+            v->ctx->status->keep(v->project_name, s);
+            with_log(s);
+          },
+          [v](caf::error& err) { v->trouble(err); });
+    });
+  });
+}
+
 /// Moves the logged-in volunteer into team `id` (0: out of their team), then on to `next`.
 void change_team(const visit_ptr& v, id_type id, const std::string& next) {
   if (!v->form_allowed() || v->disk_low())
@@ -998,6 +1161,17 @@ route site_route(const std::shared_ptr<web_site_context>& ctx, const std::string
 
 } // namespace
 
+server_status_ptr status_cache::fresh(const std::string& project, time_us now) const {
+  std::lock_guard lock{mtx_};
+  auto i = kept_.find(project);
+  return i != kept_.end() && now - i->second->at < max_age_ ? i->second : nullptr;
+}
+
+void status_cache::keep(const std::string& project, server_status_ptr figures) {
+  std::lock_guard lock{mtx_};
+  kept_[project] = std::move(figures);
+}
+
 std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx) {
   if (!ctx->web || !ctx->web->edge || !ctx->key)
     throw std::invalid_argument("web_site_routes: the context lacks the edge or the key");
@@ -1014,6 +1188,7 @@ std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx)
     out.push_back(site_route(ctx, name, project, "team", {verb::get}, team));
     out.push_back(site_route(ctx, name, project, "top", {verb::get}, top));
     out.push_back(site_route(ctx, name, project, "host", {verb::get}, host));
+    out.push_back(site_route(ctx, name, project, "server_status.php", {verb::get}, server_status));
     out.push_back(site_route(ctx, name, project, "team_join", {verb::post}, team_join));
     out.push_back(site_route(ctx, name, project, "team_leave", {verb::post}, team_leave));
     out.push_back(

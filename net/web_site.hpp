@@ -9,15 +9,32 @@
 ///
 /// Each request is read on the Asio thread and handed to a one-shot actor that asks the
 /// project; no Asio thread or actor waits for a password hash.
+#include "actors/messages.hpp"
 #include "net/web_rpc.hpp"
 #include "net/web_session.hpp"
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
 namespace cobble::net {
+
+/// The status pages' figures, kept a while per project: each takes a pass over every
+/// workunit, user and host on the project's actor, so at most one pass a `max_age`.
+class status_cache {
+public:
+  explicit status_cache(time_us max_age = 60 * us_per_second) : max_age_(max_age) {}
+  /// The project's figures if taken within max_age of `now`; null otherwise.
+  server_status_ptr fresh(const std::string& project, time_us now) const;
+  void keep(const std::string& project, server_status_ptr figures);
+
+private:
+  time_us max_age_;
+  mutable std::mutex mtx_;
+  std::map<std::string, server_status_ptr> kept_;
+};
 
 /// What the site needs beyond the web RPCs' context.
 struct web_site_context {
@@ -31,6 +48,8 @@ struct web_site_context {
   /// Each project's half-life of recent average credit in seconds, by project name (the
   /// account page shows the average decayed to now); a project not listed: 7 days.
   std::map<std::string, double> credit_half_lives{};
+  /// The status pages' figures, shared by every request.
+  std::shared_ptr<status_cache> status = std::make_shared<status_cache>();
 };
 
 /// The site's routes for every project of `ctx->web->edge`: `/NAME/` (the home page),

@@ -101,6 +101,21 @@ TEST_CASE("hosts used lately stay live, idle ones are passivated", "[host_table]
   CHECK(all.at(4).id == 4);
 }
 
+TEST_CASE("hosts contacted lately are counted whether live or passivated", "[host_table]") {
+  host_table t{{{1, busy_host(1, 100)}, {2, busy_host(2, 400)}, {3, busy_host(3, 900)}}};
+  CHECK(t.contacted_since(400) == 2);
+  // Hosts 1 and 2 are passivated; their last RPCs still count, without decoding them.
+  REQUIRE(t.passivate(1000, passivation_policy{500, 0}) == 2);
+  CHECK(t.gauges().passivated == 2);
+  CHECK(t.contacted_since(400) == 2);
+  CHECK(t.contacted_since(0) == 3);
+  CHECK(t.contacted_since(901) == 0);
+  CHECK(t.gauges().activations == 0);
+  // A view (copy_of) leaves its last RPC as it was.
+  CHECK(t.copy_of(1)->last_rpc == 100);
+  CHECK(t.contacted_since(101) == 2);
+}
+
 TEST_CASE("beyond max_live the least recently used hosts are passivated", "[host_table]") {
   host_table t;
   for (id_type id = 1; id <= 6; ++id)

@@ -153,12 +153,16 @@ TEST_CASE("a volunteer uses the site in Chromium, on a phone and a desktop", "[w
   b.open(site + "top?list=teams&sort=total");
   CHECK(b.text().find("Gauss & co") != std::string::npos);
   look_at(b, "top-teams");
+  b.open(site);
+  b.click("a[href='/demo/server_status.php']");
+  CHECK(b.text().find("tasks ready to send") != std::string::npos);
+  look_at(b, "status");
 
   // Log out: the account page is closed to this browser again.
   b.click("header form button");
   b.open(site + "account");
   CHECK(b.url() == site + "login");
-  for (const auto* name :
-       {"home", "create_account", "account", "team", "teams", "top-users", "top-hosts", "host"})
+  for (const auto* name : {"home", "create_account", "account", "team", "teams", "top-users",
+                           "top-hosts", "host", "status"})
     CHECK(fs::file_size(artefacts / (std::string{name} + "-phone.png")) > 1000);
 }

@@ -520,3 +520,51 @@ TEST_CASE("top lists page through volunteers, computers and teams", "[web]") {
   CHECK(bob.get("/demo/host?id=abc").status == 404);
   CHECK(bob.get("/demo/host").status == 404);
 }
+
+TEST_CASE("the status page counts the work, as BOINC's server_status.php", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  create_work(s, "wu_a");
+  create_work(s, "wu_b");
+  browser bob{s.port};
+  http_client c{"127.0.0.1", s.port};
+  auto reply = rpc(c, make_request(s.account_key, 0, 1, 1, {}));
+  REQUIRE(reply.jobs.size() == 1);
+
+  CHECK_THAT(bob.get("/demo/").body, Contains("href=\"/demo/server_status.php\""));
+  auto page = bob.get("/demo/server_status.php");
+  REQUIRE(page.status == 200);
+  CHECK_THAT(page.body, Contains("<h1>Server status</h1>"));
+  // Two replicas of each workunit: one sent, three ready.
+  CHECK_THAT(page.body,
+             Contains("<div class=\"value\">3</div><div class=\"label\">tasks ready to send"));
+  CHECK_THAT(page.body,
+             Contains("<div class=\"value\">1</div><div class=\"label\">tasks in progress"));
+  CHECK_THAT(page.body, Contains("<div class=\"value\">1</div><div class=\"label\">computers in "
+                                 "touch in the past 24 hours"));
+  CHECK_THAT(page.body,
+             Contains("<td>testapp</td><td class=\"num\">3</td><td class=\"num\">1</td>"));
+
+  auto xml = bob.get("/demo/server_status.php?xml=1");
+  REQUIRE(xml.status == 200);
+  CHECK(xml.content_type.starts_with("text/xml"));
+  CHECK_THAT(xml.body, Contains("<server_status>"));
+  CHECK_THAT(xml.body, Contains("<results_ready_to_send>3</results_ready_to_send>"));
+  CHECK_THAT(xml.body, Contains("<results_in_progress>1</results_in_progress>"));
+  CHECK_THAT(xml.body, Contains("<workunits_waiting_for_assimilation>0</workunits_waiting_for_"
+                                "assimilation>"));
+  CHECK_THAT(xml.body, Contains("<users_registered_in_past_24_hours>1</users_registered_in_"
+                                "past_24_hours>"));
+  CHECK_THAT(xml.body, Contains("<hosts_registered_in_past_24_hours>1</hosts_registered_in_"
+                                "past_24_hours>"));
+  CHECK_THAT(xml.body, Contains("<app>\n        <id>"));
+  CHECK_THAT(xml.body, Contains("<name>testapp</name>\n        <unsent>3</unsent>\n"
+                                "        <in_progress>1</in_progress>\n      </app>"));
+  CHECK_THAT(xml.body, Contains("<scheduler_rpcs_per_second>"));
+
+  // The figures are kept for a minute: another job sent now shows on the next minute's page.
+  http_client c2{"127.0.0.1", s.port};
+  REQUIRE(!rpc(c2, make_request(s.account_key, 0, 1, 1, {})).jobs.empty());
+  CHECK_THAT(bob.get("/demo/server_status.php?xml=1").body,
+             Contains("<results_ready_to_send>3</results_ready_to_send>"));
+}
