@@ -72,6 +72,10 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::workunit, std::string>::with<workunit_view_ptr>,
   // Workunits by id, from offset, at most limit.
   caf::replies_to<atom::list, atom::workunit, std::uint64_t, std::uint64_t>::with<workunit_list_ptr>,
+  // The same, only workunits in the state named (to_string(wu_state)); an invalid_argument
+  // error for another name.
+  caf::replies_to<atom::list, atom::workunit, std::string, std::uint64_t,
+                  std::uint64_t>::with<workunit_list_ptr>,
   // An operator cancels a workunit (by name or id), with a reason and who did it; answers
   // the workunit as it is then, once the cancellation is durable.
   caf::replies_to<atom::cancel, std::string, std::string, std::string>::with<workunit_view_ptr>,

@@ -356,6 +356,14 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
       return workunit_list_ptr{std::make_shared<std::vector<workunit_view>>(
         workunit_page(self->state.logic.state, offset, limit))};
     },
+    [self](atom::list, atom::workunit, const std::string& state, std::uint64_t offset,
+           std::uint64_t limit) -> caf::result<workunit_list_ptr> {
+      auto s = parse_wu_state(state);
+      if (!s)
+        return caf::make_error(ec::invalid_argument, "no workunit state '" + state + "'");
+      return workunit_list_ptr{std::make_shared<std::vector<workunit_view>>(
+        workunit_page(self->state.logic.state, offset, limit, s))};
+    },
     [self](atom::host, id_type id) { return show_host(self, id); },
     [self](atom::list, atom::host, std::uint64_t offset, std::uint64_t limit) {
       return host_list_ptr{std::make_shared<std::vector<host_view>>(

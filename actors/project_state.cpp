@@ -256,6 +256,14 @@ const char* to_string(validate_state x) {
   return "?";
 }
 
+std::optional<wu_state> parse_wu_state(std::string_view name) {
+  for (auto s : {wu_state::active, wu_state::validated, wu_state::assimilated, wu_state::failed,
+                 wu_state::cancelled})
+    if (name == to_string(s))
+      return s;
+  return std::nullopt;
+}
+
 const char* to_string(wu_state x) {
   switch (x) {
     case wu_state::active:

@@ -32,12 +32,13 @@ const workunit_rec* workunit_by_key(const project_state& ps, const std::string& 
   }
 }
 
-std::vector<workunit_view>
-workunit_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit) {
+std::vector<workunit_view> workunit_page(const project_state& ps, std::uint64_t offset,
+                                         std::uint64_t limit, std::optional<wu_state> state) {
   std::vector<id_type> ids;
-  ids.reserve(ps.workunits.size());
+  ids.reserve(state ? 0 : ps.workunits.size());
   for (const auto& [id, wu] : ps.workunits)
-    ids.push_back(id);
+    if (!state || wu.state == *state)
+      ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   std::vector<workunit_view> out;
   for (std::size_t i = offset; i < ids.size() && out.size() < limit; ++i)

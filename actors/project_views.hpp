@@ -21,9 +21,11 @@ workunit_view view_of(const project_state& ps, const workunit_rec& wu);
 /// The workunit with this name, or with this numeric id; null if none.
 const workunit_rec* workunit_by_key(const project_state& ps, const std::string& key);
 
-/// Workunits by id, from `offset`, at most `limit`.
+/// Workunits by id, from `offset`, at most `limit`; with `state`, only those in it (the
+/// offset counts those only).
 std::vector<workunit_view>
-workunit_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit);
+workunit_page(const project_state& ps, std::uint64_t offset, std::uint64_t limit,
+              std::optional<wu_state> state = std::nullopt);
 
 /// One host with its state (`state`, when the project holds one); nullopt when no such host
 /// is registered.

@@ -14,6 +14,7 @@
 
 #include <deque>
 #include <map>
+#include <optional>
 #include <queue>
 #include <string>
 #include <string_view>
@@ -61,6 +62,8 @@ const char* to_string(result_state x);
 const char* to_string(result_outcome x);
 const char* to_string(validate_state x);
 const char* to_string(wu_state x);
+/// The state named as to_string names it ("failed"); nullopt for any other text.
+std::optional<wu_state> parse_wu_state(std::string_view name);
 
 /// What the host knew of its scale for the result's version when it reported
 /// (result_reported): what the validator needs to compute Scale(H).

@@ -340,7 +340,27 @@ void create_work(call& c) {
 }
 
 void list_workunits(call& c) {
-  list_page<workunit_list_ptr>(c, atom::workunit_v);
+  auto state = c.target.query.find("state");
+  if (state == c.target.query.end()) {
+    list_page<workunit_list_ptr>(c, atom::workunit_v);
+    return;
+  }
+  std::uint64_t offset = 0, limit = 0;
+  if (auto err = paging(c.target, offset, limit)) {
+    c.respond(error_response(http::status::bad_request, *err));
+    return;
+  }
+  if (!parse_wu_state(state->second)) {
+    c.respond(error_response(http::status::bad_request,
+                             "state must be active, validated, assimilated, failed or cancelled"));
+    return;
+  }
+  ask_project(
+    c,
+    [respond = c.respond, offset, limit](const workunit_list_ptr& xs) {
+      respond(page_response(offset, limit, *xs, [](const workunit_view& v) { return to_json(v); }));
+    },
+    atom::list_v, atom::workunit_v, state->second, offset, limit);
 }
 
 void show_workunit(call& c) {

@@ -175,7 +175,11 @@ void print_workunits(std::ostream& out, const json& workunits) {
 }
 
 void add_work_list(CLI::App& work, context& ctx) {
-  add_list_command(work, ctx, "List workunits by id", "/workunits", print_workunits);
+  add_list_command(work, ctx, "List workunits by id", "/workunits", print_workunits,
+                   {{"state",
+                     "Only workunits in this state: active (being computed), validated (waiting "
+                     "for the assimilator), assimilated (done), failed or cancelled",
+                     {"active", "validated", "assimilated", "failed", "cancelled"}}});
 }
 
 // -- work cancel --------------------------------------------------------------------------

@@ -61,17 +61,26 @@ void add_show_command(CLI::App& group, context& ctx, const std::string& help,
 }
 
 void add_list_command(CLI::App& group, context& ctx, const std::string& help,
-                      const std::string& resource, printer print_items) {
+                      const std::string& resource, printer print_items,
+                      const std::vector<list_filter>& filters) {
   auto page = std::make_shared<page_options>();
   auto list = group.add_subcommand("list", help);
   list->add_option("--offset", page->offset, "Skip this many")->capture_default_str();
   list->add_option("--limit", page->limit, "At most this many")
     ->capture_default_str()
     ->check(CLI::Range(1, 10000));
-  on_run(*list, ctx, [&ctx, page, resource, print_items] {
+  auto values = std::make_shared<std::vector<std::string>>(filters.size());
+  for (std::size_t i = 0; i < filters.size(); ++i)
+    list->add_option("--" + filters[i].name, (*values)[i], filters[i].help)
+      ->check(CLI::IsMember(filters[i].choices));
+  on_run(*list, ctx, [&ctx, page, resource, print_items, filters, values] {
     auto& on = ctx.server;
-    auto res = on.api().get(on.project_path() + resource + "?offset=" + std::to_string(page->offset)
-                            + "&limit=" + std::to_string(page->limit));
+    auto query = "?offset=" + std::to_string(page->offset)
+                 + "&limit=" + std::to_string(page->limit);
+    for (std::size_t i = 0; i < filters.size(); ++i)
+      if (!(*values)[i].empty())
+        query += "&" + filters[i].name + "=" + (*values)[i];
+    auto res = on.api().get(on.project_path() + resource + query);
     ctx.options.json ? print_json(res) : print_items(std::cout, res.at("items"));
     return exit_ok;
   });

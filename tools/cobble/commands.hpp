@@ -19,6 +19,7 @@
 #include <memory>
 #include <ostream>
 #include <string>
+#include <vector>
 
 namespace CLI {
 class App;
@@ -63,10 +64,20 @@ void add_show_command(CLI::App& group, context& ctx, const std::string& help,
                       const std::string& key, const std::string& key_help,
                       const std::string& resource, printer print);
 
+/// An option of a `list` command that narrows the list: `--NAME VALUE` becomes the query
+/// parameter `NAME=VALUE`; VALUE must be one of `choices`.
+struct list_filter {
+  std::string name;
+  std::string help;
+  std::vector<std::string> choices;
+};
+
 /// Declares `list` in `group`: a page (--offset, --limit) of the project's `resource`
-/// ("/hosts"), printed as JSON with --json, else its items with `print_items`.
+/// ("/hosts"), narrowed by `filters`, printed as JSON with --json, else its items with
+/// `print_items`.
 void add_list_command(CLI::App& group, context& ctx, const std::string& help,
-                      const std::string& resource, printer print_items);
+                      const std::string& resource, printer print_items,
+                      const std::vector<list_filter>& filters = {});
 
 /// The event log of --data-dir, opened read-only (safe while cobbled runs); a failure when
 /// the directory has none, a usage error without --data-dir.
