@@ -692,49 +692,62 @@ void top(const visit_ptr& v) {
     return;
   }
   offset -= offset % top_page_rows;
-  auto q = std::make_shared<top_query>();
-  q->what = it->second.first;
-  q->recent = sort == "recent";
-  q->offset = offset;
-  q->limit = top_page_rows;
-  q->now = wall_now();
   auto title = it->second.second;
-  with_session(v, false, [v, q, list, sort, title](const account_view_ptr& a) {
-    ask(
-      v,
-      [v, a, q, list, sort, title](const top_page_ptr& p) {
-        web::list rows;
-        for (const auto& r : p->rows) {
-          web::object row{{"rank", std::to_string(r.rank)},
-                          {"id", std::to_string(r.id)},
-                          {"name", r.name},
-                          {"detail", r.detail},
-                          {"total_credit", credit_text(r.credit.total)},
-                          {"recent_credit", credit_text(r.recent)}};
-          rows.emplace_back(std::move(row));
-        }
-        auto link = [&](std::size_t at) {
-          return v->base + "top?list=" + list + "&sort=" + sort + "&offset=" + std::to_string(at);
-        };
-        auto shown_end = std::min(p->total, top_max_rank);
-        web::data values{web::object{{"list", list}, {"sort", sort}}};
-        values.set("rows", rows);
-        values.set("has_rows", !rows.empty());
-        values.set("users", list == "users");
-        values.set("hosts", list == "hosts");
-        values.set("teams", list == "teams");
-        values.set("by_recent", sort == "recent");
-        values.set("first", std::to_string(q->offset + 1));
-        values.set("last", std::to_string(q->offset + p->rows.size()));
-        values.set("total", std::to_string(p->total));
-        if (q->offset > 0)
-          values.set("previous", link(q->offset - top_page_rows));
-        if (q->offset + top_page_rows < shown_end)
-          values.set("next", link(q->offset + top_page_rows));
-        v->page(http::status::ok, "top", title, std::move(values), user_name(a));
-      },
-      [](caf::error&) { return false; }, atom::list_v, top_query_ptr{q});
-  });
+  // The whole list to rank 10,000 is ranked at most once in five minutes and kept; each page
+  // is a slice of it, so a busy list costs the project one ranking, not one per visit.
+  auto render = [v, list, sort, title, offset](const account_view_ptr& a, const top_page_ptr& p) {
+    web::list rows;
+    for (auto i = offset; i < std::min(p->rows.size(), offset + top_page_rows); ++i) {
+      const auto& r = p->rows[i];
+      web::object row{{"rank", std::to_string(r.rank)},
+                      {"id", std::to_string(r.id)},
+                      {"name", r.name},
+                      {"detail", r.detail},
+                      {"total_credit", credit_text(r.credit.total)},
+                      {"recent_credit", credit_text(r.recent)}};
+      rows.emplace_back(std::move(row));
+    }
+    auto link = [&](std::size_t at) {
+      return v->base + "top?list=" + list + "&sort=" + sort + "&offset=" + std::to_string(at);
+    };
+    auto shown_end = std::min(p->total, top_max_rank);
+    web::data values{web::object{{"list", list}, {"sort", sort}}};
+    values.set("rows", rows);
+    values.set("has_rows", !rows.empty());
+    values.set("users", list == "users");
+    values.set("hosts", list == "hosts");
+    values.set("teams", list == "teams");
+    values.set("by_recent", sort == "recent");
+    values.set("first", std::to_string(offset + 1));
+    values.set("last", std::to_string(offset + rows.size()));
+    values.set("total", std::to_string(p->total));
+    if (offset > 0)
+      values.set("previous", link(offset - top_page_rows));
+    if (offset + top_page_rows < shown_end)
+      values.set("next", link(offset + top_page_rows));
+    v->page(http::status::ok, "top", title, std::move(values), user_name(a));
+  };
+  auto key = v->project_name + "\n" + list + "\n" + sort;
+  with_session(v, false,
+               [v, render, key, what = it->second.first, sort](const account_view_ptr& a) {
+                 auto now = wall_now();
+                 if (auto kept = v->ctx->top->fresh(key, now)) {
+                   render(a, kept);
+                   return;
+                 }
+                 auto q = std::make_shared<top_query>();
+                 q->what = what;
+                 q->recent = sort == "recent";
+                 q->limit = top_max_rank;
+                 q->now = now;
+                 ask(
+                   v,
+                   [v, a, render, key, now](const top_page_ptr& p) {
+                     v->ctx->top->keep(key, p, now);
+                     render(a, p);
+                   },
+                   [](caf::error&) { return false; }, atom::list_v, top_query_ptr{q});
+               });
 }
 
 // -- a computer's page ---------------------------------------------------------------------
@@ -998,7 +1011,7 @@ void server_status(const visit_ptr& v) {
       self->request(v->project, ask_timeout, atom::status_v, atom::workunit_v)
         .then(
           [v, with_log](const server_status_ptr& s) {
-            v->ctx->status->keep(v->project_name, s);
+            v->ctx->status->keep(v->project_name, s, s->at);
             with_log(s);
           },
           [v](caf::error& err) { v->trouble(err); });
@@ -1160,17 +1173,6 @@ route site_route(const std::shared_ptr<web_site_context>& ctx, const std::string
 }
 
 } // namespace
-
-server_status_ptr status_cache::fresh(const std::string& project, time_us now) const {
-  std::lock_guard lock{mtx_};
-  auto i = kept_.find(project);
-  return i != kept_.end() && now - i->second->at < max_age_ ? i->second : nullptr;
-}
-
-void status_cache::keep(const std::string& project, server_status_ptr figures) {
-  std::lock_guard lock{mtx_};
-  kept_[project] = std::move(figures);
-}
 
 std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx) {
   if (!ctx->web || !ctx->web->edge || !ctx->key)

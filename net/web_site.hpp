@@ -21,19 +21,29 @@
 
 namespace cobble::net {
 
-/// The status pages' figures, kept a while per project: each takes a pass over every
-/// workunit, user and host on the project's actor, so at most one pass a `max_age`.
-class status_cache {
+/// Answers of the project that cost it a pass over every user, host or workunit (the status
+/// page's figures, the top lists), kept a while by key so that a busy page costs the project
+/// one pass a `max_age`, not one a visit.
+template <class T>
+class kept_answers {
 public:
-  explicit status_cache(time_us max_age = 60 * us_per_second) : max_age_(max_age) {}
-  /// The project's figures if taken within max_age of `now`; null otherwise.
-  server_status_ptr fresh(const std::string& project, time_us now) const;
-  void keep(const std::string& project, server_status_ptr figures);
+  explicit kept_answers(time_us max_age) : max_age_(max_age) {}
+  /// The answer kept for `key` if taken within max_age of `now`; null otherwise.
+  std::shared_ptr<const T> fresh(const std::string& key, time_us now) const {
+    std::lock_guard lock{mtx_};
+    auto i = kept_.find(key);
+    return i != kept_.end() && now - i->second.second < max_age_ ? i->second.first : nullptr;
+  }
+  /// Keeps `answer`, taken at `at`, for `key`.
+  void keep(const std::string& key, std::shared_ptr<const T> answer, time_us at) {
+    std::lock_guard lock{mtx_};
+    kept_[key] = {std::move(answer), at};
+  }
 
 private:
   time_us max_age_;
   mutable std::mutex mtx_;
-  std::map<std::string, server_status_ptr> kept_;
+  std::map<std::string, std::pair<std::shared_ptr<const T>, time_us>> kept_;
 };
 
 /// What the site needs beyond the web RPCs' context.
@@ -48,8 +58,13 @@ struct web_site_context {
   /// Each project's half-life of recent average credit in seconds, by project name (the
   /// account page shows the average decayed to now); a project not listed: 7 days.
   std::map<std::string, double> credit_half_lives{};
-  /// The status pages' figures, shared by every request.
-  std::shared_ptr<status_cache> status = std::make_shared<status_cache>();
+  /// The status pages' figures, by project: taken at most once a minute.
+  std::shared_ptr<kept_answers<server_status_view>> status
+    = std::make_shared<kept_answers<server_status_view>>(60 * us_per_second);
+  /// The top lists' first 10,000 rows, by project, list and order: ranked at most once in
+  /// five minutes.
+  std::shared_ptr<kept_answers<top_page>> top = std::make_shared<kept_answers<top_page>>(
+    300 * us_per_second);
 };
 
 /// The site's routes for every project of `ctx->web->edge`: `/NAME/` (the home page),

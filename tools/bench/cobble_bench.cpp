@@ -6,6 +6,7 @@
 #include "ledger.hpp"
 #include "load.hpp"
 #include "populate.hpp"
+#include "site.hpp"
 #include "storage/event_store.hpp"
 #include "tools/heap.hpp"
 
@@ -1188,6 +1189,17 @@ int program_main(int argc, char** argv) {
     ->capture_default_str();
   hostile->add_option("--report", xc.report, "Append the Markdown section to this file");
 
+  site_options so;
+  auto site = app.add_subcommand(
+    "site", "What the site's top lists, account and status pages cost the project actor");
+  site->add_option("--users", so.users, "Accounts")->capture_default_str();
+  site->add_option("--hosts", so.hosts, "Hosts")->capture_default_str();
+  site->add_option("--teams", so.teams, "Teams")->capture_default_str();
+  site->add_option("--workunits", so.workunits, "Workunits (2 results each)")->capture_default_str();
+  site->add_option("--repeat", so.repeat, "Timings per figure (the median is shown)")
+    ->capture_default_str()
+    ->check(CLI::Range(1, 1000));
+
   populate_options po;
   auto pop = app.add_subcommand("populate", "Generate a data directory with hosts and jobs");
   pop->add_option("--data-dir", po.data_dir, "A new data directory")->required();
@@ -1226,6 +1238,10 @@ int program_main(int argc, char** argv) {
       return cmd_hostile(xc);
     if (*pop)
       return cmd_populate(po);
+    if (*site) {
+      run_site_bench(so, std::cout);
+      return 0;
+    }
     if (*scale)
       return cmd_scale(sc);
   } catch (const std::exception& e) {
