@@ -780,13 +780,14 @@ std::string time_text(time_us t) {
   return buf;
 }
 
-void host_page_of(const visit_ptr& v, const account_view_ptr& viewer, const host_view_ptr& h,
-                  const std::string& owner) {
+/// A computer's page. Who owns it is shown to its owner only: BOINC names a host's owner to
+/// others only when the volunteer chose to show their computers, which Cobble's accounts
+/// cannot choose yet, so nobody has.
+void host_page_of(const visit_ptr& v, const account_view_ptr& viewer, const host_view_ptr& h) {
   auto now = wall_now();
   const auto& reg = h->reg;
   web::data values{
     web::object{{"id", std::to_string(reg.id)},
-                {"owner", owner.empty() ? std::string{"an anonymous volunteer"} : owner},
                 {"created", date_text(reg.created)},
                 {"total_credit", credit_text(reg.credit.total)},
                 {"recent_credit", credit_text(reg.credit.expavg_at(now, v->half_life()))}}};
@@ -835,33 +836,15 @@ void host(const visit_ptr& v) {
     return;
   }
   with_session(v, false, [v, id, missing](const account_view_ptr& a) {
-    auto not_found = [missing](caf::error& err) {
-      if (!is(err, ec::unknown_host) && !is(err, ec::unknown_account))
-        return false;
-      missing();
-      return true;
-    };
     ask(
-      v,
-      [v, a, not_found](const host_view_ptr& h) {
-        if (a && a->user.id == h->reg.user) {
-          host_page_of(v, a, h, a->user.name);
-          return;
-        }
-        auto q = std::make_shared<account_query>();
-        q->by = account_query::key::id;
-        q->id = h->reg.user;
-        ask(
-          v, [v, a, h](const account_view_ptr& owner) { host_page_of(v, a, h, owner->user.name); },
-          [v, a, h](caf::error& err) {
-            if (!is(err, ec::unknown_account))
-              return false;
-            host_page_of(v, a, h, {});
-            return true;
-          },
-          atom::user_v, account_query_ptr{q});
+      v, [v, a](const host_view_ptr& h) { host_page_of(v, a, h); },
+      [missing](caf::error& err) {
+        if (!is(err, ec::unknown_host))
+          return false;
+        missing();
+        return true;
       },
-      not_found, atom::host_v, id);
+      atom::host_v, id);
   });
 }
 
