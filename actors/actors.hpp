@@ -70,6 +70,8 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::status, atom::host>::with<project_gauges_ptr>,
   // One workunit by name or numeric id.
   caf::replies_to<atom::workunit, std::string>::with<workunit_view_ptr>,
+  // The names of results ("wu_a_1"), in the order asked (the operator pages' stories).
+  caf::replies_to<atom::workunit, result_refs_ptr>::with<names_ptr>,
   // Workunits by id, from offset, at most limit.
   caf::replies_to<atom::list, atom::workunit, std::uint64_t, std::uint64_t>::with<workunit_list_ptr>,
   // The same, only workunits in the state named (to_string(wu_state)); an invalid_argument

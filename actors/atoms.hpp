@@ -86,6 +86,8 @@ using server_status_ptr = std::shared_ptr<const server_status_view>;
 struct top_page;
 using top_query_ptr = std::shared_ptr<const top_query>;
 using top_page_ptr = std::shared_ptr<const top_page>;
+using result_refs_ptr = std::shared_ptr<const std::vector<result_ref>>;
+using names_ptr = std::shared_ptr<const std::vector<std::string>>;
 using app_version_state_ptr = std::shared_ptr<const app_version_state>;
 using plan_class_scales_ptr = std::shared_ptr<const plan_class_scales>;
 using credit_export_ptr = std::shared_ptr<const credit_export>;
@@ -150,6 +152,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_query_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::server_status_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_page_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_refs_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::names_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::app_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::key_list_ptr)

@@ -2,20 +2,22 @@
 
 #include "actors/code_sign.hpp"
 #include "actors/routing.hpp"
+#include "actors/state.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <ctime>
 #include <string>
 #include <variant>
 
 namespace cobble {
 
-std::string describe(const event& e) {
-  auto [k, id] = entity_of(e.data);
-  std::string head = fmt::format("#{} {:.3f} p{} {} {}:{}", e.seq, us_to_seconds(e.time), e.project,
-                                 kind_name(kind_of(e.data)), to_string(k), id);
-  std::string detail = std::visit(
+namespace {
+
+/// The event's fields as key=value text (describe's detail).
+std::string detail_of(const event& e) {
+  return std::visit(
     overload{
       [](const ev::project_configured& x) {
         return fmt::format("name={} apps={}", x.name, x.apps.size());
@@ -181,7 +183,153 @@ std::string describe(const event& e) {
       },
     },
     e.data);
-  return head + " " + detail;
+}
+
+/// A moment as UTC date and time, for sentences.
+std::string utc_text(time_us t) {
+  std::time_t seconds = static_cast<std::time_t>(t / us_per_second);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
+  return buf;
+}
+
+/// Seconds as people read a run time: 42 s, 12.5 min, 3.2 h.
+std::string duration_text(double seconds) {
+  if (seconds < 120)
+    return fmt::format("{:.0f} s", seconds);
+  if (seconds < 7200)
+    return fmt::format("{:.1f} min", seconds / 60);
+  return fmt::format("{:.1f} h", seconds / 3600);
+}
+
+const char* plural(std::uint64_t n) {
+  return n == 1 ? "" : "s";
+}
+
+} // namespace
+
+std::string describe(const event& e) {
+  auto [k, id] = entity_of(e.data);
+  return fmt::format("#{} {:.3f} p{} {} {}:{}", e.seq, us_to_seconds(e.time), e.project,
+                     kind_name(kind_of(e.data)), to_string(k), id)
+         + " " + detail_of(e);
+}
+
+std::string story_of(const event& e, const result_namer& name) {
+  return std::visit(
+    overload{
+      [&](const ev::user_created& x) {
+        return fmt::format("Account {} made, named {}{}.", x.id, x.name,
+                           x.team.empty() ? "" : ", in team " + x.team);
+      },
+      [&](const ev::user_changed& x) {
+        return fmt::format("Account {} changed: named {}, team {}.", x.id, x.name,
+                           x.team.empty() ? "none" : x.team);
+      },
+      [&](const ev::host_registered& x) {
+        return fmt::format("Host {} attached for account {}: {} processor{}, {:.2f} GFLOPS each.",
+                           x.id, x.user, x.info.p_ncpus, plural(x.info.p_ncpus),
+                           x.info.p_fpops / 1e9);
+      },
+      [&](const ev::host_described& x) {
+        return fmt::format("Host {} described itself again: {} processor{}, {:.2f} GFLOPS each.",
+                           x.id, x.info.p_ncpus, plural(x.info.p_ncpus), x.info.p_fpops / 1e9);
+      },
+      [&](const ev::host_reattached& x) {
+        return fmt::format("Host {} attached again for account {} and was recognised as the same "
+                           "computer.",
+                           x.host, x.user);
+      },
+      [&](const ev::workunit_created& x) {
+        return fmt::format("Workunit {} created by {}, {} result{} to start with.", x.name,
+                           x.submitter.empty() ? "the operator" : x.submitter, x.n_results,
+                           plural(x.n_results));
+      },
+      [&](const ev::results_created& x) {
+        return fmt::format("{} more result{} made: {}.", x.count, plural(x.count), x.reason);
+      },
+      [&](const ev::result_dispatched& x) {
+        auto plan = x.version.plan_class.str();
+        return fmt::format("Result {} sent to host {}, which asked for work: app version {}{}, "
+                           "due {}{}.",
+                           name(x.result), x.host, x.version.version_num,
+                           plan.empty() ? "" : " (" + plan + ")", utc_text(x.deadline),
+                           x.jobs_per_day > 0
+                             ? fmt::format("; the host may take {} a day of it", x.jobs_per_day)
+                             : std::string{});
+      },
+      [&](const ev::result_resent& x) {
+        return fmt::format("Result {} sent again to host {}, which had lost it; due {}.",
+                           name(x.result), x.host, utc_text(x.deadline));
+      },
+      [&](const ev::result_reported& x) {
+        const auto& r = x.report;
+        std::string how;
+        if (r.success)
+          how = "finished";
+        else if (r.client_state == client_state_aborted)
+          how = "aborted";
+        else
+          how = fmt::format("failed (exit status {})", r.exit_status);
+        return fmt::format("Result {} {} on host {} after {} ({} of CPU){}.", name(x.result), how,
+                           x.host, duration_text(r.elapsed), duration_text(r.cpu),
+                           x.late ? "; reported after its deadline" : "");
+      },
+      [&](const ev::output_received& x) {
+        return fmt::format("Output {} of result {} uploaded by host {} ({} bytes).", x.index,
+                           name(x.result), x.host, x.file.nbytes);
+      },
+      [&](const ev::result_timed_out& x) {
+        return fmt::format("Result {} timed out on host {}: no report by its deadline.",
+                           name(x.result), x.host);
+      },
+      [&](const ev::result_written_off& x) {
+        auto why = static_cast<ev::write_off_reason>(x.reason);
+        return fmt::format("Result {} written off from host {}: {}.", name(x.result), x.host,
+                           why == ev::write_off_reason::lost
+                             ? "the host no longer had it"
+                             : "the host attached again without it");
+      },
+      [&](const ev::workunit_validated& x) {
+        std::string verdicts;
+        for (std::size_t i = 0; i < x.verdicts.size(); ++i) {
+          const auto& d = x.verdicts[i];
+          verdicts += fmt::format("{}{} {}", verdicts.empty() ? "" : ", ", name({x.wu, d.index}),
+                                  d.valid ? "valid" : "invalid");
+          if (d.valid && i < x.credit.size())
+            verdicts += fmt::format(" ({:.2f} credit)", x.credit[i].granted);
+        }
+        return fmt::format("Validated: {}{}.", verdicts.empty() ? "nothing" : verdicts,
+                           x.canonical ? "; canonical " + name({x.wu, *x.canonical}) : "");
+      },
+      [&](const ev::host_result_validated& x) {
+        return fmt::format("Host {} credited {:.2f} for result {} ({}){}.", x.host, x.granted,
+                           name(x.result), x.valid ? "valid" : "invalid",
+                           x.cheat ? "; judged a one-time cheat" : "");
+      },
+      [&](const ev::workunit_assimilated& x) {
+        return fmt::format("Assimilated: the project kept result {}.", name({x.wu, x.canonical}));
+      },
+      [&](const ev::workunit_failed& x) { return fmt::format("Workunit failed: {}.", x.reason); },
+      [&](const ev::workunit_cancelled& x) {
+        std::string aborted;
+        for (const auto& [host, result] : x.aborted)
+          aborted += fmt::format("{}{} on host {}", aborted.empty() ? "" : ", ", result, host);
+        return fmt::format("Workunit cancelled by {}: {}{}.", x.by.empty() ? "the operator" : x.by,
+                           x.reason, aborted.empty() ? "" : "; taken back: " + aborted);
+      },
+      [&](const ev::workunit_files_deleted& x) {
+        return fmt::format("Files deleted ({} input{} no other workunit used).", x.inputs.size(),
+                           plural(x.inputs.size()));
+      },
+      [&](const ev::team_created& x) {
+        return fmt::format("Team {} founded by account {}.", x.name, x.founder);
+      },
+      [&](const auto&) { return fmt::format("{}: {}.", kind_name(kind_of(e.data)), detail_of(e)); },
+    },
+    e.data);
 }
 
 } // namespace cobble

@@ -349,6 +349,13 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
         std::make_shared<project_gauges>(gauges_of(self->state.logic.state, self->state.hosts))};
     },
     [self](atom::workunit, const std::string& key) { return show_workunit(self, key); },
+    [self](atom::workunit, const result_refs_ptr& refs) {
+      auto names = std::make_shared<std::vector<std::string>>();
+      names->reserve(refs->size());
+      for (auto r : *refs)
+        names->push_back(self->state.logic.state.result_name(r));
+      return names_ptr{std::move(names)};
+    },
     [self](atom::cancel, const std::string& key, const std::string& reason, const std::string& by) {
       return cancel_workunit(self, key, reason, by);
     },

@@ -256,6 +256,34 @@ const char* to_string(validate_state x) {
   return "?";
 }
 
+const char* result_words(const result_rec& r) {
+  switch (r.state) {
+    case result_state::unsent:
+      return "unsent";
+    case result_state::in_progress:
+      return "in progress";
+    case result_state::over:
+      break;
+  }
+  switch (r.outcome) {
+    case result_outcome::success:
+      return r.validation == validate_state::valid     ? "valid"
+             : r.validation == validate_state::invalid ? "invalid"
+                                                       : "waiting for validation";
+    case result_outcome::client_error:
+      return r.report->client_state == client_state_aborted ? "aborted" : "client error";
+    case result_outcome::no_reply:
+      return "timed out";
+    case result_outcome::didnt_need:
+      return "not needed";
+    case result_outcome::client_detached:
+      return "written off";
+    case result_outcome::none:
+      break;
+  }
+  return "over";
+}
+
 std::optional<wu_state> parse_wu_state(std::string_view name) {
   for (auto s : {wu_state::active, wu_state::validated, wu_state::assimilated, wu_state::failed,
                  wu_state::cancelled})

@@ -98,6 +98,11 @@ struct result_rec {
 };
 static_assert(sizeof(result_rec) <= 128, "two results per workunit must fit 256 bytes");
 
+/// A result's state in words for people (the operator pages, the CLI's tables): "unsent",
+/// "in progress", "waiting for validation", "valid", "invalid", "aborted", "client error",
+/// "timed out", "not needed" or "written off".
+const char* result_words(const result_rec& r);
+
 /// Encodes the scale's two fields where they were before they moved into a box (snapshot
 /// format unchanged).
 template <class F>

@@ -70,7 +70,9 @@ private:
 };
 
 /// A thread that hashes and checks passwords, one request at a time, holding at most
-/// `max_pending` requests (running or waiting).
+/// `max_pending` requests (running or waiting). The site keeps a second one that reads the
+/// event log for the operator pages' stories: any slow work that must not hold an Asio
+/// thread or an actor, bounded so that a crowd of requests is told "busy" instead of queued.
 class password_pool {
 public:
   explicit password_pool(std::size_t max_pending = 64);

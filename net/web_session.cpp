@@ -48,6 +48,17 @@ std::string session_message(std::string_view project, std::uint64_t user, std::i
   return m;
 }
 
+std::string
+operator_message(std::string_view project, std::int64_t expires, std::string_view admin_token) {
+  std::string m = "operator\n";
+  m += project;
+  m += '\n';
+  m += std::to_string(expires);
+  m += '\n';
+  m += admin_token;
+  return m;
+}
+
 } // namespace
 
 site_key::site_key(std::string_view secret) {
@@ -97,6 +108,21 @@ bool session_valid(const site_key& key, std::string_view project, const session_
   return same(key.mac(
                 session_message(project, claim.user, claim.expires, authenticator, stored_passwd)),
               claim.mac);
+}
+
+std::string operator_value(const site_key& key, std::string_view project, std::int64_t expires,
+                           std::string_view admin_token) {
+  return std::to_string(expires) + '.' + key.mac(operator_message(project, expires, admin_token));
+}
+
+bool operator_valid(const site_key& key, std::string_view project, std::string_view value,
+                    std::int64_t now, std::string_view admin_token) {
+  auto dot = value.find('.');
+  std::int64_t expires = 0;
+  if (admin_token.empty() || dot == std::string_view::npos
+      || !parse_number(value.substr(0, dot), expires) || expires <= now)
+    return false;
+  return same(key.mac(operator_message(project, expires, admin_token)), value.substr(dot + 1));
 }
 
 std::string new_csrf_value() {

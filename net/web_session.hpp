@@ -3,6 +3,8 @@
 /// only the server has, so that no session is stored on the server and none is lost on a
 /// restart.
 ///
+/// An operator's session (`cobble_operator`) is `EXPIRES.MAC`, bound to the admin token.
+///
 /// A session cookie is `USERID.EXPIRES.MAC`: the account's id, when it ends (Unix seconds)
 /// and an HMAC-SHA256 over the project, both numbers, the account key and the stored password.
 /// Changing the password (or the account key) therefore ends every session of the account;
@@ -56,6 +58,22 @@ std::optional<session_claim> read_session(std::string_view value, std::int64_t n
 /// Whether `claim` was made by this server for this account as it is now.
 bool session_valid(const site_key& key, std::string_view project, const session_claim& claim,
                    std::string_view authenticator, std::string_view stored_passwd);
+
+/// The cookie that holds an operator's session on the operator pages (`/NAME/ops/`), and how
+/// long one lasts: 12 hours from logging in with the admin token.
+inline constexpr std::string_view operator_cookie = "cobble_operator";
+inline constexpr std::int64_t operator_seconds = std::int64_t{12} * 3600;
+
+/// The cookie value of an operator's session in `project` that ends at `expires`:
+/// `EXPIRES.MAC`, the MAC over the project, the end and the admin token, so a new admin token
+/// ends every operator session.
+std::string operator_value(const site_key& key, std::string_view project, std::int64_t expires,
+                           std::string_view admin_token);
+
+/// Whether `value` is an operator session this server made in `project` for `admin_token`
+/// that has not ended before `now`. An empty token opens no session.
+bool operator_valid(const site_key& key, std::string_view project, std::string_view value,
+                    std::int64_t now, std::string_view admin_token);
 
 /// A new random form-token cookie value (32 hex digits).
 std::string new_csrf_value();

@@ -8,8 +8,10 @@
 #include "net/boinc_xml.hpp"
 #include "net/one_shot.hpp"
 #include "net/password.hpp"
+#include "net/web_operator.hpp"
 #include "net/web_rpc_xml.hpp"
 #include "net/web_templates.hpp"
+#include "net/web_visit.hpp"
 #include "net/xml_text.hpp"
 
 #include <caf/all.hpp>
@@ -28,287 +30,6 @@
 namespace cobble::net {
 
 namespace {
-
-constexpr auto ask_timeout = std::chrono::seconds(30);
-constexpr std::size_t max_field = 4096;   ///< Bytes of one form field.
-constexpr std::size_t max_password = 256; ///< Bytes of a password typed into the site.
-constexpr std::size_t body_limit = 16384; ///< Bytes of a posted form.
-constexpr double default_half_life = 7 * 86400;
-
-std::int64_t now_unix() {
-  return wall_now() / us_per_second;
-}
-
-/// Digits with thousands grouped: 1234567 -> 1,234,567.
-std::string grouped(const std::string& digits) {
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-/// A credit figure as people read it: thousands grouped, two decimals below 100.
-std::string credit_text(double credit) {
-  if (!std::isfinite(credit) || credit < 0)
-    credit = 0;
-  if (credit < 100)
-    return fmt::format("{:.2f}", credit);
-  return grouped(fmt::format("{:.0f}", credit));
-}
-
-/// A count as people read it: 1,234,567.
-std::string count_text(std::uint64_t n) {
-  return grouped(std::to_string(n));
-}
-
-/// A moment as its UTC date, 2026-12-03.
-std::string date_text(time_us t) {
-  std::time_t seconds = static_cast<std::time_t>(t / 1'000'000);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d", &tm);
-  return buf;
-}
-
-/// The scheme and authority of `url` (what a browser's Origin header holds for it).
-std::string origin_of(std::string_view url) {
-  auto scheme = url.find("://");
-  if (scheme == std::string_view::npos)
-    return std::string{url};
-  auto path = url.find('/', scheme + 3);
-  return std::string{url.substr(0, path)};
-}
-
-/// Whether `value` looks like a form-token cookie this server made (32 hex digits).
-bool plausible_csrf(std::string_view value) {
-  if (value.size() != 32)
-    return false;
-  for (char c : value)
-    if (!std::isxdigit(static_cast<unsigned char>(c)))
-      return false;
-  return true;
-}
-
-/// One page request in progress: where its answer goes and what it brought.
-struct visit {
-  std::shared_ptr<web_site_context> ctx;
-  std::string project_name;
-  project_actor project;
-  reply_shape shape;
-  responder respond;
-  std::string base;       ///< `/NAME/`.
-  std::string master_url; ///< The project's URL, as clients attach with it.
-  bool secure = false;    ///< Served over https: cookies are Secure.
-  bool post = false;
-  std::string csrf_cookie;                   ///< The form-token cookie, the browser's or a new one.
-  bool new_csrf = false;                     ///< The browser had none: the answer sets csrf_cookie.
-  std::string session;                       ///< The session cookie; empty: none.
-  std::string origin;                        ///< The request's Origin header; empty: none.
-  std::map<std::string, std::string> form{}; ///< A POST's fields.
-  std::map<std::string, std::string> query{}; ///< The query string's parameters.
-
-  [[nodiscard]] const config::accounts_config& accounts() const {
-    static const config::accounts_config defaults{};
-    auto i = ctx->web->accounts.find(project_name);
-    return i == ctx->web->accounts.end() ? defaults : i->second;
-  }
-  [[nodiscard]] std::string long_name() const {
-    const auto& names = ctx->web->edge->long_names;
-    auto i = names.find(project_name);
-    return i == names.end() ? project_name : i->second;
-  }
-  [[nodiscard]] double half_life() const {
-    auto i = ctx->credit_half_lives.find(project_name);
-    return i == ctx->credit_half_lives.end() ? default_half_life : i->second;
-  }
-  [[nodiscard]] std::string field(const std::string& key) const {
-    auto i = form.find(key);
-    return i == form.end() ? std::string{} : i->second;
-  }
-  [[nodiscard]] std::string param(const std::string& key) const {
-    auto i = query.find(key);
-    return i == query.end() ? std::string{} : i->second;
-  }
-  /// The hidden field of this visit's forms.
-  [[nodiscard]] std::string csrf() const {
-    return web::csrf_field(*ctx->key, project_name, csrf_cookie);
-  }
-  [[nodiscard]] std::string cookie(std::string_view name, std::string_view value,
-                                   std::int64_t max_age, std::string_view same_site) const {
-    return web::set_cookie(name, value, base, max_age, same_site, secure);
-  }
-
-  /// An answer with the site's headers and `cookies` (plus a new form token's).
-  [[nodiscard]] response
-  answer(http::status status, std::string body, const std::vector<std::string>& cookies) const {
-    auto res = shaped(shape, status, std::move(body), "text/html; charset=utf-8");
-    res.set("Content-Security-Policy",
-            "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
-            "form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
-    res.set("X-Content-Type-Options", "nosniff");
-    res.set("X-Frame-Options", "DENY");
-    res.set("Referrer-Policy", "same-origin");
-    res.set(http::field::cache_control, "no-store");
-    if (new_csrf)
-      res.insert(http::field::set_cookie,
-                 cookie(web::csrf_cookie, csrf_cookie, web::session_seconds, "Strict"));
-    for (const auto& c : cookies)
-      res.insert(http::field::set_cookie, c);
-    return res;
-  }
-
-  /// Page `page` with `values`, for `user` (empty: nobody logged in).
-  void page(http::status status, std::string_view page, const std::string& title, web::data values,
-            const std::string& user = {}, const std::vector<std::string>& cookies = {},
-            std::string head = {}) const {
-    web::frame f{title, long_name(), base, user, csrf(), std::move(head)};
-    values.set("base", base);
-    values.set("project", f.project);
-    values.set("csrf", f.csrf);
-    respond(answer(status, web::render(page, values, f), cookies));
-  }
-
-  /// A short page that says what happened, with a link onwards.
-  void message(http::status status, const std::string& heading, const std::string& text,
-               const std::string& href = {}, const std::string& label = {},
-               const std::vector<std::string>& cookies = {}) const {
-    web::data values{web::object{{"heading", heading}, {"text", text}}};
-    if (!href.empty())
-      values.set("link", web::object{{"href", href}, {"label", label}});
-    page(status, "message", heading, std::move(values), {}, cookies);
-  }
-
-  /// 303 to `path` (relative to the project's path), setting `cookies`.
-  void see_other(const std::string& path, const std::vector<std::string>& cookies = {}) const {
-    auto res = answer(http::status::see_other, {}, cookies);
-    res.set(http::field::location, base + path);
-    res.prepare_payload();
-    respond(std::move(res));
-  }
-
-  /// The server could not answer now (an actor's error or timeout).
-  void trouble(const caf::error& err) const {
-    spdlog::warn("site of {}: {}", project_name, describe(err));
-    message(http::status::service_unavailable, "Try again later",
-            "The server could not answer just now. Please try again in a minute.", base, "Home");
-  }
-
-  /// Whether the data directory is too low on space for a change; answers 503 when it is.
-  [[nodiscard]] bool disk_low() const {
-    const auto& disk = ctx->web->edge->disk;
-    if (!disk || !disk->low())
-      return false;
-    message(http::status::service_unavailable, "Try again later",
-            "The project's server is low on disk space and accepts no changes for now.", base,
-            "Home");
-    return true;
-  }
-
-  /// Whether a posted form may act: it came from this site's page (Origin, when the browser
-  /// sends one, is the site's) and carries the token of this browser's cookie. Answers 403
-  /// when not.
-  [[nodiscard]] bool form_allowed() const {
-    if (!origin.empty() && origin != origin_of(master_url)) {
-      message(http::status::forbidden, "Form refused",
-              "This form was sent from another site; nothing was changed.", base, "Home");
-      return false;
-    }
-    if (new_csrf || !web::csrf_matches(*ctx->key, project_name, csrf_cookie, field("csrf"))) {
-      message(http::status::forbidden, "Form expired",
-              "The form was out of date or your browser did not keep this site's cookie; "
-              "nothing was changed. Go back, reload the page and send it again.",
-              base, "Home");
-      return false;
-    }
-    return true;
-  }
-
-  /// A session cookie for `account`, valid for session_seconds from now.
-  [[nodiscard]] std::string session_cookie_for(const user_rec& account) const {
-    auto expires = now_unix() + web::session_seconds;
-    return cookie(web::session_cookie,
-                  web::session_value(*ctx->key, project_name, account.id, expires,
-                                     account.authenticator, account.passwd),
-                  web::session_seconds, "Lax");
-  }
-  [[nodiscard]] std::string cleared_session() const {
-    return cookie(web::session_cookie, "", 0, "Lax");
-  }
-};
-
-using visit_ptr = std::shared_ptr<const visit>;
-
-/// Finds the account of the visit's session and calls `then` with it, or with null when
-/// there is no session, it ended, or it does not match the account as it is now (a changed
-/// password). `hosts`: the account's hosts too.
-template <class F>
-void with_session(const visit_ptr& v, bool hosts, F then) {
-  auto claim = v->session.empty() ? std::nullopt : web::read_session(v->session, now_unix());
-  if (!claim) {
-    then(account_view_ptr{});
-    return;
-  }
-  auto q = std::make_shared<account_query>();
-  q->by = account_query::key::id;
-  q->id = claim->user;
-  q->hosts = hosts;
-  spawn_one_shot(*v->ctx->web->edge->sys,
-                 [v, q, claim = *claim, then](caf::event_based_actor* self) {
-                   self->request(v->project, ask_timeout, atom::user_v, account_query_ptr{q})
-                     .then(
-                       [v, claim, then](const account_view_ptr& a) {
-                         if (web::session_valid(*v->ctx->key, v->project_name, claim,
-                                                a->user.authenticator, a->user.passwd))
-                           then(a);
-                         else
-                           then(account_view_ptr{});
-                       },
-                       [v, then](caf::error& err) {
-                         if (is(err, ec::unknown_account))
-                           then(account_view_ptr{});
-                         else
-                           v->trouble(err);
-                       });
-                 });
-}
-
-std::string user_name(const account_view_ptr& a) {
-  return a ? a->user.name : std::string{};
-}
-
-/// Asks the project `xs...` from a one-shot actor; `then` gets the answer, an error or a
-/// timeout the server's trouble page unless `fail` (caf::error& -> bool) took it.
-template <class F, class E, class... Ts>
-void ask(const visit_ptr& v, F then, E fail, Ts... xs) {
-  spawn_one_shot(*v->ctx->web->edge->sys, [v, then, fail, xs...](caf::event_based_actor* self) {
-    self->request(v->project, ask_timeout, xs...).then(then, [v, fail](caf::error& err) {
-      if (!fail(err))
-        v->trouble(err);
-    });
-  });
-}
-
-/// Calls `then` with the logged-in account; sends anyone else to the login page.
-template <class F>
-void with_account(const visit_ptr& v, bool hosts, F then) {
-  with_session(v, hosts, [v, then](const account_view_ptr& a) {
-    if (a)
-      then(a);
-    else
-      v->see_other("login", v->session.empty() ? std::vector<std::string>{}
-                                               : std::vector{v->cleared_session()});
-  });
-}
-
-/// A positive id in a parameter; 0 when it is absent or malformed.
-id_type id_in(const std::string& text) {
-  id_type id = 0;
-  return xml::to_integer(text, id) ? id : 0;
-}
 
 // -- the home page ------------------------------------------------------------------------
 
@@ -530,13 +251,7 @@ void account(const visit_ptr& v) {
   with_account(v, true, [v](const account_view_ptr& a) {
     auto now = wall_now();
     const auto& u = a->user;
-    web::list hosts;
-    for (const auto& h : a->hosts)
-      hosts.emplace_back(
-        web::object{{"id", std::to_string(h.id)},
-                    {"created", date_text(h.created)},
-                    {"total_credit", credit_text(h.credit.total)},
-                    {"recent_credit", credit_text(h.credit.expavg_at(now, v->half_life()))}});
+    auto hosts = host_rows(*v, a->hosts, now);
     web::data values{web::object{
       {"name", u.name},
       {"email", u.email},
@@ -766,18 +481,6 @@ std::string hardware_text(const host_info_rec& info) {
     if (count > 0)
       out += fmt::format("; {} × {} GPU", count, to_string(static_cast<resource_type>(type)));
   return out.empty() ? std::string{"not reported"} : out;
-}
-
-/// A moment as its UTC date and time, 2026-12-03 14:05 UTC; "never" for 0.
-std::string time_text(time_us t) {
-  if (t <= 0)
-    return "never";
-  std::time_t seconds = static_cast<std::time_t>(t / us_per_second);
-  std::tm tm{};
-  gmtime_r(&seconds, &tm);
-  char buf[40];
-  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
-  return buf;
 }
 
 /// A computer's page. Who owns it is shown to its owner only: BOINC names a host's owner to
@@ -1094,67 +797,6 @@ void create_team(const visit_ptr& v) {
 
 // -- routes ----------------------------------------------------------------------------------
 
-using page_fn = void (*)(const visit_ptr&);
-
-route site_route(const std::shared_ptr<web_site_context>& ctx, const std::string& name,
-                 const project_actor& project, const std::string& path,
-                 std::vector<http::verb> methods, page_fn fn) {
-  return route{"/" + name + "/" + path,
-               true,
-               std::move(methods),
-               body_limit,
-               [ctx, name, project, fn](request&& req, const responder& respond) {
-                 auto v = std::make_shared<visit>();
-                 v->ctx = ctx;
-                 v->project_name = name;
-                 v->project = project;
-                 v->shape = reply_shape{req.version(), req.keep_alive()};
-                 v->respond = respond;
-                 v->base = "/" + name + "/";
-                 auto base = base_url(*ctx->web->edge, req);
-                 v->master_url = base + v->base;
-                 v->secure = base.starts_with("https://");
-                 v->post = req.method() == http::verb::post;
-                 v->origin = std::string{req[http::field::origin]};
-                 auto cookies = req[http::field::cookie];
-                 if (auto c = web::cookie_value(cookies, web::csrf_cookie); c && plausible_csrf(*c))
-                   v->csrf_cookie = *c;
-                 else {
-                   v->csrf_cookie = web::new_csrf_value();
-                   v->new_csrf = true;
-                 }
-                 v->session = web::cookie_value(cookies, web::session_cookie).value_or("");
-                 auto target = std::string_view{req.target()};
-                 if (auto mark = target.find('?'); mark != std::string_view::npos) {
-                   auto query = parse_form(target.substr(mark + 1));
-                   if (!query) {
-                     v->message(http::status::bad_request, "Bad request",
-                                "The address could not be read (a bad %-escape).");
-                     return;
-                   }
-                   v->query = std::move(*query);
-                 }
-                 if (v->post) {
-                   auto form = parse_form(req.body());
-                   if (!form) {
-                     v->message(http::status::bad_request, "Bad request",
-                                "The form could not be read (a bad %-escape).");
-                     return;
-                   }
-                   for (const auto& [k, value] : *form)
-                     if (value.size() > max_field) {
-                       v->message(http::status::bad_request, "Bad request",
-                                  "A field of the form is longer than 4096 bytes.");
-                       return;
-                     }
-                   v->form = std::move(*form);
-                 }
-                 fn(v);
-               },
-               {},
-               {}};
-}
-
 } // namespace
 
 std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx) {
@@ -1178,6 +820,7 @@ std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx)
     out.push_back(site_route(ctx, name, project, "team_leave", {verb::post}, team_leave));
     out.push_back(
       site_route(ctx, name, project, "create_team", {verb::get, verb::post}, create_team));
+    add_operator_routes(ctx, name, project, out);
   }
   return out;
 }

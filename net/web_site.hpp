@@ -12,6 +12,7 @@
 #include "actors/messages.hpp"
 #include "net/web_rpc.hpp"
 #include "net/web_session.hpp"
+#include "storage/event_store.hpp"
 
 #include <map>
 #include <memory>
@@ -51,6 +52,16 @@ struct web_site_context {
   /// The edge, the projects' account settings, the password pool and the wrong-password
   /// counter, shared with the web RPCs.
   std::shared_ptr<web_rpc_context> web;
+  /// The admin token: what an operator types to log in to the operator pages (`/NAME/ops/`);
+  /// empty: those pages are closed.
+  std::string admin_token{};
+  /// The event log, read (never written) for the operator pages' stories; null: no stories.
+  std::shared_ptr<const storage::event_store> events{};
+  /// Each project's index in the log's events, by name (actors/node.hpp's project_index).
+  std::map<std::string, std::uint16_t> project_indexes{};
+  /// The thread that reads the log for stories, holding at most four at once (a story reads
+  /// up to 200,000 events; no Asio thread or actor waits for it).
+  std::shared_ptr<password_pool> stories = std::make_shared<password_pool>(4);
   /// Signs sessions and form tokens; from a secret kept in the data directory.
   std::shared_ptr<const web::site_key> key;
   /// Each project's description for its home page, by project name; empty: none.
@@ -69,7 +80,8 @@ struct web_site_context {
 
 /// The site's routes for every project of `ctx->web->edge`: `/NAME/` (the home page),
 /// `/NAME/login`, `/NAME/logout`, `/NAME/create_account`, `/NAME/account`, the teams' pages,
-/// the top lists (`/NAME/top`) and a computer's page (`/NAME/host`); docs/web.md lists them.
+/// the top lists (`/NAME/top`), a computer's page (`/NAME/host`), the status page and the
+/// operator pages (`/NAME/ops/`, net/web_operator.hpp); docs/web.md lists them.
 std::vector<route> web_site_routes(const std::shared_ptr<web_site_context>& ctx);
 
 } // namespace cobble::net

@@ -29,7 +29,9 @@ std::string render(std::string_view page, const data& values, const frame& f) {
                      {"base", f.base},
                      {"head", f.head},
                      {"body", body}}};
-  if (!f.user.empty())
+  if (f.operator_pages)
+    layout.set("operator", object{{"csrf", f.csrf}, {"base", f.base}});
+  else if (!f.user.empty())
     layout.set("user", object{{"name", f.user}, {"csrf", f.csrf}, {"base", f.base}});
   return parsed("layout").render(layout);
 }

@@ -24,12 +24,13 @@ const std::map<std::string, std::string, std::less<>>& template_texts();
 
 /// What the layout around every page shows.
 struct frame {
-  std::string title;   ///< The page's title (the project's name follows it).
-  std::string project; ///< The project's long name.
-  std::string base;    ///< The project's path, `/NAME/`: every link is relative to it.
-  std::string user;    ///< The logged-in volunteer's name; empty: nobody is logged in.
-  std::string csrf;    ///< The form token of the log-out button.
-  std::string head;    ///< Markup for the page's head, as it is (the scheduler lines).
+  std::string title;           ///< The page's title (the project's name follows it).
+  std::string project;         ///< The project's long name.
+  std::string base;            ///< The project's path, `/NAME/`: every link is relative to it.
+  std::string user;            ///< The logged-in volunteer's name; empty: nobody is logged in.
+  std::string csrf;            ///< The form token of the log-out button.
+  std::string head;            ///< Markup for the page's head, as it is (the scheduler lines).
+  bool operator_pages = false; ///< An operator page: the header shows the operator's links.
 };
 
 /// `page` rendered with `values`, inside the layout.

@@ -391,6 +391,9 @@ int program_main(int argc, char** argv) {
   // directory, so they outlive restarts.
   auto site = std::make_shared<cobble::net::web_site_context>();
   site->web = web;
+  site->admin_token = admin;
+  site->events = store;
+  site->project_indexes = node->project_index;
   site->key = std::make_shared<const cobble::net::web::site_key>(kept_secret(data / "web_secret"));
   for (const auto& p : cfg.projects) {
     site->descriptions[p.name] = p.description;

@@ -51,6 +51,30 @@ TEST_CASE("an altered session cookie is refused", "[web]") {
   CHECK_THROWS_AS(site_key{"too short"}, std::invalid_argument);
 }
 
+TEST_CASE("an operator's session holds for the admin token until it ends", "[web]") {
+  auto value = operator_value(key, "demo", now + 100, "the-admin-token");
+  CHECK(operator_valid(key, "demo", value, now, "the-admin-token"));
+  // Ended; a new token, another project, another server's secret; no token at all.
+  CHECK_FALSE(operator_valid(key, "demo", value, now + 100, "the-admin-token"));
+  CHECK_FALSE(operator_valid(key, "demo", value, now, "a-new-token"));
+  CHECK_FALSE(operator_valid(key, "other", value, now, "the-admin-token"));
+  CHECK_FALSE(operator_valid(site_key{"another secret, sixteen bytes+"}, "demo", value, now,
+                             "the-admin-token"));
+  CHECK_FALSE(operator_valid(key, "demo", operator_value(key, "demo", now + 100, ""), now, ""));
+  // Altered: a later end, a changed MAC, no MAC, garbage.
+  auto dot = value.find('.');
+  CHECK_FALSE(operator_valid(key, "demo", std::to_string(now + 200) + value.substr(dot), now,
+                             "the-admin-token"));
+  auto flipped = value;
+  flipped.back() = flipped.back() == '0' ? '1' : '0';
+  CHECK_FALSE(operator_valid(key, "demo", flipped, now, "the-admin-token"));
+  CHECK_FALSE(operator_valid(key, "demo", value.substr(0, dot + 1), now, "the-admin-token"));
+  CHECK_FALSE(operator_valid(key, "demo", "x.y", now, "the-admin-token"));
+  // A volunteer's session is no operator's.
+  CHECK_FALSE(operator_valid(key, "demo", session_value(key, "demo", 1, now + 100, "a", "b"), now,
+                             "the-admin-token"));
+}
+
 TEST_CASE("a form token goes with its cookie only", "[web]") {
   auto cookie = new_csrf_value();
   CHECK(cookie.size() == 32);

@@ -166,3 +166,66 @@ TEST_CASE("a volunteer uses the site in Chromium, on a phone and a desktop", "[w
                            "top-hosts", "host", "status"})
     CHECK(fs::file_size(artefacts / (std::string{name} + "-phone.png")) > 1000);
 }
+
+TEST_CASE("an operator browses and cancels work in Chromium, on a phone and a desktop",
+          "[web][browser]") {
+  temp_dir dir;
+  server s{dir.path() / "data"};
+  create_work(s, "wu_stuck");
+  create_work(s, "wu_fine");
+  http_client c{"127.0.0.1", s.port};
+  auto reply = rpc(c, make_request(s.account_key, 0, 1, 1, {}));
+  REQUIRE(reply.jobs.size() == 1);
+  const auto site = "http://127.0.0.1:" + std::to_string(s.port) + "/demo/";
+  devtools_browser b{dir.path() / "chromium"};
+
+  // The operator pages send to the log-in form; a wrong token is refused.
+  b.open(site + "ops/workunits");
+  CHECK(b.url() == site + "ops/login");
+  look_at(b, "ops-login");
+  b.type("#token", "not the token");
+  b.click("form.stacked button[type=submit]");
+  CHECK(b.text().find("That is not the admin token.") != std::string::npos);
+  b.type("#token", s.token);
+  b.click("form.stacked button[type=submit]");
+  REQUIRE(b.url() == site + "ops/");
+  look_at(b, "ops-home");
+
+  // Active workunits; one of them, its results in words, its host.
+  b.click("header a[href='/demo/ops/workunits']");
+  CHECK(b.eval("document.querySelectorAll('tbody tr').length").get<int>() == 2);
+  look_at(b, "ops-workunits");
+  b.click("a[href='/demo/ops/workunit?name=" + reply.jobs[0].wu + "']");
+  CHECK(b.text().find("in progress") != std::string::npos);
+  look_at(b, "ops-workunit");
+  b.click("tbody a[href^='/demo/ops/host']");
+  CHECK(b.text().find("Jobs in progress") != std::string::npos);
+  look_at(b, "ops-host");
+  b.click("a[href^='/demo/ops/user']");
+  CHECK(b.text().find("demo") != std::string::npos);
+  look_at(b, "ops-user");
+
+  // Cancel the workunit the host holds; it is listed as cancelled.
+  b.open(site + "ops/workunit?name=" + reply.jobs[0].wu);
+  b.type("#reason", "its input was wrong");
+  b.click("form[action='/demo/ops/cancel'] button");
+  CHECK(b.text().find("Cancelled.") != std::string::npos);
+  CHECK(b.text().find("Cancel this workunit") == std::string::npos);
+  look_at(b, "ops-cancelled");
+  b.click("a[href^='/demo/ops/story']");
+  CHECK(b.text().find("Workunit cancelled by operator (web): its input was wrong")
+        != std::string::npos);
+  look_at(b, "ops-story");
+  b.open(site + "ops/workunits?state=cancelled");
+  CHECK(b.text().find(reply.jobs[0].wu) != std::string::npos);
+  CHECK(admin_get(s, "/api/projects/demo/workunits/" + reply.jobs[0].wu)["state"] == "cancelled");
+
+  // Log out: the pages are closed to this browser again.
+  b.click("header form button");
+  CHECK(b.url() == site + "ops/login");
+  b.open(site + "ops/");
+  CHECK(b.url() == site + "ops/login");
+  for (const auto* name : {"ops-login", "ops-home", "ops-workunits", "ops-workunit", "ops-host",
+                           "ops-user", "ops-story"})
+    CHECK(fs::file_size(artefacts / (std::string{name} + "-phone.png")) > 1000);
+}

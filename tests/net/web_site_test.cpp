@@ -569,3 +569,140 @@ TEST_CASE("the status page counts the work, as BOINC's server_status.php", "[web
   CHECK_THAT(bob.get("/demo/server_status.php?xml=1").body,
              Contains("<results_ready_to_send>3</results_ready_to_send>"));
 }
+
+TEST_CASE("an operator logs in with the admin token, browses work and cancels it", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  create_work(s, "wu_a");
+  create_work(s, "wu_b");
+  http_client c{"127.0.0.1", s.port};
+  auto reply = rpc(c, make_request(s.account_key, 0, 1, 1, {}));
+  REQUIRE(reply.jobs.size() == 1);
+  browser op{s.port};
+
+  // Nobody sees an operator page without logging in: each sends to the log-in form.
+  for (const char* page : {"/demo/ops/", "/demo/ops/workunits", "/demo/ops/workunit?name=wu_a",
+                           "/demo/ops/host?id=1", "/demo/ops/user?id=1"}) {
+    auto r = op.get(page);
+    CHECK(r.status == 303);
+    CHECK(r.location == "/demo/ops/login");
+  }
+  // A volunteer's session is no operator's.
+  browser volunteer{s.port};
+  REQUIRE(volunteer.join("Vera", "vera@example.org", "a long passphrase").status == 303);
+  CHECK(volunteer.get("/demo/ops/workunits").status == 303);
+
+  // A wrong token is refused and counted; the right one opens the pages.
+  auto csrf = op.token("/demo/ops/login");
+  auto wrong = op.post("/demo/ops/login", form({{"csrf", csrf}, {"token", "not-the-token"}}));
+  CHECK(wrong.status == 401);
+  CHECK_THAT(wrong.body, Contains("That is not the admin token."));
+  CHECK(op.jar.count("cobble_operator") == 0);
+  auto in = op.post("/demo/ops/login", form({{"csrf", csrf}, {"token", s.token}}));
+  REQUIRE(in.status == 303);
+  CHECK(in.location == "/demo/ops/");
+  REQUIRE(op.jar.count("cobble_operator") == 1);
+
+  auto home = op.get("/demo/ops/");
+  REQUIRE(home.status == 200);
+  CHECK_THAT(home.body, Contains("href=\"/demo/ops/workunits?state=failed\""));
+
+  // Active workunits, oldest first, with their results in words.
+  auto list = op.get("/demo/ops/workunits?state=active");
+  REQUIRE(list.status == 200);
+  CHECK_THAT(list.body, Contains("<a href=\"/demo/ops/workunit?name=wu_a\">wu_a</a>"));
+  CHECK_THAT(list.body, Contains("<td>1 in progress, 1 unsent</td>"));
+  CHECK_THAT(list.body, Contains("<td>2 unsent</td>"));
+  CHECK(list.body.find("wu_a") < list.body.find("wu_b"));
+  CHECK(op.get("/demo/ops/workunits?state=lost").status == 400);
+  CHECK(op.get("/demo/ops/workunits?state=active&offset=x").status == 400);
+  CHECK_THAT(op.get("/demo/ops/workunits?state=cancelled").body,
+             Contains("No cancelled workunits"));
+
+  // One workunit: a result's name opens its workunit; the host links to its page.
+  auto wu = op.get("/demo/ops/workunit?name=" + reply.jobs[0].result);
+  REQUIRE(wu.status == 200);
+  auto wu_name = reply.jobs[0].wu;
+  CHECK_THAT(wu.body, Contains("<h1>Workunit " + wu_name + "</h1>"));
+  CHECK_THAT(wu.body, Contains("<td>in progress</td>"));
+  CHECK_THAT(wu.body, Contains("href=\"/demo/ops/host?id="));
+  CHECK(op.get("/demo/ops/workunit?name=nothing_here").status == 404);
+
+  auto host = op.get("/demo/ops/host?id=" + std::to_string(*reply.hostid));
+  REQUIRE(host.status == 200);
+  CHECK_THAT(host.body, Contains("<a href=\"/demo/ops/workunit?name=" + reply.jobs[0].result));
+  CHECK(op.get("/demo/ops/host?id=999").status == 404);
+  auto user = op.get("/demo/ops/user?id=1");
+  REQUIRE(user.status == 200);
+  CHECK_THAT(user.body, Contains("href=\"/demo/ops/host?id=" + std::to_string(*reply.hostid)));
+  CHECK(op.get("/demo/ops/user?id=999").status == 404);
+
+  // Cancelling: a form without the token changes nothing; with it the workunit is cancelled,
+  // its page says so and it is listed as cancelled; a second cancel is refused with why.
+  CHECK(op.post("/demo/ops/cancel", form({{"name", wu_name}})).status == 403);
+  auto form_token = op.token("/demo/ops/workunit?name=" + wu_name);
+  auto cancelled = op.post("/demo/ops/cancel", form({{"csrf", form_token},
+                                                     {"name", wu_name},
+                                                     {"reason", "bad input file"}}));
+  REQUIRE(cancelled.status == 200);
+  CHECK_THAT(cancelled.body, Contains("Cancelled."));
+  CHECK_THAT(cancelled.body, Contains("<strong>cancelled</strong>"));
+  CHECK_THAT(op.get("/demo/ops/workunits?state=cancelled").body, Contains(">" + wu_name + "</a>"));
+  auto again = op.post("/demo/ops/cancel", form({{"csrf", form_token}, {"name", wu_name}}));
+  CHECK(again.status == 409);
+  CHECK_THAT(again.body, Contains("Not cancelled: workunit " + wu_name + " is cancelled already"));
+  auto admin = admin_get(s, "/api/projects/demo/workunits/" + wu_name);
+  CHECK(admin["state"] == "cancelled");
+
+  // The workunit's story, from the event log, in sentences with names and times.
+  CHECK_THAT(op.get("/demo/ops/workunit?name=" + wu_name).body,
+             Contains("href=\"/demo/ops/story?of=wu:" + wu_name + "\""));
+  auto story = op.get("/demo/ops/story?of=wu:" + wu_name);
+  REQUIRE(story.status == 200);
+  CHECK_THAT(story.body, Contains("Workunit " + wu_name + " created by "));
+  CHECK_THAT(story.body, Contains("Result " + reply.jobs[0].result + " sent to host "
+                                  + std::to_string(*reply.hostid) + ", which asked for work"));
+  CHECK_THAT(story.body, Contains("Workunit cancelled by operator (web): bad input file; taken "
+                                  "back: "
+                                  + reply.jobs[0].result));
+  CHECK(story.body.find(" created by ") < story.body.find(" sent to host "));
+  CHECK(story.body.find("wu_b") == std::string::npos);
+  CHECK_THAT(story.body, Contains(" UTC</time>"));
+  // A host's story and an account's; an earlier window holds only what came before.
+  auto host_story = op.get("/demo/ops/story?of=host:" + std::to_string(*reply.hostid));
+  REQUIRE(host_story.status == 200);
+  CHECK_THAT(host_story.body, Contains("attached for account"));
+  CHECK_THAT(host_story.body, Contains("Result " + reply.jobs[0].result + " sent to host"));
+  CHECK_THAT(op.get("/demo/ops/story?of=user:1").body, Contains("attached for account 1"));
+  auto early = op.get("/demo/ops/story?of=wu:" + wu_name + "&before=2");
+  REQUIRE(early.status == 200);
+  CHECK_THAT(early.body, Contains("Nothing in these events."));
+  CHECK(op.get("/demo/ops/story?of=wu:no_such").status == 404);
+  CHECK(op.get("/demo/ops/story?of=team:1").status == 400);
+  CHECK(op.get("/demo/ops/story?of=host:x").status == 400);
+  CHECK(op.get("/demo/ops/story?of=host:1&before=x").status == 400);
+
+  // Logging out ends the session.
+  auto out = op.post("/demo/ops/logout", form({{"csrf", form_token}}));
+  CHECK(out.status == 303);
+  CHECK(op.jar.count("cobble_operator") == 0);
+  CHECK(op.get("/demo/ops/").status == 303);
+}
+
+TEST_CASE("guesses at the admin token are slowed", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  browser guesser{s.port};
+  auto csrf = guesser.token("/demo/ops/login");
+  int refused = 0;
+  for (int i = 0; i < 5; ++i)
+    refused += guesser.post("/demo/ops/login", form({{"csrf", csrf}, {"token", "guess"}})).status
+               == 401;
+  CHECK(refused == 5);
+  // Now even the right token waits: guesses cannot go on at speed.
+  auto held = guesser.post("/demo/ops/login", form({{"csrf", csrf}, {"token", s.token}}));
+  CHECK(held.status == 429);
+  CHECK(guesser.jar.count("cobble_operator") == 0);
+  // The admin API's bearer token is not held back by it.
+  CHECK(admin_get(s, "/api/projects/demo")["name"] == "demo");
+}

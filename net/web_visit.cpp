@@ -1,0 +1,164 @@
+#include "net/web_visit.hpp"
+
+#include "net/web_rpc_xml.hpp"
+#include "net/xml_text.hpp"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <cmath>
+#include <ctime>
+#include <utility>
+
+namespace cobble::net {
+
+namespace {
+
+constexpr std::size_t max_field = 4096;   ///< Bytes of one form field.
+constexpr std::size_t body_limit = 16384; ///< Bytes of a posted form.
+
+/// Whether `value` looks like a form-token cookie this server made (32 hex digits).
+bool plausible_csrf(std::string_view value) {
+  if (value.size() != 32)
+    return false;
+  for (char c : value)
+    if (!std::isxdigit(static_cast<unsigned char>(c)))
+      return false;
+  return true;
+}
+
+/// A moment in UTC as `format` (strftime) writes it.
+std::string utc_text(time_us t, const char* format) {
+  std::time_t seconds = static_cast<std::time_t>(t / us_per_second);
+  std::tm tm{};
+  gmtime_r(&seconds, &tm);
+  char buf[40];
+  std::strftime(buf, sizeof buf, format, &tm);
+  return buf;
+}
+
+} // namespace
+
+std::int64_t now_unix() {
+  return wall_now() / us_per_second;
+}
+
+std::string grouped(const std::string& digits) {
+  std::string out;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0)
+      out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+std::string credit_text(double credit) {
+  if (!std::isfinite(credit) || credit < 0)
+    credit = 0;
+  if (credit < 100)
+    return fmt::format("{:.2f}", credit);
+  return grouped(fmt::format("{:.0f}", credit));
+}
+
+std::string count_text(std::uint64_t n) {
+  return grouped(std::to_string(n));
+}
+
+std::string date_text(time_us t) {
+  return utc_text(t, "%Y-%m-%d");
+}
+
+std::string origin_of(std::string_view url) {
+  auto scheme = url.find("://");
+  if (scheme == std::string_view::npos)
+    return std::string{url};
+  auto path = url.find('/', scheme + 3);
+  return std::string{url.substr(0, path)};
+}
+
+std::string time_text(time_us t) {
+  return t <= 0 ? std::string{"never"} : utc_text(t, "%Y-%m-%d %H:%M UTC");
+}
+
+std::string user_name(const account_view_ptr& a) {
+  return a ? a->user.name : std::string{};
+}
+
+web::list host_rows(const visit& v, const std::vector<host_reg>& hosts, time_us now) {
+  web::list rows;
+  for (const auto& h : hosts)
+    rows.emplace_back(
+      web::object{{"id", std::to_string(h.id)},
+                  {"created", date_text(h.created)},
+                  {"total_credit", credit_text(h.credit.total)},
+                  {"recent_credit", credit_text(h.credit.expavg_at(now, v.half_life()))}});
+  return rows;
+}
+
+id_type id_in(const std::string& text) {
+  id_type id = 0;
+  return xml::to_integer(text, id) ? id : 0;
+}
+
+route site_route(const std::shared_ptr<web_site_context>& ctx, const std::string& name,
+                 const project_actor& project, const std::string& path,
+                 std::vector<http::verb> methods, page_fn fn) {
+  return route{"/" + name + "/" + path,
+               true,
+               std::move(methods),
+               body_limit,
+               [ctx, name, project, fn](request&& req, const responder& respond) {
+                 auto v = std::make_shared<visit>();
+                 v->ctx = ctx;
+                 v->project_name = name;
+                 v->project = project;
+                 v->shape = reply_shape{req.version(), req.keep_alive()};
+                 v->respond = respond;
+                 v->base = "/" + name + "/";
+                 auto base = base_url(*ctx->web->edge, req);
+                 v->master_url = base + v->base;
+                 v->secure = base.starts_with("https://");
+                 v->post = req.method() == http::verb::post;
+                 v->origin = std::string{req[http::field::origin]};
+                 auto cookies = req[http::field::cookie];
+                 if (auto c = web::cookie_value(cookies, web::csrf_cookie); c && plausible_csrf(*c))
+                   v->csrf_cookie = *c;
+                 else {
+                   v->csrf_cookie = web::new_csrf_value();
+                   v->new_csrf = true;
+                 }
+                 v->session = web::cookie_value(cookies, web::session_cookie).value_or("");
+                 v->operator_session = web::cookie_value(cookies, web::operator_cookie).value_or("");
+                 auto target = std::string_view{req.target()};
+                 if (auto mark = target.find('?'); mark != std::string_view::npos) {
+                   auto query = parse_form(target.substr(mark + 1));
+                   if (!query) {
+                     v->message(http::status::bad_request, "Bad request",
+                                "The address could not be read (a bad %-escape).");
+                     return;
+                   }
+                   v->query = std::move(*query);
+                 }
+                 if (v->post) {
+                   auto form = parse_form(req.body());
+                   if (!form) {
+                     v->message(http::status::bad_request, "Bad request",
+                                "The form could not be read (a bad %-escape).");
+                     return;
+                   }
+                   for (const auto& [k, value] : *form)
+                     if (value.size() > max_field) {
+                       v->message(http::status::bad_request, "Bad request",
+                                  "A field of the form is longer than 4096 bytes.");
+                       return;
+                     }
+                   v->form = std::move(*form);
+                 }
+                 fn(v);
+               },
+               {},
+               {}};
+}
+
+} // namespace cobble::net
