@@ -7,6 +7,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cerrno>
 #include <chrono>
 #include <cstddef>
 #include <cstring>
@@ -71,10 +72,21 @@ struct sysv_shared_memory {
   int id = -1;
   char* mem = nullptr;
   explicit sysv_shared_memory(const fs::path& slot) {
-    std::ofstream{slot / "init_data.xml"} << "<app_init_data/>\n";
-    key_t key = ::ftok((slot / "init_data.xml").c_str(), 1);
-    REQUIRE(key != -1);
-    id = ::shmget(key, std::size_t{8} * 1024, IPC_CREAT | IPC_EXCL | 0600);
+    // ftok's key comes from the file's inode: a segment a killed BOINC client left behind
+    // (the end-to-end tests' clients) may hold it. Then the file is made again, with another
+    // inode, as a client would meet the same clash with a stale segment.
+    for (int attempt = 0; attempt < 20 && id == -1; ++attempt) {
+      auto file = slot / "init_data.xml";
+      auto kept = slot / ("init_data.xml." + std::to_string(attempt));
+      if (attempt > 0)
+        fs::rename(file, kept); // keeps the old inode taken, so the next file gets another
+      std::ofstream{file} << "<app_init_data/>\n";
+      key_t key = ::ftok(file.c_str(), 1);
+      REQUIRE(key != -1);
+      id = ::shmget(key, std::size_t{8} * 1024, IPC_CREAT | IPC_EXCL | 0600);
+      if (id == -1)
+        REQUIRE(errno == EEXIST);
+    }
     REQUIRE(id != -1);
     void* p = ::shmat(id, nullptr, 0);
     REQUIRE(p != reinterpret_cast<void*>(-1));
