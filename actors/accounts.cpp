@@ -133,7 +133,65 @@ id_type account_id(const project_state& ps, const account_query& q) {
   return 0;
 }
 
-std::optional<account_view> account_of(const project_state& ps, id_type id, bool hosts) {
+namespace {
+
+/// What the web calls an app: its user-friendly name, else its name.
+std::string app_title(const app_rec& a) {
+  return a.user_friendly_name.empty() ? a.name : a.user_friendly_name;
+}
+
+/// Hosts whose finished results the account page reads: the most recently in touch (each
+/// read may decode a passivated host).
+constexpr std::size_t hosts_read_for_results = 20;
+
+/// The results the account's hosts finished, newest first, at most max_account_results, from
+/// the hosts_read_for_results hosts in touch last.
+std::vector<result_row>
+recent_results(const project_state& ps, const host_table& table, const account_view& a) {
+  struct found {
+    result_ref ref;
+    id_type host;
+    time_us at;
+  };
+  std::vector<std::size_t> order(a.hosts.size());
+  for (std::size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  auto read = std::min(order.size(), hosts_read_for_results);
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(read), order.end(),
+                    [&](std::size_t x, std::size_t y) { return a.contact[x] > a.contact[y]; });
+  std::vector<found> all;
+  for (std::size_t k = 0; k < read; ++k) {
+    const auto& h = a.hosts[order[k]];
+    auto state = table.copy_of(h.id);
+    if (!state)
+      continue;
+    for (auto ref : state->finished) {
+      const auto* r = ps.result(ref);
+      if (r == nullptr || r->host != h.id)
+        continue;
+      all.push_back({ref, h.id, r->received != 0 ? r->received : r->deadline});
+    }
+  }
+  auto n = std::min(all.size(), max_account_results);
+  std::partial_sort(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), all.end(),
+                    [](const found& x, const found& y) { return x.at > y.at; });
+  std::vector<result_row> out;
+  out.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto& f = all[i];
+    const auto* r = ps.result(f.ref);
+    const auto* wu = ps.workunit(f.ref.wu);
+    const auto* app = ps.app(wu->app);
+    out.push_back({ps.result_name(f.ref), f.host, app ? app_title(*app) : std::string{},
+                   result_words(*r), r->credit->granted, f.at});
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<account_view>
+account_of(const project_state& ps, id_type id, const host_table* hosts, bool detail) {
   auto u = ps.users.find(id);
   if (u == ps.users.end())
     return std::nullopt;
@@ -141,13 +199,21 @@ std::optional<account_view> account_of(const project_state& ps, id_type id, bool
   out.team = u->second.team.empty() ? 0 : ps.team_named(u->second.team);
   if (auto t = ps.team_dir.find(out.team); t != ps.team_dir.end())
     out.team_founder = t->second.founder == id;
-  // A scan of every host: the web asks for one account's hosts rarely (show_user.php with
-  // the account key); an index by user would cost memory on every host.
-  if (!hosts)
+  if (hosts == nullptr)
     return out;
-  for (const auto& [hid, h] : ps.hosts)
-    if (h.user == id)
-      out.hosts.push_back(h);
+  for (auto hid : ps.hosts_of(id, max_account_hosts))
+    if (auto h = ps.hosts.find(hid); h != ps.hosts.end()) {
+      out.hosts.push_back(h->second);
+      out.contact.push_back(hosts->last_contact(hid));
+    }
+  if (!detail)
+    return out;
+  if (const auto& c = u->second.credit_detail)
+    for (const auto& a : c->apps) {
+      const auto* app = ps.app(a.app);
+      out.apps.push_back({app ? app_title(*app) : std::to_string(a.app), a.jobs, a.credit});
+    }
+  out.recent = recent_results(ps, *hosts, out);
   return out;
 }
 

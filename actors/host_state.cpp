@@ -31,6 +31,7 @@ std::size_t memory_bytes(const host_state& s) {
          + heap_bytes(entry.first);
   n += s.app_versions.size()
        * (map_node_overhead + sizeof(std::pair<const std::uint32_t, host_app_version_rec>));
+  n += s.finished.capacity() * sizeof(result_ref);
   return n;
 }
 
@@ -50,6 +51,21 @@ void error_outcome(host_app_version_rec& hav, const credit_settings& cs, time_us
   // delay bound.
   hav.scale_probation = true;
   hav.host_scale_time = std::max(hav.host_scale_time, now + delay_bound);
+}
+
+/// The host no longer holds the result: it goes to the host's recent results.
+void finish(host_state& s, std::map<std::string, held_result>::iterator i) {
+  if (s.finished.size() >= host_finished_kept)
+    s.finished.erase(s.finished.begin(),
+                     s.finished.begin()
+                       + static_cast<std::ptrdiff_t>(s.finished.size() + 1 - host_finished_kept));
+  s.finished.push_back(i->second.result);
+  s.in_progress.erase(i);
+}
+
+void finish(host_state& s, const std::string& name) {
+  if (auto i = s.in_progress.find(name); i != s.in_progress.end())
+    finish(s, i);
 }
 
 } // namespace
@@ -137,7 +153,7 @@ void apply(host_state& s, const event& e, std::string_view result_name, const cr
         }
         ++s.results_reported;
         s.last_rpc = e.time;
-        s.in_progress.erase(i);
+        finish(s, i);
       },
       [&](const ev::result_timed_out& x) {
         auto i = s.in_progress.find(std::string{result_name});
@@ -149,10 +165,10 @@ void apply(host_state& s, const event& e, std::string_view result_name, const cr
           hav.max_jobs_per_day = std::max(1, static_cast<int>(
                                                std::floor(hav.max_jobs_per_day * x.quota_factor)));
         error_outcome(hav, cs, e.time, i->second.deadline - i->second.sent);
-        s.in_progress.erase(i);
+        finish(s, i);
       },
       // The client no longer has it: no error of the host's, no quota change (as BOINC).
-      [&](const ev::result_written_off&) { s.in_progress.erase(std::string{result_name}); },
+      [&](const ev::result_written_off&) { finish(s, std::string{result_name}); },
       // Sent again (the client had lost it): a new deadline, counted from now (as BOINC).
       [&](const ev::result_resent& x) {
         if (auto i = s.in_progress.find(std::string{result_name}); i != s.in_progress.end()) {
@@ -165,18 +181,18 @@ void apply(host_state& s, const event& e, std::string_view result_name, const cr
       [&](const ev::sequence_deassigned& x) {
         if (x.host == s.id)
           for (const auto& name : x.aborted)
-            s.in_progress.erase(name);
+            finish(s, name);
       },
       [&](const ev::sequence_ended& x) {
         for (const auto& [host, name] : x.aborted)
           if (host == s.id)
-            s.in_progress.erase(name);
+            finish(s, name);
       },
       // A cancelled workunit's results are taken back too (the client is told to abort).
       [&](const ev::workunit_cancelled& x) {
         for (const auto& [host, name] : x.aborted)
           if (host == s.id)
-            s.in_progress.erase(name);
+            finish(s, name);
       },
       [&](const ev::host_result_validated& x) {
         auto& hav = s.app_versions[x.app_version_id];

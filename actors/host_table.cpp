@@ -142,6 +142,14 @@ std::size_t host_table::contacted_since(time_us since) const {
   return n;
 }
 
+time_us host_table::last_contact(id_type id) const {
+  if (auto i = live_.find(id); i != live_.end())
+    return i->second.last_rpc;
+  if (auto p = passive_.find(id); p != passive_.end())
+    return p->second.last_rpc;
+  return 0;
+}
+
 host_table_gauges host_table::gauges() const {
   return host_table_gauges{live_.size(), passive_.size(), passive_bytes_, passivations_,
                            activations_};

@@ -84,6 +84,9 @@ public:
   /// host; nothing is decoded).
   std::size_t contacted_since(time_us since) const;
 
+  /// The last RPC of host `id`, live or passivated, without decoding it; 0 when unknown.
+  time_us last_contact(id_type id) const;
+
   /// Calls `f(id, state)` for at most `n` live hosts (for sampling their memory).
   template <class F>
   void sample_live(std::size_t n, F f) const {

@@ -221,17 +221,44 @@ struct account_query {
   key by = key::email;
   std::string text; ///< The e-mail address or account key.
   id_type id = 0;
-  /// Also the account's hosts: a scan of every host (no index by user), so only answers that
-  /// show them ask (show_user.php with the account key).
+  /// Also the account's hosts (at most max_account_hosts, newest first) and when each last
+  /// made contact.
   bool hosts = false;
+  /// Also its credit per app and its recent results (the account page); implies `hosts`.
+  bool detail = false;
+};
+
+/// The most hosts an account view lists (an account with more shows its newest).
+inline constexpr std::size_t max_account_hosts = 100;
+/// The most recent results an account view lists.
+inline constexpr std::size_t max_account_results = 20;
+
+/// One app's line of an account's credit.
+struct app_credit_row {
+  std::string app; ///< The app's user-friendly name (its name when it has none).
+  std::uint64_t jobs = 0;
+  credit_totals credit{};
+};
+
+/// A result an account's host finished, as the account page lists it.
+struct result_row {
+  std::string name;
+  id_type host = 0;
+  std::string app;
+  std::string state;  ///< result_words().
+  double granted = 0; ///< Credit granted; 0: none (yet).
+  time_us at = 0;     ///< When it was reported; for a timed-out result, its deadline.
 };
 
 /// One account with what the web shows of it.
 struct account_view {
   user_rec user;
-  id_type team = 0;              ///< Its team's directory id; 0: none.
-  bool team_founder = false;     ///< It made its team.
-  std::vector<host_reg> hosts{}; ///< Its hosts, by id.
+  id_type team = 0;                   ///< Its team's directory id; 0: none.
+  bool team_founder = false;          ///< It made its team.
+  std::vector<host_reg> hosts{};      ///< Its hosts, newest first (with `hosts`).
+  std::vector<time_us> contact{};     ///< Each host's last contact; 0: never (with `hosts`).
+  std::vector<app_credit_row> apps{}; ///< Credit per app, by app id (with `detail`).
+  std::vector<result_row> recent{};   ///< Results its hosts finished, newest first (`detail`).
 };
 
 /// A new account. `passwd` is already in stored form (user_rec::passwd); `team` names a team

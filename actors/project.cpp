@@ -95,9 +95,12 @@ create_user(project_ptr self, const std::string& name, const std::string& email)
   return rp;
 }
 
-/// The account `id` as it is now, for an answer; with `hosts`, its hosts too.
-account_view_ptr account_now(project_ptr self, id_type id, bool hosts = false) {
-  auto v = account_of(self->state.logic.state, id, hosts);
+/// The account `id` as it is now, for an answer; with `hosts`, its hosts too, with `detail`
+/// its credit per app and recent results as well.
+account_view_ptr
+account_now(project_ptr self, id_type id, bool hosts = false, bool detail = false) {
+  auto v = account_of(self->state.logic.state, id, hosts || detail ? &self->state.hosts : nullptr,
+                      detail);
   return account_view_ptr{std::make_shared<account_view>(v ? std::move(*v) : account_view{})};
 }
 
@@ -105,7 +108,7 @@ caf::result<account_view_ptr> show_account(project_ptr self, const account_query
   auto id = account_id(self->state.logic.state, q);
   if (id == 0)
     return caf::make_error(ec::unknown_account, "no such account");
-  return account_now(self, id, q.hosts);
+  return account_now(self, id, q.hosts, q.detail);
 }
 
 caf::result<account_view_ptr> create_account(project_ptr self, const account_spec& spec) {

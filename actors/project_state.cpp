@@ -210,6 +210,16 @@ void hold_batch_key(project_state& s, const ev::workunit_created& x, time_us now
   }
 }
 
+/// Puts `host` at the head of `user`'s chain of hosts (hosts are registered in id order).
+void link_user_host(project_state& s, id_type user, id_type host) {
+  if (s.newest_host_of_user.size() <= user)
+    s.newest_host_of_user.resize(user + 1, 0);
+  if (s.older_host_of_user.size() <= host)
+    s.older_host_of_user.resize(host + 1, 0);
+  s.older_host_of_user[host] = s.newest_host_of_user[user];
+  s.newest_host_of_user[user] = host;
+}
+
 } // namespace
 
 // -- names --------------------------------------------------------------------
@@ -432,6 +442,16 @@ id_type project_state::host_with_cpid(id_type user, std::string_view cpid) const
   return h != hosts.end() && h->second.user == user && h->second.cpid == key ? i->second : 0;
 }
 
+std::vector<id_type> project_state::hosts_of(id_type user, std::size_t max) const {
+  std::vector<id_type> out;
+  if (user >= newest_host_of_user.size())
+    return out;
+  for (auto h = newest_host_of_user[user]; h != 0 && out.size() < max;
+       h = h < older_host_of_user.size() ? older_host_of_user[h] : 0)
+    out.push_back(h);
+  return out;
+}
+
 id_type project_state::user_with_email(std::string_view email) const {
   auto i = user_by_email.find(fold_case(email));
   return i == user_by_email.end() ? 0 : i->second;
@@ -495,7 +515,10 @@ void rebuild_indices(project_state& s) {
     s.team_by_name.emplace(fold_case(t.name), id);
   s.host_by_cpid.clear();
   s.host_by_traits.clear();
+  s.newest_host_of_user.clear();
+  s.older_host_of_user.clear();
   for (const auto& [id, h] : s.hosts) { // in id order: the newest host of a key stays
+    link_user_host(s, h.user, id);
     if (h.cpid != 0)
       s.host_by_cpid[user_cpid_key(h.user, h.cpid)] = id;
     if (h.traits != 0)
@@ -583,6 +606,8 @@ void apply(project_state& s, const event& e) {
       [&](const ev::host_registered& x) {
         auto cpid = cpid_key(x.info.host_cpid);
         auto traits = traits_key(x.info);
+        if (!s.hosts.count(x.id))
+          link_user_host(s, x.user, x.id);
         s.hosts[x.id] = host_reg{x.id, x.user, e.time, {}, cpid, traits};
         s.next_host = std::max(s.next_host, x.id + 1);
         if (cpid != 0)
@@ -717,6 +742,10 @@ void apply(project_state& s, const event& e) {
             h->second.credit.add(granted, e.time, s.credit.credit_half_life);
             if (auto u = s.users.find(h->second.user); u != s.users.end()) {
               u->second.credit.add(granted, e.time, s.credit.credit_half_life);
+              if (!u->second.credit_detail)
+                u->second.credit_detail = user_credit{};
+              record_grant(*u->second.credit_detail, wu.app, granted, e.time,
+                           s.credit.credit_half_life);
               if (!u->second.team.empty())
                 s.teams[u->second.team].add(granted, e.time, s.credit.credit_half_life);
             }

@@ -11,6 +11,7 @@
 #include "actors/events.hpp"
 #include "actors/records.hpp"
 #include "actors/sequence_state.hpp"
+#include "actors/user_credit.hpp"
 
 #include <deque>
 #include <map>
@@ -311,13 +312,16 @@ struct user_rec {
   /// md5(cross_project_id + e-mail) (public_cpid). Empty for accounts made before payload 3
   /// of user_created (snapshot 14).
   std::string cross_project_id{};
+  /// Credit per app and per day (snapshot 16), derived from validations; empty until the
+  /// account's first grant (8 bytes for accounts that never earn credit).
+  heap_optional<user_credit> credit_detail{};
   friend bool operator==(const user_rec&, const user_rec&) = default;
 };
 
 template <class F>
 void inspect_fields(F& f, user_rec& x) {
   f(x.id, x.name, x.email, x.authenticator, x.created, x.credit, x.team, x.passwd, x.country,
-    x.postal_code, x.url, x.cross_project_id);
+    x.postal_code, x.url, x.cross_project_id, x.credit_detail);
 }
 
 /// A team in the project's directory (snapshot 14). Credit stays in project_state::teams,
@@ -479,6 +483,11 @@ struct project_state {
   std::unordered_map<std::uint64_t, id_type> host_by_cpid;
   /// The newest host per (user, traits_key()); entries may be stale, as host_by_cpid's.
   std::unordered_map<std::uint64_t, id_type> host_by_traits;
+  /// A user's hosts as a chain, newest first: newest_host_of_user[user] is the user's newest
+  /// host, older_host_of_user[host] the next older one of its user (0 ends the chain). Both are
+  /// indexed by id (ids are dense from 1): 8 bytes per user and per host.
+  std::vector<id_type> newest_host_of_user;
+  std::vector<id_type> older_host_of_user;
   /// Workunits by custom name; generated names ("<app>_wu<id>") are not indexed (see
   /// find_workunit).
   std::unordered_map<std::string, id_type> wu_by_name;
@@ -519,6 +528,8 @@ struct project_state {
   /// The newest host of `user` whose last description has the traits of `info`
   /// (traits_key()), or 0.
   id_type host_with_traits(id_type user, const host_info_rec& info) const;
+  /// The hosts of `user`, newest first, at most `max` of them.
+  std::vector<id_type> hosts_of(id_type user, std::size_t max) const;
   /// The user with this e-mail address (any case), or 0.
   id_type user_with_email(std::string_view email) const;
   /// The team with this name (any case), or 0.
@@ -611,12 +622,20 @@ struct host_state {
   std::map<std::string, held_result> in_progress; ///< By result name.
   std::map<std::uint32_t, host_app_version_rec> app_versions;
   std::uint64_t results_reported = 0;
+  /// The results the host finished last (reported, timed out, lost or taken back), oldest
+  /// first, at most host_finished_kept (snapshot 16): the account and host pages' recent
+  /// results. Their state is read from the project's workunits when shown.
+  std::vector<result_ref> finished{};
   friend bool operator==(const host_state&, const host_state&) = default;
 };
 
+/// How many finished results a host remembers.
+inline constexpr std::size_t host_finished_kept = 10;
+
 template <class F>
 void inspect_fields(F& f, host_state& x) {
-  f(x.id, x.user, x.created, x.last_rpc, x.info, x.in_progress, x.app_versions, x.results_reported);
+  f(x.id, x.user, x.created, x.last_rpc, x.info, x.in_progress, x.app_versions, x.results_reported,
+    x.finished);
 }
 
 /// Advances a host's state by one event that touches it. `result_name` is the name of the
@@ -698,10 +717,11 @@ void apply(world& w, const event& e);
 /// batches; 9: app versions' files and deprecation, code-signing keys; 10: hosts' CPIDs and the
 /// counters of reattached hosts and written-off results; 11: the counter of resent results;
 /// 12: the counter of late reports; 13: hosts' traits; 14: users' passwords and profile, the
-/// team directory; 15: the counter of cancelled workunits).
+/// team directory; 15: the counter of cancelled workunits; 16: users' credit per app and per
+/// day, hosts' finished results).
 /// Recovery skips snapshots of older versions and replays the events instead (events are
 /// never deleted).
-inline constexpr std::uint8_t snapshot_version = 15;
+inline constexpr std::uint8_t snapshot_version = 16;
 
 /// The format version of a snapshot blob (its first byte; 0 when empty).
 std::uint8_t snapshot_format(std::string_view blob);

@@ -42,7 +42,7 @@ void home(const visit_ptr& v) {
                "The request's Host header cannot be part of a URL.");
     return;
   }
-  with_session(v, false, [v, head](const account_view_ptr& a) {
+  with_session(v, account_parts::bare, [v, head](const account_view_ptr& a) {
     const auto& acc = v->accounts();
     web::data values{web::object{{"master_url", v->master_url}}};
     if (auto i = v->ctx->descriptions.find(v->project_name);
@@ -74,7 +74,7 @@ const std::string& decoy_password() {
 
 void login(const visit_ptr& v) {
   if (!v->post) {
-    with_session(v, false, [v](const account_view_ptr& a) {
+    with_session(v, account_parts::bare, [v](const account_view_ptr& a) {
       if (a)
         v->see_other("account");
       else
@@ -248,10 +248,10 @@ void create_account(const visit_ptr& v) {
 // -- the account page -----------------------------------------------------------------------
 
 void account(const visit_ptr& v) {
-  with_account(v, true, [v](const account_view_ptr& a) {
+  with_account(v, account_parts::detail, [v](const account_view_ptr& a) {
     auto now = wall_now();
     const auto& u = a->user;
-    auto hosts = host_rows(*v, a->hosts, now);
+    auto hosts = host_rows(*v, *a, now);
     web::data values{web::object{
       {"name", u.name},
       {"email", u.email},
@@ -263,6 +263,11 @@ void account(const visit_ptr& v) {
     }};
     values.set("has_hosts", !a->hosts.empty());
     values.set("hosts", hosts);
+    values.set("plot", plot_values(*a, now));
+    values.set("has_apps", !a->apps.empty());
+    values.set("apps", app_credit_rows(*v, *a, now));
+    values.set("has_recent", !a->recent.empty());
+    values.set("recent", recent_result_rows(*a));
     if (!u.team.empty()) {
       values.set("team", u.team);
       values.set("team_id", std::to_string(a->team));
@@ -283,7 +288,7 @@ void teams(const visit_ptr& v) {
                v->base + "teams", "Teams");
     return;
   }
-  with_session(v, false, [v, q](const account_view_ptr& a) {
+  with_session(v, account_parts::bare, [v, q](const account_view_ptr& a) {
     auto tq = std::make_shared<team_query>();
     tq->name = q;
     tq->limit = teams_listed + 1;
@@ -327,7 +332,7 @@ void team(const visit_ptr& v) {
     missing();
     return;
   }
-  with_session(v, false, [v, id, missing](const account_view_ptr& a) {
+  with_session(v, account_parts::bare, [v, id, missing](const account_view_ptr& a) {
     auto tq = std::make_shared<team_query>();
     tq->id = id;
     tq->roster = true;
@@ -443,7 +448,7 @@ void top(const visit_ptr& v) {
     v->page(http::status::ok, "top", title, std::move(values), user_name(a));
   };
   auto key = v->project_name + "\n" + list + "\n" + sort;
-  with_session(v, false,
+  with_session(v, account_parts::bare,
                [v, render, key, what = it->second.first, sort](const account_view_ptr& a) {
                  auto now = wall_now();
                  if (auto kept = v->ctx->top->fresh(key, now)) {
@@ -538,7 +543,7 @@ void host(const visit_ptr& v) {
     missing();
     return;
   }
-  with_session(v, false, [v, id, missing](const account_view_ptr& a) {
+  with_session(v, account_parts::bare, [v, id, missing](const account_view_ptr& a) {
     ask(
       v, [v, a](const host_view_ptr& h) { host_page_of(v, a, h); },
       [missing](caf::error& err) {
@@ -681,7 +686,7 @@ void status_page(const visit_ptr& v, const server_status_ptr& s, const log_statu
 /// The project's status page, as BOINC's server_status.php (and its ?xml=1 form): the
 /// project's figures, taken at most once a minute, and the log's, taken now.
 void server_status(const visit_ptr& v) {
-  with_session(v, false, [v](const account_view_ptr& a) {
+  with_session(v, account_parts::bare, [v](const account_view_ptr& a) {
     auto user = user_name(a);
     auto cached = v->ctx->status->fresh(v->project_name, wall_now());
     spawn_one_shot(*v->ctx->web->edge->sys, [v, user, cached](caf::event_based_actor* self) {
@@ -709,7 +714,7 @@ void server_status(const visit_ptr& v) {
 void change_team(const visit_ptr& v, id_type id, const std::string& next) {
   if (!v->form_allowed() || v->disk_low())
     return;
-  with_account(v, false, [v, id, next](const account_view_ptr& a) {
+  with_account(v, account_parts::bare, [v, id, next](const account_view_ptr& a) {
     auto update = std::make_shared<account_update>();
     update->authenticator = a->user.authenticator;
     update->team = id;
@@ -754,7 +759,7 @@ void team_form(const visit_ptr& v, const account_view_ptr& a, http::status statu
 void create_team(const visit_ptr& v) {
   if (v->post && (!v->form_allowed() || v->disk_low()))
     return;
-  with_account(v, false, [v](const account_view_ptr& a) {
+  with_account(v, account_parts::bare, [v](const account_view_ptr& a) {
     if (!v->post) {
       team_form(v, a, http::status::ok, {});
       return;

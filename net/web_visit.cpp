@@ -1,5 +1,6 @@
 #include "net/web_visit.hpp"
 
+#include "net/credit_plot.hpp"
 #include "net/web_rpc_xml.hpp"
 #include "net/xml_text.hpp"
 
@@ -85,15 +86,77 @@ std::string user_name(const account_view_ptr& a) {
   return a ? a->user.name : std::string{};
 }
 
-web::list host_rows(const visit& v, const std::vector<host_reg>& hosts, time_us now) {
+web::list host_rows(const visit& v, const account_view& a, time_us now) {
   web::list rows;
-  for (const auto& h : hosts)
+  for (std::size_t i = 0; i < a.hosts.size(); ++i) {
+    const auto& h = a.hosts[i];
     rows.emplace_back(
       web::object{{"id", std::to_string(h.id)},
                   {"created", date_text(h.created)},
+                  {"last_contact", time_text(i < a.contact.size() ? a.contact[i] : 0)},
                   {"total_credit", credit_text(h.credit.total)},
                   {"recent_credit", credit_text(h.credit.expavg_at(now, v.half_life()))}});
+  }
   return rows;
+}
+
+web::list app_credit_rows(const visit& v, const account_view& a, time_us now) {
+  web::list rows;
+  for (const auto& app : a.apps)
+    rows.emplace_back(
+      web::object{{"app", app.app},
+                  {"jobs", count_text(app.jobs)},
+                  {"total_credit", credit_text(app.credit.total)},
+                  {"recent_credit", credit_text(app.credit.expavg_at(now, v.half_life()))}});
+  return rows;
+}
+
+web::list recent_result_rows(const account_view& a) {
+  web::list rows;
+  for (const auto& r : a.recent)
+    rows.emplace_back(web::object{{"name", r.name},
+                                  {"host", std::to_string(r.host)},
+                                  {"app", r.app},
+                                  {"at", time_text(r.at)},
+                                  {"state", r.state},
+                                  {"credit", r.granted > 0 ? credit_text(r.granted) : "–"}});
+  return rows;
+}
+
+web::data plot_values(const account_view& a, time_us now) {
+  const auto& u = a.user;
+  if (!u.credit_detail)
+    return web::data{false};
+  auto plot = plot_credit(u.credit_detail->days, u.credit.total, u.created, now);
+  if (plot.empty)
+    return web::data{false};
+  auto number = [](double x) { return fmt::format("{:.1f}", x); };
+  web::list y_ticks;
+  for (const auto& t : plot.y_ticks)
+    y_ticks.emplace_back(web::object{{"pos", number(t.pos)},
+                                     {"label", t.label},
+                                     {"label_x", number(plot_left - 5)},
+                                     {"label_y", number(t.pos + 4)}});
+  web::list x_ticks;
+  for (const auto& t : plot.x_ticks)
+    x_ticks.emplace_back(web::object{{"pos", number(t.pos)},
+                                     {"label", t.label},
+                                     {"anchor", t.anchor},
+                                     {"label_y", number(plot_bottom + 18)}});
+  web::list rows;
+  for (const auto& r : plot.rows)
+    rows.emplace_back(web::object{{"date", r.date}, {"credit", r.credit}, {"total", r.total}});
+  web::data out{web::object{{"summary", plot.summary},
+                            {"line", plot.line},
+                            {"area", plot.area},
+                            {"width", number(plot_width)},
+                            {"height", number(plot_height)},
+                            {"left", number(plot_left)},
+                            {"right", number(plot_right)}}};
+  out.set("y_ticks", y_ticks);
+  out.set("x_ticks", x_ticks);
+  out.set("rows", rows);
+  return out;
 }
 
 id_type id_in(const std::string& text) {

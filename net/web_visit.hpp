@@ -210,11 +210,18 @@ struct visit {
 
 using visit_ptr = std::shared_ptr<const visit>;
 
+/// What a page asks of an account besides the account itself.
+enum class account_parts : std::uint8_t {
+  bare,   ///< Nothing more.
+  hosts,  ///< Its hosts and their last contact.
+  detail, ///< Its hosts, credit per app and recent results (the account page).
+};
+
 /// Finds the account of the visit's session and calls `then` with it, or with null when
 /// there is no session, it ended, or it does not match the account as it is now (a changed
-/// password). `hosts`: the account's hosts too.
+/// password).
 template <class F>
-void with_session(const visit_ptr& v, bool hosts, F then) {
+void with_session(const visit_ptr& v, account_parts parts, F then) {
   auto claim = v->session.empty() ? std::nullopt : web::read_session(v->session, now_unix());
   if (!claim) {
     then(account_view_ptr{});
@@ -223,7 +230,8 @@ void with_session(const visit_ptr& v, bool hosts, F then) {
   auto q = std::make_shared<account_query>();
   q->by = account_query::key::id;
   q->id = claim->user;
-  q->hosts = hosts;
+  q->hosts = parts != account_parts::bare;
+  q->detail = parts == account_parts::detail;
   spawn_one_shot(*v->ctx->web->edge->sys,
                  [v, q, claim = *claim, then](caf::event_based_actor* self) {
                    self->request(v->project, ask_timeout, atom::user_v, account_query_ptr{q})
@@ -261,8 +269,8 @@ void ask(const visit_ptr& v, F then, E fail, Ts... xs) {
 
 /// Calls `then` with the logged-in account; sends anyone else to the login page.
 template <class F>
-void with_account(const visit_ptr& v, bool hosts, F then) {
-  with_session(v, hosts, [v, then](const account_view_ptr& a) {
+void with_account(const visit_ptr& v, account_parts parts, F then) {
+  with_session(v, parts, [v, then](const account_view_ptr& a) {
     if (a)
       then(a);
     else
@@ -271,8 +279,19 @@ void with_account(const visit_ptr& v, bool hosts, F then) {
   });
 }
 
-/// An account's hosts as the pages' rows: id, joined, total and recent credit at `now`.
-web::list host_rows(const visit& v, const std::vector<host_reg>& hosts, time_us now);
+/// An account's hosts as the pages' rows: id, joined, last contact, total and recent credit
+/// at `now`.
+web::list host_rows(const visit& v, const account_view& a, time_us now);
+
+/// An account's credit per app as the account page's rows, recent credit at `now`.
+web::list app_credit_rows(const visit& v, const account_view& a, time_us now);
+
+/// An account's recent results as the account page's rows.
+web::list recent_result_rows(const account_view& a);
+
+/// The account page's plot of credit over time, as the template's values; null (a false
+/// section) when there is no credit to plot.
+web::data plot_values(const account_view& a, time_us now);
 
 /// A positive id in a parameter; 0 when it is absent or malformed.
 id_type id_in(const std::string& text);

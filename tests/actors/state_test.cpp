@@ -475,6 +475,27 @@ TEST_CASE("host apply: registration and description", "[state][host]") {
   CHECK(h.last_rpc == t0 + 5);
 }
 
+TEST_CASE("host apply: a host remembers the results it finished last", "[state][host]") {
+  host_state h;
+  apply(h, make(ev::host_registered{1, 1, {}}), {});
+  for (id_type wu = 1; wu <= 14; ++wu) {
+    auto name = "wu_" + std::to_string(wu) + "_0";
+    apply(h, make(ev::result_dispatched{{wu, 0}, 1, t0 + hour, echo1()}), name);
+    if (wu == 14)
+      apply(h, make(ev::result_timed_out{{wu, 0}, 1}, t0 + hour), name);
+    else if (wu == 13)
+      apply(h, make(ev::result_written_off{{wu, 0}, 1}, t0 + 2), name);
+    else
+      apply(h, make(ev::result_reported{{wu, 0}, 1, ok_report(100)}, t0 + 1), name);
+  }
+  // A report of a result it no longer holds changes nothing.
+  apply(h, make(ev::result_reported{{1, 0}, 1, ok_report(100)}, t0 + 3), "wu_1_0");
+  REQUIRE(h.finished.size() == host_finished_kept);
+  CHECK(h.finished.front() == result_ref{5, 0});
+  CHECK(h.finished.back() == result_ref{14, 0});
+  CHECK(h.in_progress.empty());
+}
+
 TEST_CASE("host apply: results in progress and host_app_version counts", "[state][host]") {
   host_state h;
   apply(h, make(ev::host_registered{1, 1, {}}), {});

@@ -20,9 +20,6 @@ namespace {
 
 const fs::path artefacts = fs::path{COBBLE_BINARY_DIR} / "artefacts" / "site";
 
-const std::string output_a = "hello world\n";
-const std::string md5_a = "6f5902ac237024bdd0c176cb93063dc4"; // md5 of output_a
-
 /// Shows the page at a phone's and a desktop's width (laid out again at each): it must fit
 /// the phone without sideways scrolling (wide tables scroll in their own box); both are
 /// written as screenshots.
@@ -33,27 +30,6 @@ void look_at(devtools_browser& b, const std::string& name) {
   b.screenshot(artefacts / (name + "-phone.png"));
   b.resize(1280, 900, false);
   b.screenshot(artefacts / (name + "-desktop.png"));
-}
-
-/// Two computers of the account `key` each compute a replica of one workunit, upload and
-/// report it; the quorum of two validates and both are granted credit.
-void earn_credit(server& s, const std::string& key) {
-  http_client c{"127.0.0.1", s.port};
-  http_client c2{"127.0.0.1", s.port};
-  create_work(s, "wu_credit");
-  auto a = rpc(c, make_request(key, 0, 103680, 2, {}));
-  auto b = rpc(c2, make_request(key, 0, 103680, 2, {}));
-  REQUIRE(a.jobs.size() == 1);
-  REQUIRE(b.jobs.size() == 1);
-  REQUIRE(upload(c, a, a.jobs[0].output, output_a) == 0);
-  REQUIRE(upload(c2, b, b.jobs[0].output, output_a) == 0);
-  rpc(c, make_request(key, *a.hostid, 0, 0,
-                      {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5_a}}}}));
-  rpc(c2, make_request(key, *b.hostid, 0, 0,
-                       {{b.jobs[0].result, 5, 0, "3.0", {{b.jobs[0].output, md5_a}}}}));
-  auto wu = admin_get(s, "/api/projects/demo/workunits/wu_credit");
-  INFO(wu.dump(2));
-  REQUIRE(wu["state"] == "assimilated");
 }
 
 } // namespace
@@ -113,7 +89,15 @@ TEST_CASE("a volunteer uses the site in Chromium, on a phone and a desktop", "[w
   INFO("total credit shown: " << total);
   CHECK(total != "0.00");
   CHECK(std::stod(total) > 0);
-  CHECK(b.eval("document.querySelectorAll('tbody tr').length").get<int>() == 2);
+  CHECK(b.eval("document.querySelectorAll('table.hosts tbody tr').length").get<int>() == 2);
+  // Credit over time as a plot that fits the phone's width, per app, and the two results.
+  CHECK(b.eval("document.querySelectorAll('svg.plot path.line').length").get<int>() == 1);
+  b.resize(390, 844, true);
+  CHECK(
+    b.eval("document.querySelector('svg.plot').getBoundingClientRect().width <= 390").get<bool>());
+  CHECK(b.eval("document.querySelectorAll('table.apps tbody tr').length").get<int>() == 1);
+  CHECK(b.eval("document.querySelectorAll('table.recent tbody tr').length").get<int>() == 2);
+  CHECK(b.text().find("valid") != std::string::npos);
   look_at(b, "account");
 
   // A team: made (and joined), left, joined again.

@@ -522,6 +522,48 @@ TEST_CASE("top lists page through volunteers, computers and teams", "[web]") {
   CHECK(bob.get("/demo/host").status == 404);
 }
 
+TEST_CASE("the account page shows credit per app, recent results and credit over time", "[web]") {
+  temp_dir dir;
+  auto cfg = dir.path() / "cobble.yaml";
+  std::ofstream{cfg} << "projects:\n"
+                        "  - name: demo\n"
+                        "    limits: {min_sendwork_interval: 0s}\n"
+                        "    users: [{name: demo}]\n"
+                        "    apps:\n"
+                        "      - name: testapp\n"
+                        "        user_friendly_name: \"Test <app>\"\n"
+                        "        one_result_per_user_per_wu: false\n"
+                        "        versions: [{platform: x86_64-pc-linux-gnu, version_num: 100}]\n";
+  server s{dir.path() / "data", {"--config", cfg.string()}};
+  browser ann{s.port};
+  REQUIRE(ann.join("Ann", "ann@example.org", "secret pass").status == 303);
+  auto before = ann.get("/demo/account");
+  CHECK_THAT(before.body, Contains("No credit yet"));
+  CHECK_THAT(before.body, !Contains("<svg"));
+  CHECK_THAT(before.body, !Contains("Recent results"));
+
+  http_client c{"127.0.0.1", s.port};
+  auto key = looked_up(c, "ann@example.org", "secret pass");
+  REQUIRE(key.size() == 32);
+  earn_credit(s, key);
+  auto page = ann.get("/demo/account");
+  REQUIRE(page.status == 200);
+  // The plot: inline SVG markup with a title that says what it shows, and a table beside it.
+  CHECK_THAT(page.body, Contains("<svg class=\"plot\""));
+  CHECK_THAT(page.body, Contains("<title>Total credit over time: "));
+  CHECK_THAT(page.body, Contains("<path class=\"line\" d=\"M48.0 "));
+  CHECK_THAT(page.body, Contains("<summary>As a table</summary>"));
+  CHECK_THAT(page.body, !Contains("<script"));
+  CHECK_THAT(page.field("Content-Security-Policy"), Contains("default-src 'none'"));
+  // Per app, its user-friendly name escaped: two jobs.
+  CHECK_THAT(page.body, Contains("<td>Test &lt;app&gt;</td><td class=\"num\">2</td>"));
+  // Both results, with their state, from both computers, and each computer's last contact.
+  for (const auto* name : {"wu_credit_0", "wu_credit_1"})
+    CHECK_THAT(page.body, Contains("<td>" + std::string{name} + "</td>"));
+  CHECK_THAT(page.body, Contains("<td>valid</td>"));
+  CHECK_THAT(page.body, !Contains("<td>never</td>"));
+}
+
 TEST_CASE("the status page counts the work, as BOINC's server_status.php", "[web]") {
   temp_dir dir;
   server s{dir.path()};

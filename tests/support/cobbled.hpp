@@ -335,4 +335,28 @@ inline void create_work(server& s, const std::string& name) {
   REQUIRE(r.status == 201);
 }
 
+/// Two computers of the account `key` each compute a replica of a new workunit `wu`, upload
+/// and report it; the quorum of two validates and both are granted credit. The project needs
+/// `one_result_per_user_per_wu: false` so that one volunteer's computers share a workunit.
+inline void earn_credit(server& s, const std::string& key, const std::string& wu = "wu_credit") {
+  const std::string output = "hello world\n";
+  const std::string md5 = "6f5902ac237024bdd0c176cb93063dc4"; // md5 of output
+  http_client c{"127.0.0.1", s.port};
+  http_client c2{"127.0.0.1", s.port};
+  create_work(s, wu);
+  auto a = rpc(c, make_request(key, 0, 103680, 2, {}));
+  auto b = rpc(c2, make_request(key, 0, 103680, 2, {}));
+  REQUIRE(a.jobs.size() == 1);
+  REQUIRE(b.jobs.size() == 1);
+  REQUIRE(upload(c, a, a.jobs[0].output, output) == 0);
+  REQUIRE(upload(c2, b, b.jobs[0].output, output) == 0);
+  rpc(c, make_request(key, *a.hostid, 0, 0,
+                      {{a.jobs[0].result, 5, 0, "2.0", {{a.jobs[0].output, md5}}}}));
+  rpc(c2, make_request(key, *b.hostid, 0, 0,
+                       {{b.jobs[0].result, 5, 0, "3.0", {{b.jobs[0].output, md5}}}}));
+  auto done = admin_get(s, "/api/projects/demo/workunits/" + wu);
+  INFO(done.dump(2));
+  REQUIRE(done["state"] == "assimilated");
+}
+
 } // namespace cobble::test
