@@ -13,11 +13,13 @@
 #   COBBLE_SANITIZE=thread  ThreadSanitizer, in ./build-tsan
 #   COBBLE_SANITIZE_OPT=-O1 optimization of a sanitized build (default -O0: compiles 2-3x faster)
 #   COBBLE_BUILD_DIR=DIR    another build directory
+#   COBBLE_E2E_TESTS=OFF    leave out the tests labelled e2e and fuzz (CI's TSan stage)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/lib/build-dir.sh
 jobs="${COBBLE_JOBS:-2}"
-args=(-DCOBBLE_WERROR="${COBBLE_WERROR:-OFF}" -DCOBBLE_SANITIZE="$sanitize")
+args=(-DCOBBLE_WERROR="${COBBLE_WERROR:-OFF}" -DCOBBLE_SANITIZE="$sanitize"
+      -DCOBBLE_E2E_TESTS="${COBBLE_E2E_TESTS:-ON}")
 if [ -n "$sanitize" ]; then
   # Clang: with ASan+UBSan it compiles in half the time GCC takes (project.cpp: 61 s
   # against 117 s). -O0: the sanitizers' instrumentation makes the optimizer the larger
