@@ -10,8 +10,11 @@
 #include "tools/bench/ledger.hpp"
 #include "tools/bench/load.hpp"
 #include "tools/bench/populate.hpp"
+#include "tools/bench/site_load.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 using namespace cobble;
 using namespace cobble::bench;
@@ -156,4 +159,28 @@ TEST_CASE("the scale generator's log recovers to the hosts and queued jobs asked
   CHECK(p.unsent.begin()->second.size() == 30);
   // A data directory that already has a log is refused.
   CHECK_THROWS_AS(populate(o), std::runtime_error);
+}
+
+TEST_CASE("the site benchmark's mix weighs its kinds and finds the volunteer's computers") {
+  auto kinds = site_pages("demo", 42, 5000);
+  REQUIRE(kinds.size() == 4);
+  CHECK(kinds[0].targets == std::vector<std::string>{"/demo/account"});
+  CHECK(kinds[2].targets == std::vector<std::string>{"/demo/host?id=42"});
+  // Six top lists (three lists, two orders), at page starts within the ranking.
+  REQUIRE(kinds[1].targets.size() == 6);
+  for (const auto& t : kinds[1].targets) {
+    auto offset = std::stoul(t.substr(t.find("offset=") + 7));
+    CHECK(offset % 20 == 0);
+    CHECK(offset < 5000);
+  }
+  auto mix = page_mix(kinds);
+  REQUIRE(mix.size() == 10); // 4 + 4 + 1 + 1
+  CHECK(std::count(mix.begin(), mix.end(), "/demo/account") == 4);
+  CHECK(std::count(mix.begin(), mix.end(), "/demo/") == 1);
+  CHECK(mix[0] == "/demo/account"); // interleaved, not in blocks
+  CHECK(mix[1].rfind("/demo/top?", 0) == 0);
+
+  CHECK(host_links(R"(<a href="/demo/host?id=7">7</a> <a href="/demo/host?id=12">)")
+        == std::vector<std::uint64_t>{7, 12});
+  CHECK(host_links("no links").empty());
 }

@@ -7,6 +7,7 @@
 #include "load.hpp"
 #include "populate.hpp"
 #include "site.hpp"
+#include "site_load.hpp"
 #include "storage/event_store.hpp"
 #include "tools/heap.hpp"
 
@@ -669,6 +670,139 @@ int cmd_hostile(hostile_cli& c) {
   return 0;
 }
 
+// -- site-load: the volunteer site's pages through HTTP, and the scheduler beside them ------
+
+struct site_load_cli {
+  binaries bin;
+  load_options o;
+  std::size_t hosts = 5000;
+  std::uint64_t workunits = 300000;
+  std::size_t site_connections = 16;
+  double site_rate = 200; ///< Pages per second in phase C.
+  std::string work_dir = "bench-data";
+  std::string report;
+};
+
+/// Runs `site` (page requests) and `sched` (scheduler RPCs) at once, their windows aligned.
+std::pair<load_result, load_result>
+run_both(generator& pages, const load_options& site, generator& fleet, const load_options& sched) {
+  load_result page_result;
+  std::thread t{[&] { page_result = pages.run(site); }};
+  auto sched_result = fleet.run(sched);
+  t.join();
+  return {page_result, sched_result};
+}
+
+int cmd_site_load(site_load_cli& c) {
+  auto s = start_with_work(fs::path{c.work_dir} / "site-load", {}, c.bin.cobbled, c.workunits,
+                           c.o.job_seconds);
+  auto vol = join_site(s->port, "demo", "Ann Bench", "ann@example.org", "a bench password");
+  // One host in 1,000 is the volunteer's (five of the default 5,000): their account page
+  // lists computers that are working, and their recent results.
+  auto sched = c.o;
+  sched.port = s->port;
+  sched.account_keys.assign(1000, s->key);
+  sched.account_keys[0] = vol.account_key;
+  generator fleet{c.hosts};
+  std::cout << "scheduler RPCs alone (A):\n";
+  auto a_cpu0 = cpu_seconds(s->proc->pid());
+  auto alone = fleet.run(sched);
+  auto a_cpu = cpu_seconds(s->proc->pid()) - a_cpu0;
+  print_load("scheduler RPCs", alone);
+
+  auto account = get_page(s->port, "/demo/account", vol.cookie);
+  auto computers = host_links(account.body);
+  if (account.status != 200 || computers.empty())
+    throw std::runtime_error("the volunteer's account page lists no computer (HTTP "
+                             + std::to_string(account.status) + ")");
+  auto kinds = site_pages("demo", computers.front(), c.hosts);
+  auto site = c.o;
+  site.port = s->port;
+  site.connections = c.site_connections;
+  site.cookie = vol.cookie;
+  site.pages = page_mix(kinds);
+  generator pages{0};
+  std::cout << "site pages alone (B), each kind, then the mix:\n";
+  std::vector<std::pair<std::string, load_result>> by_kind;
+  for (const auto& k : kinds) {
+    auto one = site;
+    one.pages = k.targets;
+    by_kind.emplace_back(k.name, pages.run(one));
+    print_load(k.name.c_str(), by_kind.back().second);
+  }
+  auto b_cpu0 = cpu_seconds(s->proc->pid());
+  auto site_alone = pages.run(site);
+  auto b_cpu = cpu_seconds(s->proc->pid()) - b_cpu0;
+  print_load("page mix", site_alone);
+
+  std::cout << fmt::format("both at once, pages at {:.0f}/s (C):\n", c.site_rate);
+  auto paced = site;
+  paced.pages_per_second = c.site_rate;
+  auto c_cpu0 = cpu_seconds(s->proc->pid());
+  auto [site_both, sched_both] = run_both(pages, paced, fleet, sched);
+  auto c_cpu = cpu_seconds(s->proc->pid()) - c_cpu0;
+  print_load("page mix", site_both);
+  print_load("scheduler RPCs", sched_both);
+  std::cout << "both at once, pages as fast as they come (D):\n";
+  auto d_cpu0 = cpu_seconds(s->proc->pid());
+  auto [site_flood, sched_flood] = run_both(pages, site, fleet, sched);
+  auto d_cpu = cpu_seconds(s->proc->pid()) - d_cpu0;
+  print_load("page mix", site_flood);
+  print_load("scheduler RPCs", sched_flood);
+  std::cout << "scheduler RPCs alone again (A'):\n";
+  auto again = fleet.run(sched);
+  print_load("scheduler RPCs", again);
+  auto after = get_page(s->port, "/demo/account", vol.cookie);
+  stop_server(*s);
+
+  auto errors = site_alone.errors + site_both.errors + site_flood.errors;
+  for (const auto& [name, r] : by_kind)
+    errors += r.errors;
+  if (after.status != 200 || after.body.find("Ann Bench") == std::string::npos)
+    ++errors;
+  const double sched_alone = (alone.rate() + again.rate()) / 2;
+  const double kept = sched_alone > 0 ? sched_both.rate() / sched_alone : 0;
+  const double kept_flooded = sched_alone > 0 ? sched_flood.rate() / sched_alone : 0;
+  std::string md;
+  md += fmt::format(
+    "cobbled on the demo project with {} workunits queued; the scheduler load is {} simulated "
+    "hosts on {} keep-alive connections, five of them a volunteer's who joined through the "
+    "site's form; the pages are asked on {} keep-alive connections with that volunteer's "
+    "session, in the mix account 4 : top lists 4 : computer 1 : home 1 (top lists of users, "
+    "computers and teams by recent and total credit, pages spread over the first {} ranks). "
+    "Each phase: {} s measured after a warm-up of at least {} s. The generators share the "
+    "machine's cores with cobbled.\n\n",
+    grouped(static_cast<double>(c.workunits)), c.hosts, c.o.connections, c.site_connections,
+    std::min<std::size_t>(c.hosts, 10000), c.o.seconds, c.o.warmup_seconds);
+  md += "| phase | requests | per second | p50 ms | p99 ms | max ms | errors | cobbled CPU s |\n"
+        "|---|---|---|---|---|---|---|---|\n";
+  auto row = [&](const std::string& phase, const std::string& what, const load_result& r,
+                 const std::string& cpu) {
+    md += fmt::format("| {} | {} | {} | {:.2f} | {:.2f} | {:.1f} | {} | {} |\n", phase, what,
+                      grouped(r.rate()), r.p50_ms, r.p99_ms, r.max_ms, r.errors, cpu);
+  };
+  row("A: scheduler alone", "scheduler RPCs", alone, fmt::format("{:.1f}", a_cpu));
+  for (const auto& [name, r] : by_kind)
+    row("B: one kind of page", name + " pages", r, "");
+  row("B: the site alone", "pages (mix)", site_alone, fmt::format("{:.1f}", b_cpu));
+  auto c_label = fmt::format("C: both, pages at {:.0f}/s", c.site_rate);
+  row(c_label, "pages (mix)", site_both, fmt::format("{:.1f}", c_cpu));
+  row(c_label, "scheduler RPCs", sched_both, "");
+  row("D: both, pages unpaced", "pages (mix)", site_flood, fmt::format("{:.1f}", d_cpu));
+  row("D: both, pages unpaced", "scheduler RPCs", sched_flood, "");
+  row("A': scheduler alone again", "scheduler RPCs", again, "");
+  md += fmt::format(
+    "\nTarget: scheduler RPCs per second with the site under load ({:.0f} pages/s) within 10 % "
+    "of the rate alone (the mean of A and A'): {}; every page answered 200 and the account "
+    "page after the run still shows the volunteer: {}. With the pages unpaced (D), the two "
+    "loads share the cores: the scheduler kept {:.0f} % of its rate while the site served "
+    "{:.0f} pages/s.\n\n",
+    c.site_rate, verdict(kept >= 0.9, fmt::format("{:.0f} % kept", 100 * kept)),
+    verdict(errors == 0, fmt::format("{} errors", errors)), 100 * kept_flooded, site_flood.rate());
+  emit(c.report, md);
+  return errors == 0 ? 0 : 1;
+}
+
 // -- cost: CPU per RPC at low and high concurrency -----------------------------------------
 
 struct cost_cli {
@@ -1088,6 +1222,9 @@ int program_main(int argc, char** argv) {
                "  crash            kill -9 cobbled under load N times; check every acknowledged\n"
                "                   change is in the log and nothing was dispatched twice\n"
                "  hostile          honest load alone, then alongside hostile clients\n"
+               "  site             what the site's pages cost the project actor (in-process)\n"
+               "  site-load        the site's pages through HTTP, alone and beside scheduler\n"
+               "                   RPCs\n"
                "  populate         generate a data directory with hosts and queued jobs\n"
                "  scale            populate, then measure recovery, memory and replay\n\n"
                "Each of throughput, cost and hosts can measure a second cobbled first\n"
@@ -1189,6 +1326,27 @@ int program_main(int argc, char** argv) {
     ->capture_default_str();
   hostile->add_option("--report", xc.report, "Append the Markdown section to this file");
 
+  site_load_cli slc;
+  auto site_load = app.add_subcommand(
+    "site-load", "The site's pages through HTTP, alone and beside scheduler RPCs");
+  add_binary_options(site_load, slc.bin);
+  add_load_options(site_load, slc.o, slc.hosts);
+  site_load->add_option("--workunits", slc.workunits, "Workunits to queue first (2 jobs each)")
+    ->capture_default_str();
+  site_load
+    ->add_option("--site-connections", slc.site_connections,
+                 "Keep-alive connections asking for pages")
+    ->capture_default_str()
+    ->check(CLI::Range(1, 1000));
+  site_load
+    ->add_option("--site-rate", slc.site_rate,
+                 "Pages per second while the scheduler is loaded (phase C)")
+    ->capture_default_str()
+    ->check(CLI::PositiveNumber);
+  site_load->add_option("--work-dir", slc.work_dir, "Where the data directory is made")
+    ->capture_default_str();
+  site_load->add_option("--report", slc.report, "Append the Markdown section to this file");
+
   site_options so;
   auto site = app.add_subcommand(
     "site", "What the site's top lists, account and status pages cost the project actor");
@@ -1238,6 +1396,8 @@ int program_main(int argc, char** argv) {
       return cmd_hostile(xc);
     if (*pop)
       return cmd_populate(po);
+    if (*site_load)
+      return cmd_site_load(slc);
     if (*site) {
       run_site_bench(so, std::cout);
       return 0;

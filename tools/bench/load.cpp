@@ -261,6 +261,7 @@ struct worker {
   std::vector<std::uint32_t> latency_us;
   load_result r;
   std::size_t alive = 0;
+  std::size_t next_page = 0; ///< Where the next connection starts in load_options::pages.
   asio::io_context ioc{1};
 };
 
@@ -300,7 +301,18 @@ asio::awaitable<void> connection(worker& w) {
   auto& wnd = *w.window;
   auto ex = co_await asio::this_coro::executor;
   tcp::endpoint ep{asio::ip::make_address(o.address), o.port};
+  const bool gets = o.healthz || !o.pages.empty();
   const std::string target = o.healthz ? "/healthz" : "/" + o.project + "/cgi";
+  std::size_t next_page = w.next_page++;
+  // Paced pages: this connection's share of pages_per_second, its first slot spread.
+  const auto pace = !o.pages.empty() && o.pages_per_second > 0
+                      ? std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(
+                        static_cast<double>(o.connections) / o.pages_per_second))
+                      : steady::duration::zero();
+  auto slot = steady::now()
+              + pace * static_cast<long>(next_page % o.connections)
+                  / static_cast<long>(std::max<std::size_t>(o.connections, 1));
+  asio::steady_timer timer{ex};
   const std::string host_header = o.address + ":" + std::to_string(o.port);
   const double secs = o.job_seconds * o.jobs_per_rpc - 1;
   while (!wnd.finished(steady::now()) && !(o.stop && o.stop->load())) {
@@ -312,7 +324,16 @@ asio::awaitable<void> connection(worker& w) {
       beast::flat_buffer buf;
       while (!wnd.finished(steady::now()) && !(o.stop && o.stop->load())) {
         http::request<http::string_body> req;
-        if (o.healthz) {
+        if (!o.pages.empty()) {
+          if (pace > steady::duration::zero()) {
+            timer.expires_at(slot);
+            co_await timer.async_wait(asio::use_awaitable);
+            slot = std::max(slot + pace, steady::now() - pace);
+          }
+          req = {http::verb::get, o.pages[next_page++ % o.pages.size()], 11};
+          if (!o.cookie.empty())
+            req.set(http::field::cookie, o.cookie);
+        } else if (o.healthz) {
           req = {http::verb::get, target, 11};
         } else {
           if (w.ready.empty())
@@ -341,7 +362,7 @@ asio::awaitable<void> connection(worker& w) {
         if (res.result() != http::status::ok)
           throw std::runtime_error("HTTP " + std::to_string(res.result_int()));
         bool counted = wnd.in_window(began, done);
-        if (o.healthz) {
+        if (gets) {
           if (counted)
             ++w.r.rpcs;
         } else {
@@ -382,7 +403,8 @@ double percentile(std::vector<std::uint32_t>& v, double q) {
 generator::generator(std::size_t hosts) : hosts_(hosts) {}
 
 load_result generator::run(const load_options& o) {
-  if (!o.healthz && o.connections > hosts_.size())
+  bool gets = o.healthz || !o.pages.empty();
+  if (!gets && o.connections > hosts_.size())
     throw std::invalid_argument("--connections must not exceed --hosts");
   shared_window wnd;
   wnd.warmup_until = steady::now()
@@ -391,7 +413,7 @@ load_result generator::run(const load_options& o) {
   wnd.seconds = o.seconds;
   std::size_t unregistered = 0;
   for (const auto& h : hosts_)
-    unregistered += (h.id == 0 && !o.healthz) ? 1 : 0;
+    unregistered += (h.id == 0 && !gets) ? 1 : 0;
   wnd.unregistered = unregistered;
   auto threads = std::max(1u, o.threads);
   std::vector<std::unique_ptr<worker>> workers;

@@ -5,7 +5,8 @@
 /// RPC registers it (hostid 0); every later RPC reports the results it was sent last time,
 /// as succeeded with their output files' size and md5 (the way a client reports after the
 /// uploads), and asks for more work. The same connections can instead GET /healthz, which
-/// measures what this machine's HTTP path can do at all (the ceiling).
+/// measures what this machine's HTTP path can do at all (the ceiling), or the volunteer
+/// site's pages.
 
 #include "ledger.hpp"
 
@@ -53,6 +54,13 @@ struct load_options {
   double warmup_seconds = 2; ///< At least this long, and until every host is registered.
   double seconds = 10;       ///< The measured window; 0: until `stop` or every connection failed.
   bool healthz = false;      ///< GET /healthz instead of scheduler RPCs.
+  /// When set, GET these targets (each connection cycles through them from its own start)
+  /// with `cookie` instead of scheduler RPCs: the volunteer site's pages.
+  std::vector<std::string> pages{};
+  std::string cookie{}; ///< The Cookie header of page requests.
+  /// Page requests per second over all connections (each connection paced at its share);
+  /// 0: as fast as the answers come.
+  double pages_per_second = 0;
   int jobs_per_rpc = 1;      ///< CPU instances asked for per RPC.
   double job_seconds = 3600; ///< Estimated runtime of one job (rsc_fpops_est / 1e9 FLOPS).
   /// A connection that fails ends instead of reconnecting (the crash benchmark: the server
