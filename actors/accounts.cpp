@@ -201,7 +201,7 @@ account_of(const project_state& ps, id_type id, const host_table* hosts, bool de
     out.team_founder = t->second.founder == id;
   if (hosts == nullptr)
     return out;
-  for (auto hid : ps.hosts_of(id, max_account_hosts))
+  for (auto hid : ps.hosts_of(id, ps.hosts.size()))
     if (auto h = ps.hosts.find(hid); h != ps.hosts.end()) {
       out.hosts.push_back(h->second);
       out.contact.push_back(hosts->last_contact(hid));

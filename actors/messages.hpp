@@ -221,15 +221,12 @@ struct account_query {
   key by = key::email;
   std::string text; ///< The e-mail address or account key.
   id_type id = 0;
-  /// Also the account's hosts (at most max_account_hosts, newest first) and when each last
-  /// made contact.
+  /// Also the account's hosts (all of them, newest first) and when each last made contact.
   bool hosts = false;
   /// Also its credit per app and its recent results (the account page); implies `hosts`.
   bool detail = false;
 };
 
-/// The most hosts an account view lists (an account with more shows its newest).
-inline constexpr std::size_t max_account_hosts = 100;
 /// The most recent results an account view lists.
 inline constexpr std::size_t max_account_results = 20;
 

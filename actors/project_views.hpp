@@ -46,9 +46,9 @@ gauges_of(const project_state& ps, const host_table& hosts, std::size_t sample =
 std::vector<user_rec> users_of(const project_state& ps);
 
 /// The account `id` with its team id (actors/accounts.cpp); nullopt when unknown. With `hosts`
-/// (the project's host states) also its newest max_account_hosts hosts (by the project's
-/// index of hosts by user) and their last contact; with `detail` as well, its credit per app
-/// and the newest max_account_results results its hosts finished.
+/// (the project's host states) also its hosts, newest first (by the project's index of hosts
+/// by user), and their last contact; with `detail` as well, its credit per app and the newest
+/// max_account_results results its hosts finished.
 std::optional<account_view> account_of(const project_state& ps, id_type id,
                                        const host_table* hosts = nullptr, bool detail = false);
 

@@ -388,7 +388,7 @@ void user(const visit_ptr& v) {
       [v](const account_view_ptr& a) {
         auto now = wall_now();
         const auto& u = a->user;
-        auto hosts = host_rows(*v, *a, now);
+        auto hosts = host_rows(*v, *a, now, a->hosts.size());
         web::data values{
           web::object{{"id", std::to_string(u.id)},
                       {"name", u.name},

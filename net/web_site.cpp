@@ -247,11 +247,13 @@ void create_account(const visit_ptr& v) {
 
 // -- the account page -----------------------------------------------------------------------
 
+constexpr std::size_t computers_listed = 100; ///< Computers on the account page (the newest).
+
 void account(const visit_ptr& v) {
   with_account(v, account_parts::detail, [v](const account_view_ptr& a) {
     auto now = wall_now();
     const auto& u = a->user;
-    auto hosts = host_rows(*v, *a, now);
+    auto hosts = host_rows(*v, *a, now, computers_listed);
     web::data values{web::object{
       {"name", u.name},
       {"email", u.email},
@@ -263,6 +265,8 @@ void account(const visit_ptr& v) {
     }};
     values.set("has_hosts", !a->hosts.empty());
     values.set("hosts", hosts);
+    if (a->hosts.size() > computers_listed)
+      values.set("more_hosts", count_text(a->hosts.size() - computers_listed));
     values.set("plot", plot_values(*a, now));
     values.set("has_apps", !a->apps.empty());
     values.set("apps", app_credit_rows(*v, *a, now));

@@ -86,9 +86,9 @@ std::string user_name(const account_view_ptr& a) {
   return a ? a->user.name : std::string{};
 }
 
-web::list host_rows(const visit& v, const account_view& a, time_us now) {
+web::list host_rows(const visit& v, const account_view& a, time_us now, std::size_t max) {
   web::list rows;
-  for (std::size_t i = 0; i < a.hosts.size(); ++i) {
+  for (std::size_t i = 0; i < a.hosts.size() && i < max; ++i) {
     const auto& h = a.hosts[i];
     rows.emplace_back(
       web::object{{"id", std::to_string(h.id)},

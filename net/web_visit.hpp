@@ -279,9 +279,9 @@ void with_account(const visit_ptr& v, account_parts parts, F then) {
   });
 }
 
-/// An account's hosts as the pages' rows: id, joined, last contact, total and recent credit
-/// at `now`.
-web::list host_rows(const visit& v, const account_view& a, time_us now);
+/// An account's newest `max` hosts as the pages' rows: id, joined, last contact, total and
+/// recent credit at `now`.
+web::list host_rows(const visit& v, const account_view& a, time_us now, std::size_t max);
 
 /// An account's credit per app as the account page's rows, recent credit at `now`.
 web::list app_credit_rows(const visit& v, const account_view& a, time_us now);
