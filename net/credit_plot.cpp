@@ -1,5 +1,7 @@
 #include "net/credit_plot.hpp"
 
+#include "net/number_text.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -33,21 +35,6 @@ std::string coord(double x) {
   if (!std::isfinite(x))
     x = 0;
   return fmt::format("{:.1f}", x);
-}
-
-/// A credit figure for the summary and the table: thousands grouped, two decimals below 100.
-std::string grouped_number(double x) {
-  if (x < 100)
-    return fmt::format("{:.2f}", x);
-  auto digits = fmt::format("{:.0f}", x);
-  std::string out;
-  auto n = digits.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    out += digits[i];
-    if (digits[i] != '-' && (n - i - 1) % 3 == 0 && i + 1 < n)
-      out += ',';
-  }
-  return out;
 }
 
 } // namespace
@@ -149,15 +136,15 @@ plot_credit(const std::vector<credit_day>& days, double total, time_us created, 
     out.x_ticks.push_back({pos, axis_date(day, long_span), anchor});
   }
 
-  out.summary = fmt::format("Total credit over time: {} on {} (UTC)", grouped_number(total),
+  out.summary = fmt::format("Total credit over time: {} on {} (UTC)", credit_text(total),
                             day_text(days.back().day));
   if (days.size() > 1 || before > 0)
     out.summary = fmt::format("Total credit rose from {} on {} to {} on {} (UTC)",
-                              grouped_number(totals.front()), day_text(days.front().day),
-                              grouped_number(total), day_text(days.back().day));
+                              credit_text(totals.front()), day_text(days.front().day),
+                              credit_text(total), day_text(days.back().day));
   for (std::size_t i = days.size(); i-- > 0;)
     out.rows.push_back(
-      {day_text(days[i].day), grouped_number(days[i].credit), grouped_number(totals[i])});
+      {day_text(days[i].day), credit_text(days[i].credit), credit_text(totals[i])});
   return out;
 }
 

@@ -44,28 +44,6 @@ std::int64_t now_unix() {
   return wall_now() / us_per_second;
 }
 
-std::string grouped(const std::string& digits) {
-  std::string out;
-  for (std::size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0)
-      out += ',';
-    out += digits[i];
-  }
-  return out;
-}
-
-std::string credit_text(double credit) {
-  if (!std::isfinite(credit) || credit < 0)
-    credit = 0;
-  if (credit < 100)
-    return fmt::format("{:.2f}", credit);
-  return grouped(fmt::format("{:.0f}", credit));
-}
-
-std::string count_text(std::uint64_t n) {
-  return grouped(std::to_string(n));
-}
-
 std::string date_text(time_us t) {
   return utc_text(t, "%Y-%m-%d");
 }

@@ -8,6 +8,7 @@
 #include "actors/error.hpp"
 #include "actors/messages.hpp"
 #include "net/boinc_xml.hpp"
+#include "net/number_text.hpp"
 #include "net/one_shot.hpp"
 #include "net/web_site.hpp"
 #include "net/web_templates.hpp"
@@ -33,12 +34,6 @@ inline constexpr double default_half_life = 7 * 86400;
 
 /// Now, in Unix seconds.
 std::int64_t now_unix();
-/// Digits with thousands grouped: 1234567 -> 1,234,567.
-std::string grouped(const std::string& digits);
-/// A credit figure as people read it: thousands grouped, two decimals below 100.
-std::string credit_text(double credit);
-/// A count as people read it: 1,234,567.
-std::string count_text(std::uint64_t n);
 /// A moment as its UTC date, 2026-12-03.
 std::string date_text(time_us t);
 /// A moment as its UTC date and time, 2026-12-03 14:05 UTC; "never" for 0.
