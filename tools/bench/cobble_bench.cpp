@@ -3,6 +3,7 @@
 
 #include "child.hpp"
 #include "hostile.hpp"
+#include "http_call.hpp"
 #include "ledger.hpp"
 #include "load.hpp"
 #include "populate.hpp"
@@ -43,35 +44,14 @@ namespace {
 
 // -- small helpers ----------------------------------------------------------------------
 
-struct http_answer {
-  int status = 0;
-  std::string body;
-};
-
-/// One synchronous HTTP request (admin API, /metrics); throws on a network error.
-http_answer http_call(std::uint16_t port, boost::beast::http::verb verb, const std::string& target,
-                      const std::string& body = {}, const std::string& token = {}) {
-  namespace beast = boost::beast;
-  namespace http = beast::http;
-  boost::asio::io_context ioc;
-  beast::tcp_stream stream{ioc};
-  stream.expires_after(600s);
-  stream.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  http::request<http::string_body> req{verb, target, 11};
-  req.set(http::field::host, "127.0.0.1:" + std::to_string(port));
-  if (!token.empty())
-    req.set(http::field::authorization, "Bearer " + token);
-  if (!body.empty()) {
-    req.set(http::field::content_type, "application/json");
-    req.body() = body;
-  }
-  req.prepare_payload();
-  http::write(stream, req);
-  beast::flat_buffer buf;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(1u << 30);
-  http::read(stream, buf, parser);
-  return {static_cast<int>(parser.get().result_int()), parser.get().body()};
+/// A request to the admin API (a JSON body, the bearer token) or /metrics.
+http_exchange api_call(std::uint16_t port, boost::beast::http::verb verb, const std::string& target,
+                       const std::string& body = {}, const std::string& token = {}) {
+  http_call_options o;
+  o.body = body;
+  o.content_type = "application/json";
+  o.token = token;
+  return http_call(port, verb, target, o);
 }
 
 /// A counter or gauge from /metrics text.
@@ -216,8 +196,8 @@ struct server {
     std::ifstream tf{data / "admin_token"};
     std::getline(tf, token);
     // cobbled prints no account key with --config: the admin API lists them.
-    auto users = http_call(admin_port, boost::beast::http::verb::get, "/api/projects/demo/users",
-                           {}, token);
+    auto users = api_call(admin_port, boost::beast::http::verb::get, "/api/projects/demo/users", {},
+                          token);
     if (users.status != 200)
       fail("listed no users: " + std::to_string(users.status) + " " + users.body);
     for (const auto& u : json::parse(users.body))
@@ -301,12 +281,12 @@ struct server {
   }
 
   std::string metrics() const {
-    auto r = http_call(port, boost::beast::http::verb::get, "/metrics");
+    auto r = api_call(port, boost::beast::http::verb::get, "/metrics");
     return r.body;
   }
 
   json project() const {
-    auto r = http_call(admin_port, boost::beast::http::verb::get, "/api/projects/demo", {}, token);
+    auto r = api_call(admin_port, boost::beast::http::verb::get, "/api/projects/demo", {}, token);
     if (r.status != 200)
       throw std::runtime_error("GET /api/projects/demo: " + std::to_string(r.status) + " "
                                + r.body);
@@ -325,8 +305,8 @@ double create_work(const server& s, std::uint64_t workunits, double job_seconds)
                                           {"count", n},
                                           {"rsc_fpops_est", job_seconds * 1e9},
                                           {"rsc_fpops_bound", job_seconds * 1e10}}})}};
-    auto r = http_call(s.admin_port, boost::beast::http::verb::post, "/api/projects/demo/workunits",
-                       body.dump(), s.token);
+    auto r = api_call(s.admin_port, boost::beast::http::verb::post, "/api/projects/demo/workunits",
+                      body.dump(), s.token);
     if (r.status != 201)
       throw std::runtime_error("creating work: HTTP " + std::to_string(r.status) + " " + r.body);
     made += n;
@@ -598,8 +578,8 @@ int cmd_hostile(hostile_cli& c) {
   }
   auto s = start_with_work(fs::path{c.work_dir} / "hostile", {"--config", config.string()},
                            c.bin.cobbled, c.workunits, c.o.job_seconds);
-  auto users = http_call(s->admin_port, boost::beast::http::verb::get, "/api/projects/demo/users",
-                         {}, s->token);
+  auto users = api_call(s->admin_port, boost::beast::http::verb::get, "/api/projects/demo/users",
+                        {}, s->token);
   auto o = c.o;
   o.port = s->port;
   auto a = c.a;
@@ -629,7 +609,7 @@ int cmd_hostile(hostile_cli& c) {
   print_load("scheduler RPCs", attacked);
   auto m1 = s->metrics();
   auto rss1 = resident_bytes(s->proc->pid());
-  auto after = http_call(s->port, boost::beast::http::verb::get, "/healthz");
+  auto after = api_call(s->port, boost::beast::http::verb::get, "/healthz");
   stop_server(*s);
 
   const double kept = alone.rate() > 0 ? attacked.rate() / alone.rate() : 0;

@@ -1,9 +1,8 @@
 #include "site_load.hpp"
 
-#include <boost/asio/io_context.hpp>
-#include <boost/asio/ip/address.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include "http_call.hpp"
+
+#include <boost/beast/http/verb.hpp>
 
 #include <algorithm>
 #include <cctype>
@@ -15,43 +14,20 @@ namespace cobble::bench {
 
 namespace {
 
-namespace beast = boost::beast;
-namespace http = beast::http;
+namespace http = boost::beast::http;
 
-struct exchange {
-  int status = 0;
-  std::string body;
-  std::vector<std::string> cookies; ///< name=value of each Set-Cookie
-};
-
-exchange call(std::uint16_t port, http::verb verb, const std::string& target,
-              const std::string& cookie, const std::string& form = {}) {
-  boost::asio::io_context ioc;
-  beast::tcp_stream stream{ioc};
-  stream.expires_after(std::chrono::seconds(60));
-  stream.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  http::request<http::string_body> req{verb, target, 11};
-  auto authority = "127.0.0.1:" + std::to_string(port);
-  req.set(http::field::host, authority);
-  if (!cookie.empty())
-    req.set(http::field::cookie, cookie);
+/// A page GET or a form POST of the site, with the visitor's cookies.
+http_exchange call(std::uint16_t port, http::verb verb, const std::string& target,
+                   const std::string& cookie, const std::string& form = {}) {
+  http_call_options o;
+  o.cookie = cookie;
+  o.timeout = std::chrono::seconds(60);
   if (verb == http::verb::post) {
-    req.set(http::field::origin, "http://" + authority);
-    req.set(http::field::content_type, "application/x-www-form-urlencoded");
-    req.body() = form;
+    o.same_origin = true;
+    o.content_type = "application/x-www-form-urlencoded";
+    o.body = form;
   }
-  req.prepare_payload();
-  http::write(stream, req);
-  beast::flat_buffer buf;
-  http::response<http::string_body> res;
-  http::read(stream, buf, res);
-  exchange out{static_cast<int>(res.result_int()), res.body(), {}};
-  auto [first, last] = res.base().equal_range(http::field::set_cookie);
-  for (auto f = first; f != last; ++f) {
-    auto v = std::string{f->value()};
-    out.cookies.push_back(v.substr(0, v.find(';')));
-  }
-  return out;
+  return http_call(port, verb, target, o);
 }
 
 /// `form`'s value escaped for application/x-www-form-urlencoded.
