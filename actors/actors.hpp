@@ -118,6 +118,9 @@ using project_actor = subscriber_actor::extend<
   caf::replies_to<atom::team, team_query_ptr>::with<team_list_ptr>,
   // A page of the top users, hosts or teams by credit (the site's top lists).
   caf::replies_to<atom::list, top_query_ptr>::with<top_page_ptr>,
+  // A page of workunits or results, filtered, in id order (the operator pages); an
+  // invalid_argument error for a state or app that does not exist.
+  caf::replies_to<atom::list, listing_query_ptr>::with<listing_page_ptr>,
   // The figures of the project's status page (BOINC's server_status.php): a pass over every
   // workunit, user and host, so callers cache the answer.
   caf::replies_to<atom::status, atom::workunit>::with<server_status_ptr>,

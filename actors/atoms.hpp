@@ -86,6 +86,10 @@ using server_status_ptr = std::shared_ptr<const server_status_view>;
 struct top_page;
 using top_query_ptr = std::shared_ptr<const top_query>;
 using top_page_ptr = std::shared_ptr<const top_page>;
+struct listing_query;
+struct listing_page;
+using listing_query_ptr = std::shared_ptr<const listing_query>;
+using listing_page_ptr = std::shared_ptr<const listing_page>;
 using result_refs_ptr = std::shared_ptr<const std::vector<result_ref>>;
 using names_ptr = std::shared_ptr<const std::vector<std::string>>;
 using app_version_state_ptr = std::shared_ptr<const app_version_state>;
@@ -152,6 +156,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::team_list_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_query_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::server_status_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::top_page_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::listing_query_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::listing_page_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::result_refs_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::names_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(cobble::wu_files_ptr)

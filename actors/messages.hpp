@@ -207,10 +207,21 @@ struct workunit_view {
   std::vector<std::string> result_names;
 };
 
+/// One result as the operator pages list it: where it is, its names and the record itself.
+struct result_listing_row {
+  result_ref ref{};
+  std::string name;    ///< The result's name ("wu_a_1").
+  std::string wu_name; ///< Its workunit's name.
+  std::string app;     ///< Its app's name.
+  result_rec rec{};
+};
+
 /// A host as the admin API shows it.
 struct host_view {
   host_reg reg;
   std::optional<host_state> state; ///< Present for `show`, absent in lists.
+  /// With `state`: the results it finished last (host_state::finished), newest first.
+  std::vector<result_listing_row> finished{};
 };
 
 // -- accounts and teams (BOINC's web RPCs, the volunteer site) -------------------
@@ -344,6 +355,34 @@ struct top_row {
 struct top_page {
   std::vector<top_row> rows;
   std::size_t total = 0;
+};
+
+/// A page of workunits or of results, filtered (the operator pages). Pages follow workunit
+/// ids: a page starts after `after` and ends after `limit` rows, or after `budget`
+/// workunits were looked at, so that a filter few workunits match never holds the project
+/// for long; `listing_page::next` says where the next page starts.
+struct listing_query {
+  enum class of : std::uint8_t { workunits, results };
+  of what = of::results;
+  /// Workunits: a to_string(wu_state); results: a result_words() phrase. Empty: any.
+  std::string state;
+  std::string app;  ///< An app's name; empty: any.
+  id_type host = 0; ///< Results only: only those sent to this host; 0: any.
+  /// The page starts after this result (results) or after workunit `after.wu` (workunits).
+  result_ref after{};
+  std::size_t limit = 50;
+  std::size_t budget = 200000;
+};
+
+/// What a listing_query found.
+struct listing_page {
+  std::vector<workunit_view> workunits{};    ///< what == workunits
+  std::vector<result_listing_row> results{}; ///< what == results
+  /// Where the next page starts (its `after`); none when the listing reached the end.
+  std::optional<result_ref> next{};
+  std::size_t looked_at = 0;       ///< Workunits looked at for this page.
+  bool budget_spent = false;       ///< The page ended on its budget, not on `limit`.
+  std::vector<std::string> apps{}; ///< Every app's name (the filter's choices).
 };
 
 /// What a project's status page shows, with BOINC's server_status.php's figures and names.

@@ -293,9 +293,14 @@ caf::result<workunit_view_ptr> show_workunit(project_ptr self, const std::string
 }
 
 caf::result<host_view_ptr> show_host(project_ptr self, id_type id) {
-  auto v = host_view_of(self->state.logic.state, self->state.hosts.copy_of(id), id);
+  const auto& ps = self->state.logic.state;
+  auto v = host_view_of(ps, self->state.hosts.copy_of(id), id);
   if (!v)
     return caf::make_error(ec::unknown_host, "no host " + std::to_string(id));
+  if (v->state)
+    for (auto r = v->state->finished.rbegin(); r != v->state->finished.rend(); ++r)
+      if (auto row = result_row_of(ps, *r))
+        v->finished.push_back(std::move(*row));
   return host_view_ptr{std::make_shared<host_view>(std::move(*v))};
 }
 
@@ -402,6 +407,12 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     [self](atom::status, atom::workunit) {
       return server_status_ptr{std::make_shared<server_status_view>(
         server_status_of(self->state.logic.state, self->state.hosts, self->state.clk->now()))};
+    },
+    [self](atom::list, const listing_query_ptr& q) -> caf::result<listing_page_ptr> {
+      auto page = listing_of(self->state.logic.state, *q);
+      if (!page)
+        return std::move(page.error());
+      return listing_page_ptr{std::make_shared<listing_page>(std::move(*page))};
     },
     [self](atom::list, const top_query_ptr& q) {
       return top_page_ptr{std::make_shared<top_page>(top_of(self->state.logic.state, *q))};

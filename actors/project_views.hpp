@@ -7,9 +7,12 @@
 #include "actors/messages.hpp"
 #include "actors/state.hpp"
 
+#include <caf/expected.hpp>
+
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -66,6 +69,16 @@ top_page top_of(const project_state& ps, const top_query& q);
 /// The figures of the project's status page at `now` (actors/server_status.cpp): one pass
 /// over the workunits, the users and the hosts.
 server_status_view server_status_of(const project_state& ps, const host_table& hosts, time_us now);
+
+/// A page of workunits or results as the query asks (actors/listings.cpp); an
+/// invalid_argument error for a state or app that does not exist.
+caf::expected<listing_page> listing_of(const project_state& ps, const listing_query& q);
+
+/// Every state a result's words can name (result_words()), for the listing's filter.
+const std::vector<std::string_view>& result_states();
+
+/// One result as the listings show it; nullopt when there is no such result.
+std::optional<result_listing_row> result_row_of(const project_state& ps, result_ref r);
 
 /// The name of an app, "?" when unknown.
 std::string app_name(const project_state& ps, std::uint32_t app);

@@ -225,6 +225,12 @@ public:
     return m == sparse_.end() ? end() : const_iterator{this, dense_.size(), m};
   }
   std::size_t count(id_type id) const { return find(id) == end() ? 0 : 1; }
+  /// The first workunit whose id is at least `id` (sparse ids are all above the dense ones).
+  const_iterator lower_bound(id_type id) const {
+    if (id <= dense_.size())
+      return {this, id == 0 ? 0 : id - 1, sparse_.begin()};
+    return {this, dense_.size(), sparse_.lower_bound(id)};
+  }
   workunit_rec& at(id_type id);
   const workunit_rec& at(id_type id) const;
   /// The workunit with this id, created (default) when there is none.

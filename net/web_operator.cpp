@@ -2,6 +2,7 @@
 
 #include "actors/event_codec.hpp"
 #include "actors/event_text.hpp"
+#include "actors/project_views.hpp"
 #include "actors/routing.hpp"
 #include "net/admin_api.hpp"
 #include "net/password.hpp"
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -21,7 +23,8 @@ namespace cobble::net {
 
 namespace {
 
-constexpr std::uint64_t workunits_per_page = 50;
+constexpr std::size_t workunits_per_page = 50;
+constexpr std::size_t results_per_page = 50;
 constexpr std::size_t jobs_listed = 200; ///< Jobs in progress on an operator's host page.
 constexpr std::size_t max_token = 512;   ///< Bytes of a typed admin token.
 constexpr std::size_t max_reason = 512;  ///< Bytes of a cancellation's reason.
@@ -126,11 +129,15 @@ constexpr std::array<wu_state, 5> wu_states{wu_state::active, wu_state::validate
                                             wu_state::assimilated, wu_state::failed,
                                             wu_state::cancelled};
 
-web::list state_tabs(const std::string& current) {
+/// The workunit listing's state tabs (each keeps the app filter), the current one marked.
+web::list state_tabs(const std::string& current, const std::string& app = {}) {
   web::list out;
   for (auto s : wu_states) {
     std::string name = to_string(s);
-    out.emplace_back(web::object{{"name", name}, {"current", name == current}});
+    web::object tab{{"name", name}, {"current", name == current}};
+    if (!app.empty())
+      tab["app"] = php_urlencode(app);
+    out.emplace_back(std::move(tab));
   }
   return out;
 }
@@ -155,54 +162,184 @@ std::string result_summary(const workunit_rec& wu) {
   return out.empty() ? std::string{"none"} : out;
 }
 
+/// `after` of a listing's page: "WU" (workunits) or "WU.INDEX" (results).
+std::optional<result_ref> after_in(const std::string& text) {
+  result_ref r;
+  if (text.empty())
+    return r;
+  auto dot = text.find('.');
+  std::uint64_t index = 0;
+  if (!xml::to_integer(text.substr(0, dot), r.wu)
+      || (dot != std::string::npos
+          && (!xml::to_integer(text.substr(dot + 1), index)
+              || index > std::numeric_limits<std::uint32_t>::max())))
+    return std::nullopt;
+  r.index = static_cast<std::uint32_t>(index);
+  return r;
+}
+
+/// The address of a listing's page with the query's filters, starting after `after`.
+std::string listing_url(const visit& v, const listing_query& q, std::optional<result_ref> after) {
+  bool results = q.what == listing_query::of::results;
+  auto out = fmt::format("{}ops/{}?state={}", v.base, results ? "results" : "workunits",
+                         php_urlencode(q.state.empty() ? "any" : q.state));
+  if (!q.app.empty())
+    out += "&app=" + php_urlencode(q.app);
+  if (q.host != 0)
+    out += "&host=" + std::to_string(q.host);
+  if (after)
+    out += results ? fmt::format("&after={}.{}", after->wu, after->index)
+                   : fmt::format("&after={}", after->wu);
+  return out;
+}
+
+/// Reads a listing's filters from the page's parameters into `q`; on a bad one answers 400
+/// and returns false. `state` "any" (or none given: `fallback`) lists every state.
+bool filters_in(const visit_ptr& v, listing_query& q, const std::string& fallback) {
+  bool results = q.what == listing_query::of::results;
+  const auto* page = results ? "ops/results" : "ops/workunits";
+  q.state = v->param("state");
+  if (q.state.empty())
+    q.state = fallback;
+  if (q.state == "any")
+    q.state.clear();
+  q.app = v->param("app");
+  auto after = after_in(v->param("after"));
+  std::uint64_t host = 0;
+  auto host_text = v->param("host");
+  if (!after || (!host_text.empty() && (!results || !xml::to_integer(host_text, host)))) {
+    v->message(http::status::bad_request, "Bad filter",
+               results ? "`after` is WORKUNIT.INDEX and `host` a host's id."
+                       : "`after` is a workunit's id.",
+               v->base + page, "First page");
+    return false;
+  }
+  q.after = *after;
+  q.host = host;
+  q.limit = results ? results_per_page : workunits_per_page;
+  return true;
+}
+
+/// The rows of a listing's state choices and its app choices, with the current one marked.
+void filter_choices(web::data& values, const std::vector<std::string>& states,
+                    const listing_page& page, const listing_query& q) {
+  web::list state_rows;
+  for (const auto& s : states)
+    state_rows.emplace_back(web::object{{"name", s}, {"selected", s == q.state}});
+  web::list app_rows;
+  for (const auto& a : page.apps)
+    app_rows.emplace_back(web::object{{"name", a}, {"selected", a == q.app}});
+  values.set("states", state_rows);
+  values.set("apps", app_rows);
+}
+
+/// What a listing page says beside its rows: where the next page is, whether the look was
+/// cut short by the budget, and the link back to the first page.
+void pager(web::data& values, const visit& v, const listing_query& q, const listing_page& page,
+           std::size_t rows) {
+  values.set("has_rows", rows > 0);
+  values.set("searched", count_text(page.looked_at));
+  if (page.next)
+    values.set("next", listing_url(v, q, page.next));
+  if (page.budget_spent)
+    values.set("budget_spent", true);
+  if (q.after != result_ref{})
+    values.set("first_page", listing_url(v, q, std::nullopt));
+}
+
+/// A listing query's failure: an unknown state or app answers 400 with why.
+auto bad_filter(const visit_ptr& v, const char* page) {
+  return [v, page](caf::error& err) {
+    if (!is(err, ec::invalid_argument))
+      return false;
+    v->message(http::status::bad_request, "Bad filter", describe_sentence(err), v->base + page,
+               "First page");
+    return true;
+  };
+}
+
 void workunits(const visit_ptr& v) {
   as_operator(v, [v] {
-    auto state = v->param("state");
-    if (state.empty())
-      state = "active";
-    if (!parse_wu_state(state)) {
-      v->message(http::status::bad_request, "No such state",
-                 "Workunits are active, validated, assimilated, failed or cancelled.",
-                 v->base + "ops/workunits", "Active workunits");
+    auto q = std::make_shared<listing_query>();
+    q->what = listing_query::of::workunits;
+    if (!filters_in(v, *q, "active"))
       return;
-    }
-    std::uint64_t offset = 0;
-    if (auto o = v->param("offset"); !o.empty() && !xml::to_integer(o, offset)) {
-      v->message(http::status::bad_request, "Bad offset", "The offset is not a number.",
-                 v->base + "ops/workunits?state=" + state, "First page");
-      return;
-    }
     ask(
       v,
-      [v, state, offset](const workunit_list_ptr& xs) {
+      [v, q](const listing_page_ptr& page) {
         web::list rows;
-        for (const auto& w : *xs)
+        for (const auto& w : page->workunits)
           rows.emplace_back(
             web::object{{"name", w.wu.name},
                         {"app", w.app_name},
+                        {"state", to_string(w.wu.state)},
                         {"created", time_text(w.wu.created)},
                         {"finished", w.wu.finished ? time_text(w.wu.finished) : std::string{}},
                         {"results", result_summary(w.wu)},
                         {"failure", w.wu.failure}});
-        web::data values{web::object{{"state", state},
-                                     {"states", state_tabs(state)},
-                                     {"has_rows", !rows.empty()},
-                                     {"first", count_text(offset + 1)},
-                                     {"last", count_text(offset + rows.size())}}};
+        auto shown = q->state.empty() ? std::string{"any"} : q->state;
+        web::data values{web::object{{"state", shown}, {"any", q->state.empty()}}};
+        filter_choices(values, {}, *page, *q);
+        values.set("tabs", state_tabs(shown, q->app));
         values.set("rows", rows);
-        auto page_at = [&](std::uint64_t at) {
-          return fmt::format("{}ops/workunits?state={}&offset={}", v->base, state, at);
-        };
-        if (offset > 0)
-          values.set("previous",
-                     page_at(offset > workunits_per_page ? offset - workunits_per_page : 0));
-        if (rows.size() == workunits_per_page)
-          values.set("next", page_at(offset + workunits_per_page));
-        v->operator_page(http::status::ok, "ops_workunits", "Workunits " + state,
+        pager(values, *v, *q, *page, rows.size());
+        v->operator_page(http::status::ok, "ops_workunits", "Workunits: " + shown,
                          std::move(values));
       },
-      [](caf::error&) { return false; }, atom::list_v, atom::workunit_v, state, offset,
-      workunits_per_page);
+      bad_filter(v, "ops/workunits"), atom::list_v, listing_query_ptr{q});
+  });
+}
+
+/// Rows of results as the listings and the host page show them.
+web::list result_rows(const std::vector<result_listing_row>& results) {
+  web::list rows;
+  for (const auto& x : results) {
+    const auto& r = x.rec;
+    bool reported = r.received != 0;
+    web::object row{{"name", x.name},
+                    {"wu", x.wu_name},
+                    {"app", x.app},
+                    {"state", result_words(r)},
+                    {"bad", r.outcome == result_outcome::client_error
+                              || r.outcome == result_outcome::no_reply
+                              || r.validation == validate_state::invalid},
+                    {"sent", r.sent ? time_text(r.sent) : std::string{}},
+                    {"received", reported ? time_text(r.received) : std::string{}},
+                    {"credit", r.validation == validate_state::valid
+                                 ? credit_text(r.credit->granted)
+                                 : std::string{}}};
+    if (r.host != 0) {
+      row["host"] = std::to_string(r.host);
+      row["has_host"] = true;
+    }
+    rows.emplace_back(std::move(row));
+  }
+  return rows;
+}
+
+void results(const visit_ptr& v) {
+  as_operator(v, [v] {
+    auto q = std::make_shared<listing_query>();
+    q->what = listing_query::of::results;
+    if (!filters_in(v, *q, "any"))
+      return;
+    ask(
+      v,
+      [v, q](const listing_page_ptr& page) {
+        auto rows = result_rows(page->results);
+        auto shown = q->state.empty() ? std::string{"any state"} : q->state;
+        web::data values{web::object{{"state", shown}}};
+        std::vector<std::string> states;
+        for (auto s : result_states())
+          states.emplace_back(s);
+        filter_choices(values, states, *page, *q);
+        if (q->host != 0)
+          values.set("host", std::to_string(q->host));
+        values.set("rows", rows);
+        pager(values, *v, *q, *page, rows.size());
+        v->operator_page(http::status::ok, "ops_results", "Results: " + shown, std::move(values));
+      },
+      bad_filter(v, "ops/results"), atom::list_v, listing_query_ptr{q});
   });
 }
 
@@ -364,6 +501,8 @@ void host_page_of(const visit_ptr& v, const host_view& h) {
   values.set("versions", versions);
   values.set("has_jobs", !jobs.empty());
   values.set("jobs", jobs);
+  values.set("has_finished", !h.finished.empty());
+  values.set("finished", result_rows(h.finished));
   v->operator_page(http::status::ok, "ops_host", "Host " + std::to_string(reg.id),
                    std::move(values));
 }
@@ -383,6 +522,7 @@ void user(const visit_ptr& v) {
     q->by = account_query::key::id;
     q->id = id_in(v->param("id"));
     q->hosts = true;
+    q->detail = true;
     ask(
       v,
       [v](const account_view_ptr& a) {
@@ -398,6 +538,9 @@ void user(const visit_ptr& v) {
                       {"recent_credit", credit_text(u.credit.expavg_at(now, v->half_life()))},
                       {"has_hosts", !hosts.empty()}}};
         values.set("hosts", hosts);
+        auto recent = recent_result_rows(*a);
+        values.set("has_recent", !recent.empty());
+        values.set("recent", recent);
         if (!u.country.empty())
           values.set("country", u.country);
         if (!u.team.empty())
@@ -576,6 +719,7 @@ void add_operator_routes(const std::shared_ptr<web_site_context>& ctx, const std
   out.push_back(site_route(ctx, name, project, "ops/logout", {verb::post}, logout));
   out.push_back(site_route(ctx, name, project, "ops/workunits", {verb::get}, workunits));
   out.push_back(site_route(ctx, name, project, "ops/workunit", {verb::get}, workunit));
+  out.push_back(site_route(ctx, name, project, "ops/results", {verb::get}, results));
   out.push_back(site_route(ctx, name, project, "ops/cancel", {verb::post}, cancel));
   out.push_back(site_route(ctx, name, project, "ops/host", {verb::get}, host));
   out.push_back(site_route(ctx, name, project, "ops/user", {verb::get}, user));

@@ -182,6 +182,13 @@ TEST_CASE("an operator browses and cancels work in Chromium, on a phone and a de
   b.click("a[href='/demo/ops/workunit?name=" + reply.jobs[0].wu + "']");
   CHECK(b.text().find("in progress") != std::string::npos);
   look_at(b, "ops-workunit");
+  // Results in progress, from the filter form; their host.
+  b.open(site + "ops/results");
+  b.eval("document.querySelector('#state').value = 'in progress'");
+  b.click("form.search button[type=submit]");
+  CHECK(b.url().find("ops/results?state=in+progress") != std::string::npos);
+  CHECK(b.eval("document.querySelectorAll('tbody tr').length").get<int>() == 1);
+  look_at(b, "ops-results");
   b.click("tbody a[href^='/demo/ops/host']");
   CHECK(b.text().find("Jobs in progress") != std::string::npos);
   look_at(b, "ops-host");
@@ -209,7 +216,7 @@ TEST_CASE("an operator browses and cancels work in Chromium, on a phone and a de
   CHECK(b.url() == site + "ops/login");
   b.open(site + "ops/");
   CHECK(b.url() == site + "ops/login");
-  for (const auto* name : {"ops-login", "ops-home", "ops-workunits", "ops-workunit", "ops-host",
-                           "ops-user", "ops-story"})
+  for (const auto* name : {"ops-login", "ops-home", "ops-workunits", "ops-workunit", "ops-results",
+                           "ops-host", "ops-user", "ops-story"})
     CHECK(fs::file_size(artefacts / (std::string{name} + "-phone.png")) > 1000);
 }

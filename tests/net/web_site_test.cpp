@@ -657,7 +657,30 @@ TEST_CASE("an operator logs in with the admin token, browses work and cancels it
   CHECK_THAT(list.body, Contains("<td>2 unsent</td>"));
   CHECK(list.body.find("wu_a") < list.body.find("wu_b"));
   CHECK(op.get("/demo/ops/workunits?state=lost").status == 400);
-  CHECK(op.get("/demo/ops/workunits?state=active&offset=x").status == 400);
+  CHECK(op.get("/demo/ops/workunits?state=active&after=x").status == 400);
+  CHECK(op.get("/demo/ops/workunits?app=nope").status == 400);
+  CHECK_THAT(op.get("/demo/ops/workunits?state=any&app=testapp").body,
+             Contains("<option selected>testapp</option>"));
+
+  // Results across workunits, by state in words, app and host.
+  auto results = op.get("/demo/ops/results?state=in%20progress");
+  REQUIRE(results.status == 200);
+  CHECK_THAT(results.body, Contains("<h1>Results: in progress</h1>"));
+  CHECK_THAT(results.body, Contains("<a href=\"/demo/ops/workunit?name=" + reply.jobs[0].result
+                                    + "\">" + reply.jobs[0].result + "</a>"));
+  CHECK_THAT(results.body, Contains("<option selected>in progress</option>"));
+  auto unsent = op.get("/demo/ops/results?state=unsent&app=testapp");
+  CHECK(unsent.body.find(reply.jobs[0].result) == std::string::npos);
+  CHECK_THAT(unsent.body, Contains("wu_b_1"));
+  auto on_host = op.get("/demo/ops/results?host=" + std::to_string(*reply.hostid));
+  CHECK_THAT(on_host.body, Contains(reply.jobs[0].result));
+  CHECK(on_host.body.find("wu_b_0") == std::string::npos);
+  CHECK_THAT(op.get("/demo/ops/results?host=999").body, Contains("No results in this state here"));
+  CHECK(op.get("/demo/ops/results?state=lost").status == 400);
+  CHECK_THAT(op.get("/demo/ops/results?state=lost").body, Contains("No result state"));
+  CHECK(op.get("/demo/ops/results?host=x").status == 400);
+  CHECK(op.get("/demo/ops/results?after=1.x").status == 400);
+  CHECK(op.get("/demo/ops/results").status == 200);
   CHECK_THAT(op.get("/demo/ops/workunits?state=cancelled").body,
              Contains("No cancelled workunits"));
 
@@ -695,6 +718,16 @@ TEST_CASE("an operator logs in with the admin token, browses work and cancels it
   CHECK_THAT(again.body, Contains("Not cancelled: workunit " + wu_name + " is cancelled already"));
   auto admin = admin_get(s, "/api/projects/demo/workunits/" + wu_name);
   CHECK(admin["state"] == "cancelled");
+  // The host's page lists the result taken back among those it finished, and links to
+  // every result sent to it.
+  auto host_after = op.get("/demo/ops/host?id=" + std::to_string(*reply.hostid));
+  auto finished_at = host_after.body.find("<h2>Finished lately</h2>");
+  REQUIRE(finished_at != std::string::npos);
+  CHECK(host_after.body.find(">" + reply.jobs[0].result + "</a>", finished_at)
+        != std::string::npos);
+  CHECK_THAT(host_after.body,
+             Contains("href=\"/demo/ops/results?host=" + std::to_string(*reply.hostid) + "\""));
+  CHECK_THAT(op.get("/demo/ops/user?id=1").body, Contains("<h2>Recent results</h2>"));
 
   // The workunit's story, from the event log, in sentences with names and times.
   CHECK_THAT(op.get("/demo/ops/workunit?name=" + wu_name).body,
@@ -747,4 +780,45 @@ TEST_CASE("guesses at the admin token are slowed", "[web]") {
   CHECK(guesser.jar.count("cobble_operator") == 0);
   // The admin API's bearer token is not held back by it.
   CHECK(admin_get(s, "/api/projects/demo")["name"] == "demo");
+}
+
+TEST_CASE("an operator pages through workunits and results, filters kept", "[web]") {
+  temp_dir dir;
+  server s{dir.path()};
+  json items = json::array();
+  for (int i = 0; i < 60; ++i)
+    items.push_back({{"app", "testapp"}, {"name", "wu_page_" + std::to_string(100 + i)}});
+  http_client admin{"127.0.0.1", s.admin_port};
+  auto made = admin.post("/api/projects/demo/workunits", json{{"items", items}}.dump(), s.token,
+                         "application/json");
+  REQUIRE(made.status == 201);
+  browser op{s.port};
+  auto csrf = op.token("/demo/ops/login");
+  REQUIRE(op.post("/demo/ops/login", form({{"csrf", csrf}, {"token", s.token}})).status == 303);
+
+  // 50 workunits a page, oldest first; the next page starts after the last one shown.
+  auto first = op.get("/demo/ops/workunits?state=active&app=testapp");
+  REQUIRE(first.status == 200);
+  CHECK_THAT(first.body, Contains(">wu_page_149</a>"));
+  CHECK(first.body.find(">wu_page_150</a>") == std::string::npos);
+  auto next_at = first.body.find(
+    "href=\"/demo/ops/workunits?state=active&amp;app=testapp&amp;after=");
+  REQUIRE(next_at != std::string::npos);
+  auto target = first.body.substr(next_at + 6, first.body.find('"', next_at + 6) - next_at - 6);
+  for (auto amp = target.find("&amp;"); amp != std::string::npos; amp = target.find("&amp;"))
+    target.replace(amp, 5, "&");
+  auto second = op.get(target);
+  REQUIRE(second.status == 200);
+  CHECK_THAT(second.body, Contains(">wu_page_150</a>"));
+  CHECK_THAT(second.body, Contains(">wu_page_159</a>"));
+  CHECK(second.body.find(">wu_page_149</a>") == std::string::npos);
+  CHECK_THAT(second.body, Contains("← First page"));
+  CHECK_THAT(second.body, Contains("<option selected>testapp</option>"));
+
+  // Results: two per workunit, so the first page of 50 ends at the 25th workunit.
+  auto results = op.get("/demo/ops/results?state=unsent");
+  REQUIRE(results.status == 200);
+  CHECK_THAT(results.body, Contains(">wu_page_124_1</a>"));
+  CHECK(results.body.find(">wu_page_125_0</a>") == std::string::npos);
+  CHECK_THAT(results.body, Contains("state=unsent&amp;after="));
 }
