@@ -61,3 +61,39 @@ TEST_CASE("an operator lists workunits by state", "[integration][cli]") {
   CHECK(refused.status == 400);
   CHECK_THAT(refused.body, Contains("active, validated, assimilated, failed or cancelled"));
 }
+
+TEST_CASE("work create takes every replication limit", "[integration][cli]") {
+  temp_dir dir;
+  server s{dir.path()};
+  auto made = online(s, {"work",
+                         "create",
+                         "--app",
+                         "testapp",
+                         "--name",
+                         "wu_limits",
+                         "--min-quorum",
+                         "1",
+                         "--target-nresults",
+                         "1",
+                         "--max-error-results",
+                         "4",
+                         "--max-total-results",
+                         "9",
+                         "--max-success-results",
+                         "5",
+                         "--memory-bound",
+                         "1e8",
+                         "--disk-bound",
+                         "2e8"});
+  INFO(made.second);
+  REQUIRE(made.first == 0);
+  auto shown = online(s, {"work", "show", "wu_limits"});
+  CHECK_THAT(shown.second, Contains("min 1, target 1, max errors 4, max total 9, max success 5"));
+  auto params = admin_get(s, "/api/projects/demo/workunits/wu_limits")["params"];
+  CHECK(params["rsc_memory_bound"] == 1e8);
+  CHECK(params["rsc_disk_bound"] == 2e8);
+  CHECK(params["max_error_results"] == 4);
+  auto zero = online(s, {"work", "create", "--app", "testapp", "--max-error-results", "0"});
+  CHECK(zero.first == 2);
+  CHECK_THAT(zero.second, Contains("--max-error-results"));
+}

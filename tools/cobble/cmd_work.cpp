@@ -66,6 +66,22 @@ void declare_create_options(CLI::App& create, create_options& co) {
     ->check(CLI::PositiveNumber);
   create.add_option("--target-nresults", spec.target_nresults, "Replicas created at once")
     ->check(CLI::PositiveNumber);
+  create
+    .add_option("--max-error-results", spec.max_error_results,
+                "Failed results after which the workunit fails")
+    ->check(CLI::PositiveNumber);
+  create
+    .add_option("--max-total-results", spec.max_total_results,
+                "Results in all after which the workunit fails")
+    ->check(CLI::PositiveNumber);
+  create
+    .add_option("--max-success-results", spec.max_success_results,
+                "Successful results without a quorum after which the workunit fails")
+    ->check(CLI::PositiveNumber);
+  create.add_option("--memory-bound", spec.rsc_memory_bound, "Bytes of memory a job may use")
+    ->check(CLI::PositiveNumber);
+  create.add_option("--disk-bound", spec.rsc_disk_bound, "Bytes of disk a job may use")
+    ->check(CLI::PositiveNumber);
   create.add_option("--submitter", co.submitter, "Who creates the work (default: cobble-cli)");
   create.add_option("--input", co.inputs,
                     "Input file PATH[:OPEN_NAME] (repeatable): copied into the server's data "

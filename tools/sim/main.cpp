@@ -22,7 +22,13 @@ int program_main(int argc, char** argv) {
   cobble::sim::add_run_command(app, rc);
   cobble::sim::add_credit_command(app);
   cobble::sim::add_autoflops_command(app);
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // --help answers 0; every usage error 2, as docs/emulator.md says (CLI11's own codes
+    // would be 105-109, one per kind of mistake).
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   return rc;
 }
 

@@ -94,7 +94,11 @@ TEST_CASE("cobble-sim names the file, line and key of a bad scenario", "[sim][re
   CHECK(missing.rc == 2);
   CHECK(missing.out.find("cannot read the file") != std::string::npos);
   auto usage = run({sim});
-  CHECK(usage.rc != 0);
+  CHECK(usage.rc == 2);
+  auto unknown = run({sim, "run", file, "--no-such-flag"});
+  CHECK(unknown.rc == 2);
+  CHECK(unknown.out.find("--no-such-flag") != std::string::npos);
+  CHECK(run({sim, "run", "--help"}).rc == 0);
   auto good = scenarios + "example1.yaml";
   auto scheme = run({sim, "run", good, "--server", "ftp://127.0.0.1:1", "--token", "t"});
   CHECK(scheme.rc == 2);
