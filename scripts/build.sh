@@ -38,7 +38,13 @@ if [ "$sanitize" = thread ]; then
   args+=(-DCAF_INCLUDE_DIR="$PWD/$build_dir/caf-tsan/include"
          -DCAF_CORE_LIBRARY="$PWD/$build_dir/caf-tsan/lib/libcaf_core.so")
 fi
-cmake -S . -B "$build_dir" -G Ninja "${args[@]}" >/dev/null
+# Configured again only when the settings changed (Ninja re-runs CMake itself when a
+# CMakeLists.txt does): with nothing changed the build below has no work to do.
+stamp="$build_dir/.cobble-cmake-args"
+if [ ! -f "$build_dir/build.ninja" ] || [ "$(cat "$stamp" 2>/dev/null)" != "${args[*]}" ]; then
+  cmake -S . -B "$build_dir" -G Ninja "${args[@]}" >/dev/null
+  printf '%s' "${args[*]}" >"$stamp"
+fi
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j "$jobs" "${targets[@]}"

@@ -21,17 +21,21 @@ case "${1:-}" in
   *) echo "usage: scripts/deps.sh [--test]" >&2; exit 2 ;;
 esac
 missing=()
+sudo=""
+[ "$(id -u)" -eq 0 ] || sudo="sudo"
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "deps: installing ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -eq 0 ] || sudo="sudo"
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
-# The boinc-client package enables a system client on port 31416; our tests run their own.
-if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet boinc-client 2>/dev/null; then
-  systemctl stop boinc-client 2>/dev/null || true
+# Installing the boinc-client package starts a system client on port 31416, which the tests'
+# own clients would meet. Stopped only when this script just installed it: a BOINC client the
+# machine already ran (a volunteer's) is left alone.
+if [[ " ${missing[*]:-} " == *" boinc-client "* ]] && command -v systemctl >/dev/null 2>&1 \
+  && systemctl is-active --quiet boinc-client 2>/dev/null; then
+  echo "deps: stopping the system BOINC client the boinc-client package just started"
+  $sudo systemctl stop boinc-client 2>/dev/null || true
 fi
