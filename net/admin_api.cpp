@@ -30,6 +30,7 @@ struct admin_route {
 /// Every route of the admin API (docs/admin-api.md has a section for each). A path's GET
 /// comes before its POST: the `Allow` header of a 405 lists them in this order.
 constexpr std::array admin_table{
+  admin_route{verb::post, "/api/backup", admin::back_up, true},
   admin_route{verb::get, "/api/credit", admin::plan_class_table},
   admin_route{verb::get, "/api/projects", admin::list_projects},
   admin_route{verb::get, "/api/projects/{project}", admin::show_project},

@@ -9,11 +9,15 @@
 #include "actors/actors.hpp"
 #include "net/http_server.hpp"
 #include "storage/disk_space.hpp"
+#include "storage/event_store.hpp"
 
 #include <caf/actor_system.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,6 +38,11 @@ struct admin_context {
   /// The data directory's free space: while it is low every write (any method but GET) is
   /// answered 507 and reaches no actor. Null: not watched.
   std::shared_ptr<const storage::disk_space> disk;
+  /// The event log and the data directory it lives in (POST /api/backup); null: 404.
+  std::shared_ptr<const storage::event_store> store;
+  std::filesystem::path data_dir;
+  /// True while a backup runs: one at a time.
+  std::shared_ptr<std::atomic<bool>> backing_up = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// The routes of the admin API, all under `/api/`.

@@ -6,16 +6,21 @@
 #include "net/app_json.hpp"
 #include "net/files.hpp"
 #include "net/one_shot.hpp"
+#include "storage/backup.hpp"
+#include "storage/error.hpp"
 
 #include <caf/event_based_actor.hpp>
 #include <caf/sec.hpp>
 
 #include <nlohmann/json.hpp>
 #include <openssl/sha.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <chrono>
+#include <filesystem>
 #include <limits>
 #include <optional>
 
@@ -255,7 +260,57 @@ void command_sequence(const call& c, seq_command::op what) {
                           seq_command_ptr{std::make_shared<const seq_command>(*cmd)});
 }
 
+/// A backup's answer: where it is and what it holds.
+json backup_json(const std::string& dir, const storage::backup_summary& b, double seconds) {
+  return json{{"dir", dir},       {"last_event", b.last_seq}, {"files", b.files},
+              {"bytes", b.bytes}, {"linked", b.linked},       {"seconds", seconds}};
+}
+
 } // namespace
+
+void back_up(call& c) {
+  const auto& ctx = c.ctx;
+  if (!ctx->store || ctx->data_dir.empty()) {
+    c.respond(error_response(http::status::not_found, "this server has no data directory to "
+                                                      "back up"));
+    return;
+  }
+  auto body = json_body(c);
+  if (!body)
+    return;
+  const auto dir = body->is_object() && body->contains("dir") && (*body)["dir"].is_string()
+                     ? (*body)["dir"].get<std::string>()
+                     : std::string{};
+  if (dir.empty() || !std::filesystem::path{dir}.is_absolute()) {
+    c.respond(error_response(http::status::bad_request,
+                             "give {\"dir\": \"/absolute/path\"}: a new directory on the "
+                             "server's machine, outside its data directory"));
+    return;
+  }
+  if (ctx->backing_up->exchange(true)) {
+    c.respond(error_response(http::status::conflict, "a backup is running; try again when it "
+                                                     "is done"));
+    return;
+  }
+  // Blocking file I/O, possibly for minutes: on the file service's threads.
+  ctx->files->post([ctx, dir, respond = c.respond] {
+    auto started = std::chrono::steady_clock::now();
+    auto made = storage::back_up(*ctx->store, ctx->data_dir, dir);
+    ctx->backing_up->store(false);
+    if (!made) {
+      auto status = made.error() == storage::ec::invalid_argument
+                      ? http::status::bad_request
+                      : http::status::internal_server_error;
+      respond(error_response(status, describe(made.error())));
+      return;
+    }
+    std::chrono::duration<double> took = std::chrono::steady_clock::now() - started;
+    spdlog::info("backup of {} into {}: events 1..{}, {} files ({} bytes, {} linked), {:.1f} s",
+                 ctx->data_dir.string(), dir, made->last_seq, made->files, made->bytes,
+                 made->linked, took.count());
+    respond(json_response(http::status::created, backup_json(dir, *made, took.count())));
+  });
+}
 
 response error_response(http::status status, const std::string& message) {
   return json_response(status, json{{"error", message}});

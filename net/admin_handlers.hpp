@@ -75,4 +75,7 @@ void reassign_sequence(call& c);
 void export_credit(call& c);
 void import_credit(call& c);
 
+// POST /api/backup
+void back_up(call& c);
+
 } // namespace cobble::net::admin

@@ -163,6 +163,15 @@ public:
   /// as those snapshots hold events the log lost.
   caf::error drop_snapshots_past_end();
 
+  /// Copies the store as it is at this moment into `target`, a directory that must not exist
+  /// (storage/checkpoint.cpp): a RocksDB checkpoint (table files hard-linked when `target` is
+  /// on the same file system, the rest copied; the write-ahead log up to now included) and the
+  /// snapshot files its manifests name (hard-linked, or copied), synced. The copy opens as this
+  /// store would have at that moment. Snapshot writes and pruning wait while it runs; appends
+  /// do not. On an error `target` is removed. ec::invalid_argument for a read-only store or an
+  /// existing `target`; errors name the step and the file.
+  caf::error checkpoint(const std::filesystem::path& target) const;
+
   /// For a read-only store: catches up with the writer (new events and snapshots become
   /// visible, last_seq() advances). A no-op for a writable store.
   caf::error refresh();

@@ -73,6 +73,13 @@ caf::error sync_dir(const fs::path& dir) {
   return {};
 }
 
+caf::error sync_file(const fs::path& path) {
+  unique_fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (!fd || ::fdatasync(fd.get()) != 0)
+    return posix_error("sync", path, errno);
+  return {};
+}
+
 caf::error write_file_durably(const fs::path& tmp, const fs::path& path, std::string_view data,
                               const piece_observer& observe) {
   auto failed = [&](std::string_view operation, int err) {

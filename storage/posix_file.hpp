@@ -81,6 +81,10 @@ caf::error write_all(int fd, std::string_view data, const std::filesystem::path&
 /// The error reads "sync directory <dir>: ...".
 caf::error sync_dir(const std::filesystem::path& dir);
 
+/// Syncs the data of file `path` (written by someone else, e.g. a copy) to disk. The error
+/// reads "sync <path>: ...".
+caf::error sync_file(const std::filesystem::path& path);
+
 /// The size of the pieces in which write_file_durably() writes its data and shows them to its
 /// observer.
 inline constexpr std::size_t durable_write_piece_bytes = 4u << 20;

@@ -30,6 +30,7 @@
 
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace fs = std::filesystem;
 using cobble::tools::kept_secret;
@@ -120,14 +121,18 @@ caf::error upload_secret(const fs::path& path, const cobble::world& w, std::stri
 }
 
 /// The demo's app when --demo-app is not given: testapp/testapp in cobbled's directory (where
-/// the build puts it); empty when there is none.
+/// the build puts it), else ../libexec/cobble/testapp (where `cmake --install` puts it);
+/// empty when there is none.
 fs::path default_demo_app() {
   std::error_code ec;
   auto self = fs::read_symlink("/proc/self/exe", ec);
   if (ec)
     return {};
-  auto app = self.parent_path() / "testapp" / "testapp";
-  return fs::is_regular_file(app, ec) ? app : fs::path{};
+  for (auto app : {self.parent_path() / "testapp" / "testapp",
+                   self.parent_path().parent_path() / "libexec" / "cobble" / "testapp"})
+    if (fs::is_regular_file(app, ec))
+      return app;
+  return {};
 }
 
 /// The admin token: from the configuration, or kept in <data_dir>/admin_token.
@@ -135,6 +140,48 @@ std::string admin_token(const cobble::config::server_config& server) {
   if (!server.admin_token.empty())
     return server.admin_token;
   return kept_secret(server.data_dir / "admin_token");
+}
+
+/// --check-config: what a start with `cfg` would find, without starting. The data directory
+/// must be a writable directory, or one that can be made (nothing is made here).
+int checked_config(const cobble::config::cobble_config& cfg) {
+  const auto& dir = cfg.server.data_dir;
+  std::error_code err;
+  std::string data_state;
+  if (fs::exists(dir, err)) {
+    if (!fs::is_directory(dir, err) || ::access(dir.c_str(), W_OK | X_OK) != 0) {
+      std::cerr << "cobbled: the data directory " << dir.string()
+                << " is no directory this user can write to\n";
+      return 1;
+    }
+    data_state = fs::exists(dir / "log", err) ? "exists, with an event log"
+                                              : "exists, empty of Cobble's files";
+  } else {
+    auto parent = fs::absolute(dir, err).parent_path();
+    while (!parent.empty() && !fs::exists(parent, err) && parent != parent.root_path())
+      parent = parent.parent_path();
+    if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+      std::cerr << "cobbled: the data directory " << dir.string()
+                << " does not exist and cannot be made: " << parent.string()
+                << " is not writable by this user\n";
+      return 1;
+    }
+    data_state = "to be made at the first start";
+  }
+  std::cout << "configuration OK\n"
+            << "  data directory: " << fs::absolute(dir, err).string() << " (" << data_state
+            << ")\n"
+            << "  listening on:   http://" << cfg.server.listen_address << ':' << cfg.server.port
+            << "/\n"
+            << "  admin API on:   http://" << cfg.server.admin_address << ':'
+            << cfg.server.admin_port << "/api/\n";
+  for (const auto& p : cfg.projects) {
+    std::cout << "  project " << p.name << ": apps";
+    for (const auto& a : p.apps)
+      std::cout << ' ' << a.name;
+    std::cout << '\n';
+  }
+  return 0;
 }
 
 int program_main(int argc, char** argv) {
@@ -192,11 +239,19 @@ int program_main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")
     ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   app.add_flag("--print-config", print_config, "Print the effective configuration and exit");
+  bool check_config = false;
+  app.add_flag("--check-config", check_config,
+               "Check the configuration, the page templates and the data directory, say what "
+               "would be served, and exit: 0 when it would start, 1 with what is wrong");
   bool salvage_wal = false;
   app.add_flag("--salvage-wal", salvage_wal,
                "Start on a damaged write-ahead log, dropping every event after the damage "
                "(and the snapshots past it); only after a refusal that says so, and a copy");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2; // every usage error is 2, as for cobble
+  }
 
   spdlog::set_level(spdlog::level::from_str(log_level));
   try {
@@ -240,6 +295,8 @@ int program_main(int argc, char** argv) {
     std::cout << cobble::config::to_yaml(cfg);
     return 0;
   }
+  if (check_config)
+    return checked_config(cfg);
 
   // Signals go to the main thread only (sigwait below); every thread inherits this mask.
   sigset_t signals;
@@ -410,6 +467,8 @@ int program_main(int argc, char** argv) {
   actx.upload_limit = cfg.server.upload_limit;
   actx.max_batch_items = cfg.server.max_batch_items;
   actx.disk = disk;
+  actx.store = store;
+  actx.data_dir = data;
   for (auto& r : cobble::net::file_routes(
          {&sys, node->projects, files, cfg.server.upload_limit, disk, data / "stats"}))
     routes.push_back(std::move(r));

@@ -467,3 +467,42 @@ TEST_CASE("cobbled refuses to start when the admin port is taken, saying which s
   CHECK_THAT(out2, Catch::Contains("server.admin_port: must differ from server.port"));
   CHECK(s.stop() == 0);
 }
+
+TEST_CASE("cobbled --check-config says what would be served, or what is wrong",
+          "[tools][cobbled][config]") {
+  temp_dir dir{"cobbled-check"};
+  auto data = dir.path() / "new-data";
+  auto [code, out] = run_command({program("tools/cobbled"), "--check-config", "--data-dir",
+                                  data.string()},
+                                 60s);
+  INFO(out);
+  CHECK(code == 0);
+  CHECK_THAT(out, Catch::Contains("configuration OK"));
+  CHECK_THAT(out, Catch::Contains("to be made at the first start"));
+  CHECK_THAT(out, Catch::Contains("project demo: apps testapp"));
+  CHECK_FALSE(fs::exists(data)); // nothing is made
+
+  // A configuration with a mistake: its file, line and key, exit 1.
+  auto cfg = dir.path() / "cobble.yaml";
+  std::ofstream{cfg} << "server:\n  lisen: 1\nprojects: []\n";
+  auto [bad, bad_out] = run_command({program("tools/cobbled"), "--check-config", "--config",
+                                     cfg.string(), "--data-dir", data.string()},
+                                    60s);
+  INFO(bad_out);
+  CHECK(bad == 1);
+  CHECK_THAT(bad_out, Catch::Contains("lisen"));
+
+  // A data directory that is a file.
+  auto file = dir.path() / "a-file";
+  std::ofstream{file} << "x";
+  auto [not_dir, not_dir_out] = run_command({program("tools/cobbled"), "--check-config",
+                                             "--data-dir", file.string()},
+                                            60s);
+  CHECK(not_dir == 1);
+  CHECK_THAT(not_dir_out, Catch::Contains("is no directory this user can write to"));
+
+  // A usage error is 2, as for cobble.
+  auto [usage, usage_out] = run_command({program("tools/cobbled"), "--no-such-flag"}, 60s);
+  CHECK(usage == 2);
+  CHECK_THAT(usage_out, Catch::Contains("--no-such-flag"));
+}

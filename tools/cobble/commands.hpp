@@ -117,4 +117,7 @@ void add_log_commands(CLI::App& app, context& ctx);
 /// `stats export`: the statistics export for stats sites, offline (docs/web.md).
 void add_stats_commands(CLI::App& app, context& ctx);
 
+/// `backup DIR`: a backup of the running server's data directory (docs/operations.md).
+void add_backup_commands(CLI::App& app, context& ctx);
+
 } // namespace cobble::cli

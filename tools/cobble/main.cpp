@@ -77,6 +77,7 @@ int run(int argc, char** argv) {
   add_key_commands(app, ctx);
   add_log_commands(app, ctx);
   add_stats_commands(app, ctx);
+  add_backup_commands(app, ctx);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
