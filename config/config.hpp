@@ -269,7 +269,8 @@ enum class actor_scheduler {
 struct server_config {
   std::string listen_address = "127.0.0.1";
   std::uint16_t port = 8080; ///< 0 picks a free port (printed at start).
-  std::string public_url;    ///< Base URL clients use; empty: http://<listen>:<port>.
+  /// Base URL in master pages and replies; empty: http:// and each request's Host header.
+  std::string public_url;
   /// The admin API's own listener (docs/admin-api.md); the public one serves no /api/.
   std::string admin_address = "127.0.0.1";
   std::uint16_t admin_port = 8081; ///< 0 picks a free port (written to <data_dir>/admin_url).
