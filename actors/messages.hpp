@@ -220,6 +220,7 @@ struct result_listing_row {
 struct host_view {
   host_reg reg;
   std::optional<host_state> state; ///< Present for `show`, absent in lists.
+  time_us last_contact = 0;        ///< Its last scheduler RPC; 0: none yet.
   /// With `state`: the results it finished last (host_state::finished), newest first.
   std::vector<result_listing_row> finished{};
 };

@@ -297,6 +297,7 @@ caf::result<host_view_ptr> show_host(project_ptr self, id_type id) {
   auto v = host_view_of(ps, self->state.hosts.copy_of(id), id);
   if (!v)
     return caf::make_error(ec::unknown_host, "no host " + std::to_string(id));
+  v->last_contact = self->state.hosts.last_contact(id);
   if (v->state)
     for (auto r = v->state->finished.rbegin(); r != v->state->finished.rend(); ++r)
       if (auto row = result_row_of(ps, *r))
@@ -381,8 +382,10 @@ project_actor::behavior_type project(project_ptr self, project_init init) {
     },
     [self](atom::host, id_type id) { return show_host(self, id); },
     [self](atom::list, atom::host, std::uint64_t offset, std::uint64_t limit) {
-      return host_list_ptr{std::make_shared<std::vector<host_view>>(
-        host_page(self->state.logic.state, offset, limit))};
+      auto page = host_page(self->state.logic.state, offset, limit);
+      for (auto& h : page)
+        h.last_contact = self->state.hosts.last_contact(h.reg.id);
+      return host_list_ptr{std::make_shared<std::vector<host_view>>(std::move(page))};
     },
     [self](atom::sequence, const std::string& key) { return show_sequence(self, key); },
     [self](atom::list, atom::sequence, std::uint64_t offset, std::uint64_t limit) {

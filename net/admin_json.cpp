@@ -285,6 +285,7 @@ json result_json(const workunit_rec& wu, std::uint32_t index, const std::string&
               {"state", to_string(r.state)},
               {"outcome", to_string(r.outcome)},
               {"validation", to_string(r.validation)},
+              {"status", result_words(r)},
               {"canonical", wu.canonical && *wu.canonical == index},
               {"host", r.host == 0 ? json(nullptr) : json(r.host)},
               {"sent", time_json(r.sent)},
@@ -400,6 +401,7 @@ json to_json(const host_view& v) {
   json out = {{"id", v.reg.id},
               {"user", v.reg.user},
               {"created", time_json(v.reg.created)},
+              {"last_contact", time_json(v.last_contact)},
               {"credit", totals_json(v.reg.credit)}};
   if (v.state)
     out["state"] = to_json(*v.state);

@@ -21,7 +21,8 @@ fail() {
 cmake --install "$build" --prefix "$prefix" >"$prefix/install.log" || fail "cmake --install failed"
 for f in bin/cobbled bin/cobble bin/cobble-sim libexec/cobble/testapp etc/cobble/cobble.yaml \
   lib/systemd/system/cobbled.service share/doc/cobble/README.md \
-  share/doc/cobble/operations.md share/doc/cobble/configuration.md; do
+  share/doc/cobble/operations.md share/doc/cobble/configuration.md \
+  share/bash-completion/completions/cobble share/bash-completion/completions/cobbled; do
   [ -e "$prefix/$f" ] || fail "$f was not installed"
 done
 

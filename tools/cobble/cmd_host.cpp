@@ -1,5 +1,6 @@
 /// `cobble host show|list`: hosts, through the admin API.
 
+#include "net/number_text.hpp"
 #include "tools/cobble/commands.hpp"
 #include "tools/cobble/print.hpp"
 
@@ -32,8 +33,11 @@ void print_host_info(std::ostream& out, const json& s) {
 }
 
 void print_host(std::ostream& out, const json& h) {
+  const auto& c = h.at("credit");
   out << "host " << field(h, "id") << " (user " << field(h, "user") << ", registered "
-      << time_field(h, "created") << ")\n";
+      << time_field(h, "created") << ", last contact " << time_field(h, "last_contact") << ")\n"
+      << "credit: " << net::credit_text(c.at("total_credit").get<double>()) << " total, "
+      << net::credit_text(c.at("expavg_credit").get<double>()) << " recent average\n";
   if (!h.contains("state"))
     return;
   const auto& s = h.at("state");
@@ -63,9 +67,13 @@ void add_host_show(CLI::App& host, context& ctx) {
 
 /// Hosts, one per row.
 void print_hosts(std::ostream& out, const json& hosts) {
-  table t{{"ID", "USER", "REGISTERED"}};
-  for (const auto& h : hosts)
-    t.add({field(h, "id"), field(h, "user"), time_field(h, "created")});
+  table t{{"ID", "USER", "REGISTERED", "LAST CONTACT", "TOTAL CREDIT", "RECENT AVERAGE"}};
+  for (const auto& h : hosts) {
+    const auto& c = h.at("credit");
+    t.add({field(h, "id"), field(h, "user"), time_field(h, "created"),
+           time_field(h, "last_contact"), net::credit_text(c.at("total_credit").get<double>()),
+           net::credit_text(c.at("expavg_credit").get<double>())});
+  }
   t.print(out);
 }
 

@@ -1,6 +1,8 @@
 /// `cobble work create|show|list|cancel`: workunits, through the admin API.
 
 #include "net/admin_json.hpp"
+#include "net/number_text.hpp"
+#include "tools/cobble/batch.hpp"
 #include "tools/cobble/commands.hpp"
 #include "tools/cobble/print.hpp"
 
@@ -26,7 +28,9 @@ struct create_options {
   int count = 0;
   std::string submitter;
   std::vector<std::string> inputs; ///< PATH or PATH:OPEN_NAME
+  std::string batch;               ///< --batch FILE: every workunit from the file
   CLI::Option* count_opt = nullptr;
+  CLI::Option* submitter_opt = nullptr;
 };
 
 /// Accepts a finite number above zero, saying what is wrong otherwise.
@@ -44,7 +48,7 @@ CLI::Validator positive_app_units() {
 
 void declare_create_options(CLI::App& create, create_options& co) {
   auto& spec = co.spec;
-  create.add_option("--app", spec.app, "App name")->required();
+  create.add_option("--app", spec.app, "App name (required without --batch)");
   create.add_option("--name", spec.name, "Workunit name (default: generated)");
   co.count_opt = create.add_option("--count", co.count, "Create N workunits (generated names)")
                    ->check(CLI::Range(1, 100000))
@@ -82,23 +86,45 @@ void declare_create_options(CLI::App& create, create_options& co) {
     ->check(CLI::PositiveNumber);
   create.add_option("--disk-bound", spec.rsc_disk_bound, "Bytes of disk a job may use")
     ->check(CLI::PositiveNumber);
-  create.add_option("--submitter", co.submitter, "Who creates the work (default: cobble-cli)");
+  co.submitter_opt = create.add_option("--submitter", co.submitter,
+                                       "Who creates the work (default: cobble-cli)");
   create.add_option("--input", co.inputs,
                     "Input file PATH[:OPEN_NAME] (repeatable): copied into the server's data "
                     "directory (identical content is stored once); the app opens it as "
                     "OPEN_NAME (default: the file's name)");
+  auto* batch = create.add_option(
+    "--batch", co.batch,
+    "A JSON or YAML file of workunits, created all or none: a list of specs with the admin "
+    "API's fields (app, name, count, min_quorum, ... docs/admin-api.md), or {items: [...], "
+    "submitter: S}; an input {file: PATH, open_name: NAME} is staged first");
+  // The batch file says everything: no other option of a workunit beside it.
+  for (auto* o : create.get_options())
+    if (o != batch && o != co.submitter_opt && o->get_name() != "--help")
+      batch->excludes(o);
 }
 
-int work_create(context& ctx, create_options& co) {
-  auto& on = ctx.server;
+/// The request body of `work create`: the batch file's, or one item from the options.
+json create_body(online& on, create_options& co) {
+  if (!co.batch.empty()) {
+    auto body = read_batch(on, co.batch);
+    if (co.submitter_opt->count())
+      body["submitter"] = co.submitter;
+    return body;
+  }
+  if (co.spec.app.empty())
+    throw usage_error("work create: give --app APP (or --batch FILE)");
   for (auto& in : stage_inputs(on, co.inputs))
     co.spec.inputs.push_back(std::move(in));
   auto item = net::to_json(co.spec);
   if (co.count_opt->count())
     item["count"] = co.count;
-  json body = {{"items", json::array({item})},
-               {"submitter", co.submitter.empty() ? "cobble-cli" : co.submitter}};
-  auto res = on.api().post(on.project_path() + "/workunits", body);
+  return {{"items", json::array({item})},
+          {"submitter", co.submitter.empty() ? "cobble-cli" : co.submitter}};
+}
+
+int work_create(context& ctx, create_options& co) {
+  auto& on = ctx.server;
+  auto res = on.api().post(on.project_path() + "/workunits", create_body(on, co));
   if (ctx.options.json)
     print_json(res);
   else
@@ -144,17 +170,19 @@ void print_params(std::ostream& out, const json& w) {
 
 /// A workunit's results, one per row.
 void print_results(std::ostream& out, const json& results) {
-  table t{{"RESULT", "STATE", "OUTCOME", "VALIDATION", "HOST", "SENT", "DEADLINE", "RECEIVED",
-           "ELAPSED", "CPU", "EXIT", "FLAGS", "OUTPUTS"}};
+  table t{{"RESULT", "STATE", "HOST", "SENT", "DEADLINE", "RECEIVED", "ELAPSED", "CPU", "EXIT",
+           "CREDIT", "FLAGS", "OUTPUTS"}};
   for (const auto& r : results) {
     std::string flags;
     for (const auto& f : r.at("flags"))
       flags += (flags.empty() ? "" : ",") + f.get<std::string>();
     if (r.value("canonical", false))
       flags += (flags.empty() ? "" : ",") + std::string{"canonical"};
-    t.add({field(r, "name"), field(r, "state"), field(r, "outcome"), field(r, "validation"),
-           field(r, "host"), time_field(r, "sent"), time_field(r, "deadline"),
-           time_field(r, "received"), field(r, "elapsed"), field(r, "cpu"), field(r, "exit_status"),
+    const auto& credit = r.at("credit");
+    t.add({field(r, "name"), field(r, "status"), field(r, "host"), time_field(r, "sent"),
+           time_field(r, "deadline"), time_field(r, "received"), field(r, "elapsed"),
+           field(r, "cpu"), field(r, "exit_status"),
+           credit.is_object() ? net::credit_text(credit.at("granted").get<double>()) : "-",
            flags.empty() ? "-" : flags, std::to_string(r.at("outputs").size())});
   }
   t.print(out, "  ");
