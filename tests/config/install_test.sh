@@ -57,7 +57,7 @@ while IFS= read -r -t 60 line <&3; do
     *"admin API:"*) break ;;
   esac
 done
-kill "$pid"
+kill "$pid" 2>/dev/null || fail "the installed demo stopped early: '$app_line'"
 wait "$pid" || true
 pid=""
 exec 3<&-
